@@ -1,0 +1,136 @@
+//! `flashgen`: emit FA2 kernels as PTX; check and bench them on a GPU.
+
+use clap::{Args, Parser, Subcommand};
+use flashgen::{compile, Arch, CompileOptions, DType, KernelKind, KernelSpec, SpecParams};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+mod bench;
+mod check;
+
+#[derive(Parser)]
+#[command(name = "flashgen", version, about = "FlashAttention-2 kernels specialized and emitted as PTX through LLVM")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate PTX (or LLVM IR) and its metadata JSON for one spec, or for the default set.
+    Emit(EmitArgs),
+    /// Generate and check the default kernels; with a GPU, run them against the CPU f64 reference.
+    Check(check::CheckArgs),
+    /// Time the forward kernels on the GPU in the anchors' shapes (JSON lines + a table).
+    Bench(bench::BenchArgs),
+}
+
+#[derive(Args)]
+struct EmitArgs {
+    /// Generate the default set (STAGE 1 and 3, bf16 and fp16, HEAD_DIM 64 and 128, sm_80 and sm_90a) into --out-dir.
+    #[arg(long, conflicts_with_all = ["kernel", "dtype", "head_dim", "block_m", "block_n", "stage", "num_warps", "num_stages", "arch", "output"])]
+    defaults: bool,
+    #[arg(long, default_value = "fwd")]
+    kernel: String,
+    #[arg(long, default_value = "bf16")]
+    dtype: String,
+    #[arg(long, default_value_t = 128)]
+    head_dim: u32,
+    #[arg(long, default_value_t = 128)]
+    block_m: u32,
+    #[arg(long, default_value_t = 64)]
+    block_n: u32,
+    /// 3 = causal, 1 = non-causal (Triton's kernel-level STAGE).
+    #[arg(long, default_value_t = 3)]
+    stage: u32,
+    #[arg(long, default_value_t = 8)]
+    num_warps: u32,
+    #[arg(long, default_value_t = 3)]
+    num_stages: u32,
+    #[arg(long, default_value = "sm_90a")]
+    arch: String,
+    /// Output file (PTX, or IR with --ir); the metadata JSON is written beside it. Default: ./<name>.ptx
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
+    /// Directory for --defaults (or for the single spec when -o is not given).
+    #[arg(long, default_value = ".")]
+    out_dir: PathBuf,
+    /// Write the rendered LLVM IR (.ll) instead of PTX.
+    #[arg(long)]
+    ir: bool,
+    /// Print render / parse / optimize / codegen times.
+    #[arg(long)]
+    timings: bool,
+}
+
+fn spec_from_flags(a: &EmitArgs) -> Result<KernelSpec, String> {
+    let params = SpecParams {
+        kind: KernelKind::parse(&a.kernel).map_err(|e| e.to_string())?,
+        dtype: DType::parse(&a.dtype).map_err(|e| e.to_string())?,
+        head_dim: a.head_dim,
+        block_m: a.block_m,
+        block_n: a.block_n,
+        stage: a.stage,
+        num_warps: a.num_warps,
+        num_stages: a.num_stages,
+        arch: Arch::parse(&a.arch).map_err(|e| e.to_string())?,
+    };
+    KernelSpec::new(params).map_err(|e| e.to_string())
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create directory {}: {e}", dir.display()))?;
+    }
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn emit_one(spec: &KernelSpec, path: &Path, ir: bool, timings: bool) -> Result<(), String> {
+    let artifact = compile(spec, CompileOptions::default()).map_err(|e| e.to_string())?;
+    write(path, if ir { &artifact.ir } else { &artifact.ptx })?;
+    write(&path.with_extension("json"), &artifact.metadata.to_json())?;
+    if timings {
+        let t = &artifact.timings;
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        println!(
+            "{}: render {:.1} ms, parse {:.1} ms, optimize {:.1} ms, codegen {:.1} ms, total {:.1} ms",
+            spec.name(),
+            ms(t.render),
+            ms(t.llvm.parse),
+            ms(t.llvm.optimize),
+            ms(t.llvm.codegen),
+            ms(t.total())
+        );
+    }
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+fn emit(a: &EmitArgs) -> Result<(), String> {
+    let ext = if a.ir { "ll" } else { "ptx" };
+    if a.defaults {
+        for spec in KernelSpec::default_set() {
+            emit_one(&spec, &a.out_dir.join(format!("{}.{ext}", spec.name())), a.ir, a.timings)?;
+        }
+        return Ok(());
+    }
+    let spec = spec_from_flags(a)?;
+    let path = a.output.clone().unwrap_or_else(|| a.out_dir.join(format!("{}.{ext}", spec.name())));
+    emit_one(&spec, &path, a.ir, a.timings)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Emit(a) => emit(a),
+        Command::Check(a) => check::run(a),
+        Command::Bench(a) => bench::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("flashgen: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

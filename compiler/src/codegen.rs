@@ -1,0 +1,89 @@
+//! Stages 2-4: LLVM IR text -> verified module -> O3 -> PTX, through LLVM's NVPTX backend (inkwell).
+
+use crate::spec::KernelSpec;
+use inkwell::context::Context;
+use inkwell::memory_buffer::MemoryBuffer;
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple};
+use inkwell::OptimizationLevel;
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+pub const TRIPLE: &str = "nvptx64-nvidia-cuda";
+
+/// Which stage failed, and LLVM's own words.
+#[derive(Debug, thiserror::Error)]
+pub enum CodegenError {
+    #[error("parse: LLVM rejected the rendered IR of {spec}: {detail}")]
+    Parse { spec: String, detail: String },
+    #[error("verify: the rendered IR of {spec} is not valid LLVM: {detail}")]
+    Verify { spec: String, detail: String },
+    #[error("target: no NVPTX target machine for {arch}: {detail}")]
+    Target { arch: String, detail: String },
+    #[error("optimize: the O3 pipeline failed on {spec}: {detail}")]
+    Optimize { spec: String, detail: String },
+    #[error("emit: PTX emission failed for {spec}: {detail}")]
+    Emit { spec: String, detail: String },
+}
+
+/// Time spent in each LLVM stage.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LlvmTimings {
+    pub parse: Duration,
+    pub optimize: Duration,
+    pub codegen: Duration,
+}
+
+fn init_nvptx() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| Target::initialize_nvptx(&InitializationConfig::default()));
+}
+
+/// "19.1.7": the LLVM this binary links (part of cache keys and metadata).
+pub fn llvm_version() -> String {
+    let (major, minor, patch) = inkwell::support::get_llvm_version();
+    format!("{major}.{minor}.{patch}")
+}
+
+fn target_machine(spec: &KernelSpec) -> Result<TargetMachine, CodegenError> {
+    init_nvptx();
+    let arch = spec.arch();
+    let err = |detail: String| CodegenError::Target { arch: arch.name().into(), detail };
+    let triple = TargetTriple::create(TRIPLE);
+    let target = Target::from_triple(&triple).map_err(|e| err(e.to_string()))?;
+    let (major, minor) = arch.ptx_version();
+    let features = format!("+ptx{major}{minor}");
+    target
+        .create_target_machine(&triple, arch.name(), &features, OptimizationLevel::Aggressive, RelocMode::Default, CodeModel::Default)
+        .ok_or_else(|| err(format!("LLVM has no target machine for cpu {} with {features}", arch.name())))
+}
+
+/// Parse, verify, optimize and emit. Returns the PTX and, when asked, the optimized IR.
+pub fn compile_ir(spec: &KernelSpec, ir: &str, keep_optimized_ir: bool) -> Result<(String, Option<String>, LlvmTimings), CodegenError> {
+    let name = spec.name();
+    let mut timings = LlvmTimings::default();
+    let t0 = Instant::now();
+    let context = Context::create();
+    let buffer = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), &name);
+    let module = context
+        .create_module_from_ir(buffer)
+        .map_err(|e| CodegenError::Parse { spec: name.clone(), detail: e.to_string() })?;
+    module.verify().map_err(|e| CodegenError::Verify { spec: name.clone(), detail: e.to_string() })?;
+    timings.parse = t0.elapsed();
+
+    let tm = target_machine(spec)?;
+    let t1 = Instant::now();
+    module
+        .run_passes("default<O3>", &tm, PassBuilderOptions::create())
+        .map_err(|e| CodegenError::Optimize { spec: name.clone(), detail: e.to_string() })?;
+    timings.optimize = t1.elapsed();
+    let optimized = keep_optimized_ir.then(|| module.print_to_string().to_string());
+
+    let t2 = Instant::now();
+    let buf = tm
+        .write_to_memory_buffer(&module, FileType::Assembly)
+        .map_err(|e| CodegenError::Emit { spec: name.clone(), detail: e.to_string() })?;
+    let ptx = String::from_utf8_lossy(buf.as_slice()).into_owned();
+    timings.codegen = t2.elapsed();
+    Ok((ptx, optimized, timings))
+}

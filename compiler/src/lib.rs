@@ -1,0 +1,52 @@
+//! flashgen: FlashAttention-2 kernels specialized on their compile-time parameters and emitted as PTX
+//! through LLVM's NVPTX backend. The stages, in order:
+//!
+//! ```text
+//! KernelSpec::new  -> render (tera) -> parse + verify (LLVM) -> optimize (O3) -> emit (PTX) -> Artifact
+//! ```
+
+pub mod artifact;
+pub mod codegen;
+pub mod reference;
+pub mod render;
+pub mod spec;
+
+pub use artifact::{Artifact, Metadata, Timings};
+pub use spec::{Arch, DType, KernelKind, KernelSpec, SpecError, SpecParams, Stage};
+
+use std::time::Instant;
+
+/// Any failure between a spec and its PTX, naming the stage.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    #[error(transparent)]
+    Render(#[from] render::RenderError),
+    #[error(transparent)]
+    Codegen(#[from] codegen::CodegenError),
+}
+
+/// Options that do not change the kernel, only what is kept.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CompileOptions {
+    /// Keep the optimized IR in the artifact (for `--ir` dumps and debugging).
+    pub keep_optimized_ir: bool,
+}
+
+/// Compile one specialization to PTX.
+pub fn compile(spec: &KernelSpec, options: CompileOptions) -> Result<Artifact, CompileError> {
+    let t0 = Instant::now();
+    let ir = render::render(spec)?;
+    let render_time = t0.elapsed();
+    let (ptx, optimized_ir, llvm) = codegen::compile_ir(spec, &ir, options.keep_optimized_ir)?;
+    Ok(Artifact {
+        spec: *spec,
+        entry: spec.name(),
+        ptx,
+        ir,
+        optimized_ir,
+        metadata: Metadata::of(spec),
+        timings: Timings { render: render_time, llvm },
+    })
+}

@@ -1,0 +1,200 @@
+//! CPU references: naive attention in f64, and the kernels' tiled algorithm in f32 (blocks, online softmax
+//! in base 2, un-scaled accumulation, the causal stage split), so the algorithm is checked without a GPU.
+//! Tensors are contiguous [Z, H, N, D] in row-major order.
+
+/// 1/ln 2, the factor folded into qk_scale so that exp becomes exp2.
+pub const RCP_LN2: f64 = std::f64::consts::LOG2_E;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub z: usize,
+    pub h: usize,
+    pub n: usize,
+    pub d: usize,
+}
+
+impl Shape {
+    pub fn heads(&self) -> usize {
+        self.z * self.h
+    }
+    pub fn len(&self) -> usize {
+        self.heads() * self.n * self.d
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// O and M = base-2 log-sum-exp per row (Triton's convention), for one problem.
+#[derive(Clone, Debug)]
+pub struct Attention<T> {
+    pub o: Vec<T>,
+    pub m: Vec<T>,
+}
+
+/// softmax(Q·Kᵀ·sm_scale [causal]) · V, in f64, one row at a time.
+pub fn naive_f64(q: &[f32], k: &[f32], v: &[f32], s: Shape, causal: bool, sm_scale: f64) -> Attention<f64> {
+    let mut o = vec![0f64; s.len()];
+    let mut m = vec![0f64; s.heads() * s.n];
+    for (row, (o_row, m_row)) in o.chunks_mut(s.d).zip(m.iter_mut()).enumerate() {
+        *m_row = naive_f64_row(q, k, v, s, causal, sm_scale, row, o_row);
+    }
+    Attention { o, m }
+}
+
+/// One query row (`row` counts rows over all heads: hz·N + i) of [`naive_f64`]: writes O's row into `o_row`
+/// and returns the row's base-2 log-sum-exp. Rows are independent, so callers may split them over threads.
+#[allow(clippy::too_many_arguments)]
+pub fn naive_f64_row(q: &[f32], k: &[f32], v: &[f32], s: Shape, causal: bool, sm_scale: f64, row: usize, o_row: &mut [f64]) -> f64 {
+    let (n, d) = (s.n, s.d);
+    let (hz, i) = (row / n, row % n);
+    let base = hz * n * d;
+    let cols = if causal { i + 1 } else { n };
+    let qi = &q[base + i * d..base + (i + 1) * d];
+    let scores: Vec<f64> = (0..cols)
+        .map(|j| qi.iter().zip(&k[base + j * d..base + (j + 1) * d]).map(|(&a, &b)| a as f64 * b as f64).sum::<f64>() * sm_scale)
+        .collect();
+    let mx = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut sum = 0f64;
+    o_row.iter_mut().for_each(|x| *x = 0.0);
+    for (j, &sj) in scores.iter().enumerate() {
+        let p = (sj - mx).exp();
+        sum += p;
+        for (x, &vj) in o_row.iter_mut().zip(&v[base + j * d..base + (j + 1) * d]) {
+            *x += p * vj as f64;
+        }
+    }
+    o_row.iter_mut().for_each(|x| *x /= sum);
+    (mx + sum.ln()) * RCP_LN2
+}
+
+/// The K/V block range one program (query block `start_m`) visits, split as the kernel splits it:
+/// blocks [0, n_full) need no mask; blocks [n_full, n_total) are masked. Blocks past n_total are never visited.
+/// Causal (STAGE=3): n_full = blocks wholly left of row0 (inner stage 1), the rest up to the last row
+/// reaching the diagonal (inner stage 2). Non-causal (STAGE=1): full blocks (inner stage 3), then the
+/// ragged edge block.
+pub fn block_range(n_ctx: usize, block_m: usize, block_n: usize, start_m: usize, causal: bool) -> (usize, usize) {
+    if causal {
+        let row0 = start_m * block_m;
+        let row_end = (row0 + block_m).min(n_ctx);
+        (row0 / block_n, row_end.div_ceil(block_n))
+    } else {
+        (n_ctx / block_n, n_ctx.div_ceil(block_n))
+    }
+}
+
+/// The FA2 forward as the kernel computes it, in f32: per (head, query block), loop over K/V blocks with
+/// the online softmax in base 2 (m_i = -inf, l_i = 1.0), acc un-scaled, one division by l_i at the end.
+pub fn tiled_f32(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    s: Shape,
+    causal: bool,
+    sm_scale: f32,
+    block_m: usize,
+    block_n: usize,
+) -> Attention<f32> {
+    let (n, d) = (s.n, s.d);
+    let qk_scale = sm_scale * std::f32::consts::LOG2_E;
+    let mut o = vec![0f32; s.len()];
+    let mut m_out = vec![0f32; s.heads() * n];
+    let mut qk = vec![0f32; block_m * block_n];
+    for hz in 0..s.heads() {
+        let base = hz * n * d;
+        for start_m in 0..n.div_ceil(block_m) {
+            let rows = (start_m * block_m)..((start_m + 1) * block_m).min(n);
+            let mut m_i = vec![f32::NEG_INFINITY; block_m];
+            let mut l_i = vec![1.0f32; block_m];
+            let mut acc = vec![0f32; block_m * d];
+            let (n_full, n_total) = block_range(n, block_m, block_n, start_m, causal);
+            for j in 0..n_total {
+                let masked = j >= n_full;
+                for (r, i) in rows.clone().enumerate() {
+                    let qi = &q[base + i * d..base + (i + 1) * d];
+                    for c in 0..block_n {
+                        let col = j * block_n + c;
+                        let visible = !masked || (col < n && (!causal || col <= i));
+                        qk[r * block_n + c] = if visible {
+                            qi.iter().zip(&k[base + col * d..base + (col + 1) * d]).map(|(a, b)| a * b).sum()
+                        } else {
+                            f32::NEG_INFINITY
+                        };
+                    }
+                }
+                for r in 0..rows.len() {
+                    let row = &mut qk[r * block_n..(r + 1) * block_n];
+                    let m_ij = m_i[r].max(row.iter().copied().fold(f32::NEG_INFINITY, f32::max) * qk_scale);
+                    let alpha = (m_i[r] - m_ij).exp2();
+                    let mut rowsum = 0f32;
+                    for x in row.iter_mut() {
+                        *x = (*x * qk_scale - m_ij).exp2();
+                        rowsum += *x;
+                    }
+                    l_i[r] = l_i[r] * alpha + rowsum;
+                    let acc_r = &mut acc[r * d..(r + 1) * d];
+                    acc_r.iter_mut().for_each(|a| *a *= alpha);
+                    for (c, &p) in row.iter().enumerate() {
+                        let col = j * block_n + c;
+                        if p != 0.0 {
+                            for (a, &vv) in acc_r.iter_mut().zip(&v[base + col * d..base + (col + 1) * d]) {
+                                *a += p * vv;
+                            }
+                        }
+                    }
+                    m_i[r] = m_ij;
+                }
+            }
+            for (r, i) in rows.enumerate() {
+                for c in 0..d {
+                    o[base + i * d + c] = acc[r * d + c] / l_i[r];
+                }
+                m_out[hz * n + i] = m_i[r] + l_i[r].log2();
+            }
+        }
+    }
+    Attention { o, m: m_out }
+}
+
+/// ‖a − b‖ / ‖b‖ over all elements; NaN anywhere in `a` gives infinity (NaN never passes).
+pub fn relative_error<A: Copy + Into<f64>, B: Copy + Into<f64>>(a: &[A], b: &[B]) -> f64 {
+    let (mut num, mut den) = (0f64, 0f64);
+    for (&x, &y) in a.iter().zip(b) {
+        let (x, y): (f64, f64) = (x.into(), y.into());
+        if !x.is_finite() {
+            return f64::INFINITY;
+        }
+        num += (x - y) * (x - y);
+        den += y * y;
+    }
+    if a.len() != b.len() {
+        return f64::INFINITY;
+    }
+    (num / den.max(f64::MIN_POSITIVE)).sqrt()
+}
+
+/// A small deterministic generator for test inputs (splitmix64), so references need no extra crates.
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [-1, 1).
+    pub fn uniform(&mut self) -> f32 {
+        ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+    pub fn vec(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.uniform()).collect()
+    }
+    /// Standard normal (Box-Muller), like torch.randn.
+    pub fn normal(&mut self) -> f32 {
+        let u1 = ((self.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+        let u2 = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        ((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()) as f32
+    }
+}

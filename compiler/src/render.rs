@@ -1,0 +1,152 @@
+//! Stage 1: spec -> LLVM IR text, by rendering the tera templates with the spec's constants.
+
+use crate::spec::{DType, KernelKind, KernelSpec};
+use serde::Serialize;
+use std::sync::OnceLock;
+
+/// The templates, embedded at build time so that a built binary needs no template files.
+pub const TEMPLATES: &[(&str, &str)] = &[
+    ("fa2_fwd.ll.tera", include_str!("../../templates/fa2_fwd.ll.tera")),
+    ("lib/verbs.ll.tera", include_str!("../../templates/lib/verbs.ll.tera")),
+    ("lib/fwd_block.ll.tera", include_str!("../../templates/lib/fwd_block.ll.tera")),
+];
+
+#[derive(Debug, thiserror::Error)]
+#[error("rendering template `{template}` for {spec}: {detail}")]
+pub struct RenderError {
+    pub template: &'static str,
+    pub spec: String,
+    pub detail: String,
+}
+
+/// RCP_LN2 = 1/ln 2 = log2(e), rounded to f32 and written as LLVM's hexadecimal double literal.
+fn rcp_ln2_literal() -> String {
+    let v = std::f32::consts::LOG2_E as f64;
+    format!("0x{:016X}", v.to_bits())
+}
+
+/// The constants a template sees as `k.*`: the spec's parameters and the tile arithmetic derived from them,
+/// computed here once so that templates only index and never divide.
+#[derive(Serialize)]
+#[allow(non_snake_case)]
+struct KernelConstants {
+    name: String,
+    dtype: &'static str,
+    elem: &'static str,
+    is_bf16: bool,
+    causal: bool,
+    STAGE: u32,
+    INNER_A: u32,
+    D: u32,
+    BM: u32,
+    BN: u32,
+    W: u32,
+    NS: u32,
+    THREADS: u32,
+    RPW: u32,
+    MT: u32,
+    NT: u32,
+    KS: u32,
+    KP: u32,
+    PS: u32,
+    DP: u32,
+    DN: u32,
+    CPR: u32,
+    LOG2_CPR: u32,
+    ROW_BYTES: u32,
+    Q_ITERS: u32,
+    KV_ITERS: u32,
+    KV_OFF: u32,
+    V_OFF: u32,
+    SLOT_BYTES: u32,
+    ACC_LEN: u32,
+    RCP_LN2: String,
+}
+
+impl KernelConstants {
+    fn of(spec: &KernelSpec) -> KernelConstants {
+        let d = spec.head_dim();
+        let (bm, bn) = (spec.block_m(), spec.block_n());
+        let threads = spec.threads();
+        let cpr = d / 8;
+        let row_bytes = d * spec.dtype().bytes();
+        let mt = spec.rows_per_warp() / 16;
+        KernelConstants {
+            name: spec.name(),
+            dtype: spec.dtype().name(),
+            elem: match spec.dtype() {
+                DType::Bf16 => "bfloat",
+                DType::F16 => "half",
+            },
+            is_bf16: spec.dtype() == DType::Bf16,
+            causal: spec.causal(),
+            STAGE: spec.stage() as u32,
+            INNER_A: if spec.causal() { 1 } else { 3 },
+            D: d,
+            BM: bm,
+            BN: bn,
+            W: spec.num_warps(),
+            NS: spec.num_stages(),
+            THREADS: threads,
+            RPW: spec.rows_per_warp(),
+            MT: mt,
+            NT: bn / 8,
+            KS: d / 16,
+            KP: d / 32,
+            PS: bn / 16,
+            DP: d / 16,
+            DN: d / 8,
+            CPR: cpr,
+            LOG2_CPR: cpr.trailing_zeros(),
+            ROW_BYTES: row_bytes,
+            Q_ITERS: bm * cpr / threads,
+            KV_ITERS: bn * cpr / threads,
+            KV_OFF: bm * row_bytes,
+            V_OFF: bn * row_bytes,
+            SLOT_BYTES: 2 * bn * row_bytes,
+            ACC_LEN: mt * (d / 8) * 4,
+            RCP_LN2: rcp_ln2_literal(),
+        }
+    }
+}
+
+fn engine() -> Result<&'static tera::Tera, RenderError> {
+    static ENGINE: OnceLock<Result<tera::Tera, String>> = OnceLock::new();
+    ENGINE
+        .get_or_init(|| {
+            let mut t = tera::Tera::default();
+            t.autoescape_on(vec![]);
+            t.add_raw_templates(TEMPLATES.iter().copied()).map_err(|e| describe(&e))?;
+            Ok(t)
+        })
+        .as_ref()
+        .map_err(|detail| RenderError { template: "(all)", spec: "(none)".into(), detail: detail.clone() })
+}
+
+fn describe(e: &tera::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
+
+/// The template that implements a kernel kind.
+pub fn template_for(kind: KernelKind) -> &'static str {
+    match kind {
+        KernelKind::Fwd => "fa2_fwd.ll.tera",
+    }
+}
+
+/// Render the LLVM IR text of a specialization.
+pub fn render(spec: &KernelSpec) -> Result<String, RenderError> {
+    let template = template_for(spec.kind());
+    let mut ctx = tera::Context::new();
+    ctx.insert("k", &KernelConstants::of(spec));
+    engine()?
+        .render(template, &ctx)
+        .map_err(|e| RenderError { template, spec: spec.name(), detail: describe(&e) })
+}

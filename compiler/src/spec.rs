@@ -1,0 +1,342 @@
+//! `KernelSpec`: the one type that names a kernel specialization. Every rule about which
+//! specializations exist lives in [`KernelSpec::new`]; a spec that validates compiles and runs correctly.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Which kernel of the FA2 family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KernelKind {
+    /// The forward pass: O and the base-2 log-sum-exp M.
+    Fwd,
+}
+
+/// Element type of Q, K, V and O. Accumulation is always f32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    Bf16,
+    F16,
+}
+
+/// The GPU target. `Sm90a` is sm_90 with the architecture-specific Hopper instructions enabled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arch {
+    Sm80,
+    Sm86,
+    Sm89,
+    Sm90,
+    Sm90a,
+}
+
+/// Kernel-level STAGE, with Triton's tutorial meaning: `3 if causal else 1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Stage {
+    /// STAGE=1: non-causal; runs inner stage 3 (every K/V block, no mask).
+    NonCausal = 1,
+    /// STAGE=3: causal; runs inner stage 1 (blocks left of the diagonal, no mask), then inner stage 2
+    /// (the diagonal blocks, masked). Blocks right of the diagonal are never visited.
+    Causal = 3,
+}
+
+/// The raw, unvalidated parameters of a specialization (what a CLI flag or a JSON file carries).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SpecParams {
+    pub kind: KernelKind,
+    pub dtype: DType,
+    pub head_dim: u32,
+    pub block_m: u32,
+    pub block_n: u32,
+    pub stage: u32,
+    pub num_warps: u32,
+    pub num_stages: u32,
+    pub arch: Arch,
+}
+
+/// A validated specialization. Construct it with [`KernelSpec::new`]; its fields are read-only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct KernelSpec(SpecParams);
+
+/// A rejected spec: the rule it breaks, in words that say how to fix it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid kernel spec: {0}")]
+pub struct SpecError(pub String);
+
+/// Head dims the swizzled tile layout supports: a row must hold a multiple of 8 chunks of 16 bytes.
+pub const HEAD_DIMS: [u32; 2] = [64, 128];
+pub const NUM_WARPS: [u32; 4] = [1, 2, 4, 8];
+pub const MAX_ROWS_PER_WARP: u32 = 32;
+pub const MAX_BLOCK_N: u32 = 256;
+pub const NUM_STAGES: std::ops::RangeInclusive<u32> = 2..=6;
+/// Registers a thread may use (the architectural limit of every supported target).
+pub const MAX_REGISTERS: u32 = 255;
+/// Registers the estimate reserves for addresses, loop counters, masks and softmax temporaries.
+const REGISTER_OVERHEAD: u32 = 56;
+
+impl Arch {
+    pub const ALL: [Arch; 5] = [Arch::Sm80, Arch::Sm86, Arch::Sm89, Arch::Sm90, Arch::Sm90a];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::Sm80 => "sm_80",
+            Arch::Sm86 => "sm_86",
+            Arch::Sm89 => "sm_89",
+            Arch::Sm90 => "sm_90",
+            Arch::Sm90a => "sm_90a",
+        }
+    }
+
+    /// Compute capability as Triton's metadata writes it (90 for sm_90 and sm_90a).
+    pub fn capability(self) -> u32 {
+        match self {
+            Arch::Sm80 => 80,
+            Arch::Sm86 => 86,
+            Arch::Sm89 => 89,
+            Arch::Sm90 | Arch::Sm90a => 90,
+        }
+    }
+
+    /// Largest dynamic shared memory one block may opt into, in bytes.
+    pub fn shared_memory_limit(self) -> u32 {
+        match self {
+            Arch::Sm80 => 166_912,
+            Arch::Sm86 | Arch::Sm89 => 101_376,
+            Arch::Sm90 | Arch::Sm90a => 232_448,
+        }
+    }
+
+    /// The lowest PTX ISA version that knows this target (and everything the templates use on it:
+    /// mma.sync bf16, ldmatrix and cp.async all arrived in PTX 7.0 for sm_80).
+    pub fn ptx_version(self) -> (u32, u32) {
+        match self {
+            Arch::Sm80 => (7, 0),
+            Arch::Sm86 => (7, 1),
+            Arch::Sm89 | Arch::Sm90 => (7, 8),
+            Arch::Sm90a => (8, 0),
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Arch, SpecError> {
+        let key = s.trim().to_ascii_lowercase().replace('_', "");
+        Arch::ALL
+            .into_iter()
+            .find(|a| a.name().replace('_', "") == key)
+            .ok_or_else(|| SpecError(format!("arch `{s}` is unknown: use one of sm_80, sm_86, sm_89, sm_90, sm_90a")))
+    }
+
+    /// The arch of a device with this compute capability (sm_90 devices get sm_90a, which they run).
+    pub fn from_capability(major: u32, minor: u32) -> Option<Arch> {
+        match (major, minor) {
+            (8, 0) => Some(Arch::Sm80),
+            (8, 6) | (8, 7) => Some(Arch::Sm86),
+            (8, 9) => Some(Arch::Sm89),
+            (9, 0) => Some(Arch::Sm90a),
+            _ => None,
+        }
+    }
+}
+
+impl DType {
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Bf16 => "bf16",
+            DType::F16 => "fp16",
+        }
+    }
+    pub fn parse(s: &str) -> Result<DType, SpecError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "bf16" | "bfloat16" => Ok(DType::Bf16),
+            "fp16" | "f16" | "float16" | "half" => Ok(DType::F16),
+            _ => Err(SpecError(format!("dtype `{s}` is unknown: use bf16 or fp16"))),
+        }
+    }
+    pub fn bytes(self) -> u32 {
+        2
+    }
+}
+
+impl KernelKind {
+    pub fn parse(s: &str) -> Result<KernelKind, SpecError> {
+        match s.trim() {
+            "fwd" => Ok(KernelKind::Fwd),
+            _ => Err(SpecError(format!("kernel `{s}` is unknown: use fwd (the backward kernels are not built yet)"))),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelKind::Fwd => "fwd",
+        }
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+fn rule(ok: bool, msg: impl FnOnce() -> String) -> Result<(), SpecError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(SpecError(msg()))
+    }
+}
+
+impl KernelSpec {
+    /// The one validation point. Each rule names the parameter, the limit and why it exists.
+    pub fn new(p: SpecParams) -> Result<KernelSpec, SpecError> {
+        let SpecParams { head_dim: d, block_m: bm, block_n: bn, num_warps: w, num_stages: ns, .. } = p;
+        rule(HEAD_DIMS.contains(&d), || {
+            format!("HEAD_DIM={d} is not supported: use one of {HEAD_DIMS:?} (a tile row must be a multiple of 8 chunks of 16 bytes for the bank-conflict-free swizzle)")
+        })?;
+        rule(p.stage == 1 || p.stage == 3, || {
+            format!("STAGE={} is not a kernel-level stage: use 1 (non-causal) or 3 (causal), as in Triton's tutorial", p.stage)
+        })?;
+        rule(NUM_WARPS.contains(&w), || format!("num_warps={w} is not supported: use one of {NUM_WARPS:?}"))?;
+        rule(bm > 0 && bm % (16 * w) == 0, || {
+            format!("BLOCK_M={bm} must be a multiple of 16 × num_warps={w} = {} (each warp owns whole m16 tiles of query rows)", 16 * w)
+        })?;
+        rule(bm / w <= MAX_ROWS_PER_WARP, || {
+            format!("BLOCK_M={bm} gives each of num_warps={w} warps {} query rows; at most {MAX_ROWS_PER_WARP} fit in registers: raise num_warps or lower BLOCK_M", bm / w)
+        })?;
+        rule(bn >= 16 && bn % 16 == 0 && bn <= MAX_BLOCK_N, || {
+            format!("BLOCK_N={bn} must be a multiple of 16 between 16 and {MAX_BLOCK_N} (P·V consumes K/V rows in k16 steps)")
+        })?;
+        let threads = 32 * w;
+        rule((bn * d / 8) % threads == 0, || {
+            format!("BLOCK_N={bn} × HEAD_DIM={d} must be a multiple of 256 × num_warps={w} = {} (each of the {threads} threads copies whole 16-byte chunks of every K/V tile): raise BLOCK_N or lower num_warps", 256 * w)
+        })?;
+        rule(NUM_STAGES.contains(&ns), || {
+            format!("num_stages={ns} must be in {}..={} (the depth of the cp.async ring of K/V blocks; 1 would leave nothing in flight)", NUM_STAGES.start(), NUM_STAGES.end())
+        })?;
+        let spec = KernelSpec(p);
+        let smem = spec.shared_memory_bytes();
+        let limit = p.arch.shared_memory_limit();
+        rule(smem <= limit, || {
+            format!("shared memory {smem} B (Q {bm}×{d} + num_stages={ns} × K/V {bn}×{d}) exceeds the {limit} B limit of {}: lower num_stages or BLOCK_N", p.arch)
+        })?;
+        let regs = spec.register_estimate();
+        rule(regs <= MAX_REGISTERS, || {
+            format!("an estimated {regs} registers per thread (accumulator, scores and Q fragments of {} rows × HEAD_DIM={d}, BLOCK_N={bn}) exceed {MAX_REGISTERS}: it would spill; lower BLOCK_N or give each warp fewer rows (more num_warps)", bm / w)
+        })?;
+        Ok(spec)
+    }
+
+    pub fn params(&self) -> &SpecParams {
+        &self.0
+    }
+    pub fn kind(&self) -> KernelKind {
+        self.0.kind
+    }
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+    pub fn head_dim(&self) -> u32 {
+        self.0.head_dim
+    }
+    pub fn block_m(&self) -> u32 {
+        self.0.block_m
+    }
+    pub fn block_n(&self) -> u32 {
+        self.0.block_n
+    }
+    pub fn stage(&self) -> Stage {
+        if self.0.stage == 3 {
+            Stage::Causal
+        } else {
+            Stage::NonCausal
+        }
+    }
+    pub fn causal(&self) -> bool {
+        self.stage() == Stage::Causal
+    }
+    pub fn num_warps(&self) -> u32 {
+        self.0.num_warps
+    }
+    pub fn num_stages(&self) -> u32 {
+        self.0.num_stages
+    }
+    pub fn arch(&self) -> Arch {
+        self.0.arch
+    }
+    pub fn threads(&self) -> u32 {
+        32 * self.0.num_warps
+    }
+    /// Query rows each warp owns (a multiple of 16).
+    pub fn rows_per_warp(&self) -> u32 {
+        self.0.block_m / self.0.num_warps
+    }
+
+    /// Dynamic shared memory: the Q tile plus num_stages slots of one K and one V tile.
+    pub fn shared_memory_bytes(&self) -> u32 {
+        let row = self.0.head_dim * self.0.dtype.bytes();
+        self.0.block_m * row + self.0.num_stages * 2 * self.0.block_n * row
+    }
+
+    /// Registers per thread held across the K/V loop: the f32 accumulator (rows·D/32 per thread... per
+    /// m16 tile D/2), the f32 scores (BLOCK_N/2 per m16 tile) and the packed Q fragments (D/4 per m16 tile).
+    pub fn register_estimate(&self) -> u32 {
+        let m_tiles = self.rows_per_warp() / 16;
+        let d = self.0.head_dim;
+        m_tiles * (d / 2 + self.0.block_n / 2 + d / 4) + REGISTER_OVERHEAD
+    }
+
+    /// The kernel's symbol, encoding every parameter: fa2_fwd_bf16_d128_st3_bm128_bn64_w8_ns3_sm90a.
+    pub fn name(&self) -> String {
+        let p = &self.0;
+        format!(
+            "fa2_{}_{}_d{}_st{}_bm{}_bn{}_w{}_ns{}_{}",
+            p.kind.name(),
+            p.dtype.name(),
+            p.head_dim,
+            p.stage,
+            p.block_m,
+            p.block_n,
+            p.num_warps,
+            p.num_stages,
+            p.arch.name().replace('_', "")
+        )
+    }
+
+    /// Launch grid for a problem: (cdiv(N_CTX, BLOCK_M), Z·H, 1).
+    pub fn grid(&self, z: u32, h: u32, n_ctx: u32) -> (u32, u32, u32) {
+        (n_ctx.div_ceil(self.0.block_m), z * h, 1)
+    }
+
+    /// The default tile config for a target, dtype, head dim and causality.
+    pub fn default_for(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<KernelSpec, SpecError> {
+        let small_smem = arch.shared_memory_limit() < 160_000;
+        let num_stages = if head_dim >= 128 && small_smem { 2 } else { 3 };
+        KernelSpec::new(SpecParams {
+            kind: KernelKind::Fwd,
+            dtype,
+            head_dim,
+            block_m: 128,
+            block_n: 64,
+            stage: if causal { 3 } else { 1 },
+            num_warps: 8,
+            num_stages,
+            arch,
+        })
+    }
+
+    /// The default set that `flashgen emit --defaults` generates: STAGE 1 and 3, bf16 and fp16,
+    /// HEAD_DIM 64 and 128, default tiles, for sm_80 and sm_90a.
+    pub fn default_set() -> Vec<KernelSpec> {
+        let mut out = Vec::new();
+        for arch in [Arch::Sm80, Arch::Sm90a] {
+            for dtype in [DType::Bf16, DType::F16] {
+                for head_dim in HEAD_DIMS {
+                    for causal in [false, true] {
+                        out.push(KernelSpec::default_for(arch, dtype, head_dim, causal).expect("default specs validate"));
+                    }
+                }
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,55 @@
+//! flashgen runtime: load generated FA2 kernels into a CUDA context and launch them on device tensors.
+//! cudarc loads the driver dynamically: nothing of CUDA is needed to build, only the driver to run.
+//!
+//! This is the minimal launcher the compiler issue needs for its GPU check; the module cache, the
+//! `attention_forward` API and the prebuilt path grow here.
+
+pub mod forward;
+pub mod layout;
+
+pub use forward::{ForwardKernel, ForwardArgs};
+pub use layout::{Layout, LayoutError};
+
+use cudarc::driver::{CudaContext, CudaStream, DriverError};
+use flashgen::Arch;
+use std::sync::Arc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("CUDA driver: {0}")]
+    Driver(#[from] DriverError),
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    #[error("device: {0}")]
+    Device(String),
+    #[error("kernel {kernel}: {detail}")]
+    Kernel { kernel: String, detail: String },
+}
+
+/// One GPU: its context, a stream, and the flashgen target that runs on it.
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub arch: Arch,
+    pub name: String,
+}
+
+impl Gpu {
+    /// Open device `ordinal`. Fails cleanly when no driver or no device is present.
+    pub fn open(ordinal: usize) -> Result<Gpu, RuntimeError> {
+        // cudarc panics when libcuda cannot be loaded; a machine without a GPU is a normal case here,
+        // so the panic is caught and its message kept off the terminal.
+        let quiet = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let opened = std::panic::catch_unwind(|| CudaContext::new(ordinal));
+        std::panic::set_hook(quiet);
+        let ctx = opened.map_err(|_| RuntimeError::Device("the CUDA driver library (libcuda.so) could not be loaded".into()))??;
+        let (major, minor) = ctx.compute_capability()?;
+        let arch = Arch::from_capability(major as u32, minor as u32).ok_or_else(|| {
+            RuntimeError::Device(format!("compute capability {major}.{minor} is not a flashgen target (sm_80, sm_86, sm_89, sm_90)"))
+        })?;
+        let name = ctx.name()?;
+        let stream = ctx.default_stream();
+        Ok(Gpu { ctx, stream, arch, name })
+    }
+}
