@@ -1,1 +1,59 @@
+//! Helpers shared by the integration tests.
 
+use std::path::PathBuf;
+use std::process::Command;
+
+/// ptxas: $FLASHGEN_PTXAS, else `ptxas` on PATH. None when neither exists.
+pub fn find_ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("FLASHGEN_PTXAS").map(PathBuf::from).filter(|p| p.is_file()) {
+        return Some(p);
+    }
+    Command::new("ptxas").arg("--version").output().ok().filter(|o| o.status.success()).map(|_| PathBuf::from("ptxas"))
+}
+
+/// In CI a missing tool is a failure, never a skip.
+pub fn in_ci() -> bool {
+    std::env::var("CI").map(|v| v == "true" || v == "1").unwrap_or(false)
+}
+
+/// What ptxas reports for one kernel.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct PtxasReport {
+    pub registers: u32,
+    pub stack_frame: u32,
+    pub spill_stores: u32,
+    pub spill_loads: u32,
+}
+
+/// Assemble `ptx` for `arch` (e.g. "sm_90a") and parse `ptxas -v`.
+pub fn ptxas(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<PtxasReport, String> {
+    let dir = std::env::temp_dir().join(format!("flashgen-ptxas-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let src = dir.join("k.ptx");
+    std::fs::write(&src, ptx).map_err(|e| e.to_string())?;
+    let out = Command::new(ptxas)
+        .args([&format!("-arch={arch}"), "-v", src.to_str().unwrap_or("k.ptx"), "-o", dir.join("k.cubin").to_str().unwrap_or("k.cubin")])
+        .output()
+        .map_err(|e| format!("running {}: {e}", ptxas.display()))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!("ptxas failed for {arch}:\n{text}"));
+    }
+    let num_before = |needle: &str| -> Option<u32> {
+        let i = text.find(needle)?;
+        text[..i].split_whitespace().last()?.parse().ok()
+    };
+    Ok(PtxasReport {
+        registers: text.find("Used ").and_then(|i| text[i + 5..].split_whitespace().next()?.parse().ok()).ok_or(format!("no register count in:\n{text}"))?,
+        stack_frame: num_before("bytes stack frame").ok_or(format!("no stack frame in:\n{text}"))?,
+        spill_stores: num_before("bytes spill stores").ok_or(format!("no spill stores in:\n{text}"))?,
+        spill_loads: num_before("bytes spill loads").ok_or(format!("no spill loads in:\n{text}"))?,
+    })
+}
+
+fn rand_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed) ^ (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0))
+}

@@ -23,6 +23,9 @@ pub struct CheckArgs {
     /// Only run on the CPU, even if a GPU is present.
     #[arg(long)]
     cpu_only: bool,
+    /// Only check the specs whose name contains this text.
+    #[arg(long)]
+    filter: Option<String>,
     /// Extra specs to check beside the defaults, as "dtype,d,bm,bn,stage,warps,stages;..." (target = the GPU's).
     #[arg(long)]
     specs: Option<String>,
@@ -203,6 +206,9 @@ fn gpu_check(gpu: &Gpu, a: &CheckArgs) -> Result<(), String> {
     }
     if let Some(list) = &a.specs {
         specs.extend(parse_specs(list, gpu)?);
+    }
+    if let Some(f) = &a.filter {
+        specs.retain(|s| s.name().contains(f.as_str()));
     }
     let lens: &[usize] = if a.quick { &[1, 77, 128, 1000] } else { &[1, 17, 64, 127, 128, 129, 255, 1000, 1024, 2047, 4096] };
     let mut json = a.json.as_ref().map(std::fs::File::create).transpose().map_err(|e| e.to_string())?;

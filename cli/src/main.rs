@@ -36,17 +36,21 @@ struct EmitArgs {
     dtype: String,
     #[arg(long, default_value_t = 128)]
     head_dim: u32,
-    #[arg(long, default_value_t = 128)]
-    block_m: u32,
-    #[arg(long, default_value_t = 64)]
-    block_n: u32,
+    /// Default: the default config for this arch, dtype, head dim and stage.
+    #[arg(long)]
+    block_m: Option<u32>,
+    /// Default: the default config for this arch, dtype, head dim and stage.
+    #[arg(long)]
+    block_n: Option<u32>,
     /// 3 = causal, 1 = non-causal (Triton's kernel-level STAGE).
     #[arg(long, default_value_t = 3)]
     stage: u32,
-    #[arg(long, default_value_t = 8)]
-    num_warps: u32,
-    #[arg(long, default_value_t = 3)]
-    num_stages: u32,
+    /// Default: the default config for this arch, dtype, head dim and stage.
+    #[arg(long)]
+    num_warps: Option<u32>,
+    /// Default: the default config for this arch, dtype, head dim and stage.
+    #[arg(long)]
+    num_stages: Option<u32>,
     #[arg(long, default_value = "sm_90a")]
     arch: String,
     /// Output file (PTX, or IR with --ir); the metadata JSON is written beside it. Default: ./<name>.ptx
@@ -64,16 +68,31 @@ struct EmitArgs {
 }
 
 fn spec_from_flags(a: &EmitArgs) -> Result<KernelSpec, String> {
-    let params = SpecParams {
-        kind: KernelKind::parse(&a.kernel).map_err(|e| e.to_string())?,
-        dtype: DType::parse(&a.dtype).map_err(|e| e.to_string())?,
+    let kind = KernelKind::parse(&a.kernel).map_err(|e| e.to_string())?;
+    let dtype = DType::parse(&a.dtype).map_err(|e| e.to_string())?;
+    let arch = Arch::parse(&a.arch).map_err(|e| e.to_string())?;
+    // tile flags left out come from the default config (itself checked by the same validation)
+    let base = KernelSpec::default_for(arch, dtype, a.head_dim, a.stage == 3).map(|s| *s.params()).unwrap_or(SpecParams {
+        kind,
+        dtype,
         head_dim: a.head_dim,
-        block_m: a.block_m,
-        block_n: a.block_n,
+        block_m: 128,
+        block_n: 64,
         stage: a.stage,
-        num_warps: a.num_warps,
-        num_stages: a.num_stages,
-        arch: Arch::parse(&a.arch).map_err(|e| e.to_string())?,
+        num_warps: 8,
+        num_stages: 2,
+        arch,
+    });
+    let params = SpecParams {
+        kind,
+        dtype,
+        head_dim: a.head_dim,
+        block_m: a.block_m.unwrap_or(base.block_m),
+        block_n: a.block_n.unwrap_or(base.block_n),
+        stage: a.stage,
+        num_warps: a.num_warps.unwrap_or(base.num_warps),
+        num_stages: a.num_stages.unwrap_or(base.num_stages),
+        arch,
     };
     KernelSpec::new(params).map_err(|e| e.to_string())
 }
@@ -85,22 +104,36 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// Median per stage over `repeat` compilations (the first warms tera and LLVM and is not counted).
+fn print_timings(spec: &KernelSpec, repeat: usize) -> Result<(), String> {
+    compile(spec, CompileOptions::default()).map_err(|e| e.to_string())?;
+    let runs: Vec<flashgen::Timings> = (0..repeat.max(1))
+        .map(|_| compile(spec, CompileOptions::default()).map(|a| a.timings).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    let median = |f: &dyn Fn(&flashgen::Timings) -> std::time::Duration| {
+        let mut v: Vec<f64> = runs.iter().map(|t| f(t).as_secs_f64() * 1e3).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "{}: render {:.1} ms, parse {:.1} ms, optimize {:.1} ms, codegen {:.1} ms, total {:.1} ms (median of {} warm runs)",
+        spec.name(),
+        median(&|t| t.render),
+        median(&|t| t.llvm.parse),
+        median(&|t| t.llvm.optimize),
+        median(&|t| t.llvm.codegen),
+        median(&|t| t.total()),
+        runs.len()
+    );
+    Ok(())
+}
+
 fn emit_one(spec: &KernelSpec, path: &Path, ir: bool, timings: bool) -> Result<(), String> {
     let artifact = compile(spec, CompileOptions::default()).map_err(|e| e.to_string())?;
     write(path, if ir { &artifact.ir } else { &artifact.ptx })?;
     write(&path.with_extension("json"), &artifact.metadata.to_json())?;
     if timings {
-        let t = &artifact.timings;
-        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-        println!(
-            "{}: render {:.1} ms, parse {:.1} ms, optimize {:.1} ms, codegen {:.1} ms, total {:.1} ms",
-            spec.name(),
-            ms(t.render),
-            ms(t.llvm.parse),
-            ms(t.llvm.optimize),
-            ms(t.llvm.codegen),
-            ms(t.total())
-        );
+        print_timings(spec, 5)?;
     }
     println!("wrote {}", path.display());
     Ok(())

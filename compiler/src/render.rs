@@ -34,9 +34,13 @@ struct KernelConstants {
     dtype: &'static str,
     elem: &'static str,
     is_bf16: bool,
+    /// LLVM type of one packed mma operand register, and the mma intrinsic that takes it.
+    op_ty: &'static str,
+    mma: &'static str,
     causal: bool,
     STAGE: u32,
-    INNER_A: u32,
+    /// The mask of the blocks j >= n_full: "causal" (inner stage 2) or "edge" (N_CTX bound only).
+    MASK: &'static str,
     D: u32,
     BM: u32,
     BN: u32,
@@ -59,7 +63,6 @@ struct KernelConstants {
     KV_OFF: u32,
     V_OFF: u32,
     SLOT_BYTES: u32,
-    ACC_LEN: u32,
     RCP_LN2: String,
 }
 
@@ -79,9 +82,17 @@ impl KernelConstants {
                 DType::F16 => "half",
             },
             is_bf16: spec.dtype() == DType::Bf16,
+            op_ty: match spec.dtype() {
+                DType::Bf16 => "i32",
+                DType::F16 => "<2 x half>",
+            },
+            mma: match spec.dtype() {
+                DType::Bf16 => "llvm.nvvm.mma.m16n8k16.row.col.bf16",
+                DType::F16 => "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
+            },
             causal: spec.causal(),
             STAGE: spec.stage() as u32,
-            INNER_A: if spec.causal() { 1 } else { 3 },
+            MASK: if spec.causal() { "causal" } else { "edge" },
             D: d,
             BM: bm,
             BN: bn,
@@ -104,7 +115,6 @@ impl KernelConstants {
             KV_OFF: bm * row_bytes,
             V_OFF: bn * row_bytes,
             SLOT_BYTES: 2 * bn * row_bytes,
-            ACC_LEN: mt * (d / 8) * 4,
             RCP_LN2: rcp_ln2_literal(),
         }
     }

@@ -1,0 +1,86 @@
+//! The `flashgen` command line: emit writes PTX + metadata; bad flags exit non-zero with the rule, never panic.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn flashgen() -> Command {
+    // the binary of the cli package, built by cargo for this workspace's profile
+    let exe = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("target").join(if cfg!(debug_assertions) { "debug" } else { "release" }).join("flashgen");
+    assert!(exe.exists(), "build the CLI first: cargo build -p flashgen-cli (missing {})", exe.display());
+    Command::new(exe)
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("flashgen-cli-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn emit_writes_ptx_and_triton_style_metadata() {
+    let dir = tmp("one");
+    let out = dir.join("k.ptx");
+    let st = flashgen()
+        .args(["emit", "--kernel", "fwd", "--dtype", "bf16", "--head-dim", "128", "--block-m", "128", "--block-n", "64", "--stage", "3", "--num-warps", "8", "--num-stages", "3", "--arch", "sm_90a", "-o"])
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let ptx = std::fs::read_to_string(&out).unwrap();
+    assert!(ptx.contains(".entry fa2_fwd_bf16_d128_st3_bm128_bn64_w8_ns3_sm90a("));
+    assert!(ptx.contains("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
+    assert!(ptx.contains("cp.async.cg.shared.global") && ptx.contains("ldmatrix.sync.aligned.m8n8.x4"));
+    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("k.json")).unwrap()).unwrap();
+    assert_eq!(meta["name"], "fa2_fwd_bf16_d128_st3_bm128_bn64_w8_ns3_sm90a");
+    assert_eq!(meta["num_warps"], 8);
+    assert_eq!(meta["num_stages"], 3);
+    assert_eq!(meta["shared"], 32768 + 3 * 32768);
+    assert_eq!(meta["target"]["arch"], 90);
+    assert_eq!(meta["spec"]["block_n"], 64);
+}
+
+#[test]
+fn emit_ir_writes_llvm_ir() {
+    let dir = tmp("ir");
+    assert!(flashgen().args(["emit", "--ir", "--head-dim", "64", "--stage", "1", "--out-dir"]).arg(&dir).status().unwrap().success());
+    let ll = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).find(|e| e.path().extension().is_some_and(|x| x == "ll")).unwrap();
+    let text = std::fs::read_to_string(ll.path()).unwrap();
+    assert!(text.contains("inner stage 3") && text.contains("@llvm.nvvm.mma.m16n8k16.row.col.bf16"));
+}
+
+#[test]
+fn emit_defaults_writes_the_default_set() {
+    let dir = tmp("defaults");
+    assert!(flashgen().args(["emit", "--defaults", "--out-dir"]).arg(&dir).status().unwrap().success());
+    let files: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(files.iter().filter(|f| f.ends_with(".ptx")).count(), 16);
+    assert_eq!(files.iter().filter(|f| f.ends_with(".json")).count(), 16);
+    for arch in ["sm80", "sm90a"] {
+        for dt in ["bf16", "fp16"] {
+            for d in ["d64", "d128"] {
+                for st in ["st1", "st3"] {
+                    assert!(files.iter().any(|f| f.contains(dt) && f.contains(&format!("_{d}_")) && f.contains(st) && f.ends_with(&format!("{arch}.ptx"))), "{arch} {dt} {d} {st}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_flags_name_the_rule_and_exit_nonzero() {
+    for (args, phrase) in [
+        (vec!["--block-m", "96", "--num-warps", "4"], "BLOCK_M=96 must be a multiple of 16 × num_warps=4"),
+        (vec!["--head-dim", "96"], "HEAD_DIM=96 is not supported"),
+        (vec!["--arch", "sm_75"], "arch `sm_75` is unknown"),
+        (vec!["--dtype", "fp8"], "dtype `fp8` is unknown"),
+        (vec!["--block-n", "128", "--num-stages", "4"], "exceeds the 232448 B limit of sm_90a"),
+        (vec!["--block-m", "-1"], "unexpected argument"),
+    ] {
+        let out = flashgen().arg("emit").args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(err.contains(phrase), "{args:?}: `{err}` should contain `{phrase}`");
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    }
+}

@@ -1,0 +1,80 @@
+//! Every spec of the default set (and a sweep of the validated tile space) assembles with ptxas for its
+//! target with no spills and no stack frame. Registers and shared memory are reported per spec.
+
+use flashgen::{compile, Arch, CompileOptions, DType, KernelKind, KernelSpec, SpecParams};
+use flashgen_tests::{find_ptxas, in_ci, ptxas};
+
+fn ptxas_or_skip() -> Option<std::path::PathBuf> {
+    let p = find_ptxas();
+    if p.is_none() {
+        assert!(!in_ci(), "ptxas not found (set FLASHGEN_PTXAS or put it on PATH): CI must install it (.ci/run)");
+        eprintln!("SKIPPED: ptxas not found (set FLASHGEN_PTXAS); outside CI this test is skipped");
+    }
+    p
+}
+
+fn assemble_clean(tool: &std::path::Path, spec: &KernelSpec) {
+    let a = compile(spec, CompileOptions::default()).unwrap();
+    let (major, minor) = spec.arch().ptx_version();
+    assert!(a.ptx.contains(&format!(".version {major}.{minor}\n")), "{}: PTX must declare ISA {major}.{minor}", spec.name());
+    assert!(a.ptx.contains(&format!(".target {}", spec.arch().name())));
+    let r = ptxas(tool, &a.ptx, spec.arch().name()).unwrap();
+    println!(
+        "{:<48} registers {:>3}  shared {:>6} B  stack {} spills {}/{}",
+        spec.name(),
+        r.registers,
+        spec.shared_memory_bytes(),
+        r.stack_frame,
+        r.spill_stores,
+        r.spill_loads
+    );
+    assert_eq!((r.stack_frame, r.spill_stores, r.spill_loads), (0, 0, 0), "{} spills: {r:?}", spec.name());
+    assert!(r.registers <= 255);
+}
+
+#[test]
+fn default_set_assembles_without_spills() {
+    let Some(tool) = ptxas_or_skip() else { return };
+    for spec in KernelSpec::default_set() {
+        assemble_clean(&tool, &spec);
+    }
+}
+
+/// The register estimate in validation must be conservative: whatever it admits, ptxas fits in registers.
+/// This sweeps every admitted tile shape (HEAD_DIM × warps × rows per warp × BLOCK_N × STAGE), for bf16 on
+/// sm_90a and sm_80 and fp16 on sm_90a, at num_stages 2, on two threads.
+#[test]
+fn admitted_tile_space_assembles_without_spills() {
+    let Some(tool) = ptxas_or_skip() else { return };
+    let mut specs = Vec::new();
+    let (mut admitted, mut rejected) = (0, 0);
+    for (dtype, arch) in [(DType::Bf16, Arch::Sm90a), (DType::Bf16, Arch::Sm80), (DType::F16, Arch::Sm90a)] {
+        for d in flashgen::spec::HEAD_DIMS {
+            for w in flashgen::spec::NUM_WARPS {
+                for m_tiles in [1, 2] {
+                    for bn in flashgen::spec::BLOCK_NS {
+                        for stage in [1, 3] {
+                            let p = SpecParams { kind: KernelKind::Fwd, dtype, head_dim: d, block_m: 16 * w * m_tiles, block_n: bn, stage, num_warps: w, num_stages: 2, arch };
+                            match KernelSpec::new(p) {
+                                Ok(s) => {
+                                    specs.push(s);
+                                    admitted += 1
+                                }
+                                Err(_) => rejected += 1,
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    println!("{admitted} admitted, {rejected} rejected tile shapes");
+    assert!(admitted >= 60, "the admitted space should be a real one: {admitted}");
+    let (a, b) = specs.split_at(specs.len() / 2);
+    std::thread::scope(|s| {
+        for half in [a, b] {
+            let tool = &tool;
+            s.spawn(move || half.iter().for_each(|spec| assemble_clean(tool, spec)));
+        }
+    });
+}

@@ -1,0 +1,68 @@
+//! Snapshots of the emitted PTX for canonical specs, and of the rule errors. Any change to the generated
+//! code shows up as a diff to review (`cargo insta review`); in CI an unreviewed change fails.
+
+use flashgen::{compile, Arch, CompileOptions, DType, KernelKind, KernelSpec, SpecParams};
+
+fn spec(dtype: DType, d: u32, bm: u32, bn: u32, stage: u32, w: u32, ns: u32, arch: Arch) -> KernelSpec {
+    KernelSpec::new(SpecParams { kind: KernelKind::Fwd, dtype, head_dim: d, block_m: bm, block_n: bn, stage, num_warps: w, num_stages: ns, arch }).unwrap()
+}
+
+fn check_ptx(s: KernelSpec) {
+    let a = compile(&s, CompileOptions::default()).unwrap();
+    // The snapshot name encodes the parameters: fa2_fwd@stage3_bm128_bn64_d64 style.
+    let name = format!(
+        "fa2_fwd@{}_d{}_stage{}_bm{}_bn{}_w{}_ns{}_{}",
+        s.dtype().name(),
+        s.head_dim(),
+        s.stage() as u32,
+        s.block_m(),
+        s.block_n(),
+        s.num_warps(),
+        s.num_stages(),
+        s.arch().name()
+    );
+    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_snapshot!(name, a.ptx);
+    });
+}
+
+#[test]
+fn ptx_bf16_d64_noncausal_sm90a() {
+    check_ptx(spec(DType::Bf16, 64, 128, 64, 1, 4, 3, Arch::Sm90a));
+}
+
+#[test]
+fn ptx_bf16_d128_causal_sm90a() {
+    check_ptx(spec(DType::Bf16, 128, 128, 64, 3, 8, 3, Arch::Sm90a));
+}
+
+#[test]
+fn ptx_fp16_d128_noncausal_sm80() {
+    check_ptx(spec(DType::F16, 128, 128, 64, 1, 8, 3, Arch::Sm80));
+}
+
+#[test]
+fn ptx_bf16_d64_causal_block_n_over_block_m_sm86() {
+    check_ptx(spec(DType::Bf16, 64, 64, 128, 3, 4, 2, Arch::Sm86));
+}
+
+#[test]
+fn rule_errors() {
+    let base = SpecParams { kind: KernelKind::Fwd, dtype: DType::Bf16, head_dim: 128, block_m: 128, block_n: 64, stage: 3, num_warps: 8, num_stages: 2, arch: Arch::Sm90a };
+    let cases = [
+        SpecParams { head_dim: 96, ..base },
+        SpecParams { stage: 2, ..base },
+        SpecParams { num_warps: 3, ..base },
+        SpecParams { block_m: 96, num_warps: 4, ..base },
+        SpecParams { head_dim: 64, block_m: 256, num_warps: 4, ..base },
+        SpecParams { block_n: 24, ..base },
+        SpecParams { head_dim: 64, block_n: 16, ..base },
+        SpecParams { num_stages: 1, ..base },
+        SpecParams { block_n: 128, num_stages: 4, ..base },
+        SpecParams { num_warps: 4, ..base },
+    ];
+    let text: Vec<String> = cases.iter().map(|p| KernelSpec::new(*p).unwrap_err().to_string()).collect();
+    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_snapshot!("spec_rule_errors", text.join("\n"));
+    });
+}
