@@ -38,6 +38,8 @@ struct KernelConstants {
     op_ty: &'static str,
     mma: &'static str,
     causal: bool,
+    /// Q fragments live in registers across the loop (else re-read from shared memory per block).
+    Q_IN_REGS: bool,
     STAGE: u32,
     /// The mask of the blocks j >= n_full: "causal" (inner stage 2) or "edge" (N_CTX bound only).
     MASK: &'static str,
@@ -91,6 +93,7 @@ impl KernelConstants {
                 DType::F16 => "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
             },
             causal: spec.causal(),
+            Q_IN_REGS: spec.q_in_registers(),
             STAGE: spec.stage() as u32,
             MASK: if spec.causal() { "causal" } else { "edge" },
             D: d,

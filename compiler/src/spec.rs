@@ -274,6 +274,14 @@ impl KernelSpec {
         self.0.block_m / self.0.num_warps
     }
 
+    /// Whether the Q fragments stay in registers across the K/V loop: yes while they take at most 32
+    /// registers (16 rows × HEAD_DIM 128, or 32 rows × 64); beyond that (32 rows × HEAD_DIM 128) they are
+    /// re-read from shared memory each block, which frees 64 registers for the accumulator and lets one
+    /// K/V fragment feed two m16 tiles.
+    pub fn q_in_registers(&self) -> bool {
+        (self.rows_per_warp() / 16) * self.0.head_dim / 4 <= 32
+    }
+
     /// Dynamic shared memory: the Q tile plus num_stages slots of one K and one V tile.
     pub fn shared_memory_bytes(&self) -> u32 {
         let row = self.0.head_dim * self.0.dtype.bytes();
@@ -287,7 +295,8 @@ impl KernelSpec {
     pub fn register_estimate(&self) -> u32 {
         let m_tiles = self.rows_per_warp() / 16;
         let (d, bn) = (self.0.head_dim, self.0.block_n);
-        m_tiles * (d / 2 + bn / 2 + d / 4) + bn * d / 256 + REGISTER_OVERHEAD
+        let q_fragments = if self.q_in_registers() { m_tiles * d / 4 } else { 16 };
+        m_tiles * (d / 2 + bn / 2) + q_fragments + bn * d / 256 + REGISTER_OVERHEAD
     }
 
     /// The kernel's symbol, encoding every parameter: fa2_fwd_bf16_d128_st3_bm128_bn64_w8_ns3_sm90a.
