@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # One device session: correctness first, then our timings, then the anchors, in one call so ratios hold.
-# Run from the repository root on the GPU machine with the release binary and anchor_bench.py in .carry/:
-#   cargo build --release && mkdir -p .carry && cp target/release/flashgen ../shared/anchors/anchor_bench.py .carry/
+# Run from the repository root on the GPU machine with the release binary (xz-compressed to fit the
+# 64 MiB transfer), the GPU test binary and anchor_bench.py in .carry/:
+#   cargo build --release && cargo test --release -p flashgen-tests --test gpu --no-run
+#   mkdir -p .carry && cp ../shared/anchors/anchor_bench.py .carry/
+#   xz -T2 -c target/release/flashgen > .carry/flashgen.xz; xz -T2 -c target/release/deps/gpu-<hash> > .carry/gpu_test.xz
 # Writes everything under $OUT; prints short tables last.
 set -u -o pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-B=./.carry/flashgen
+BIN=/tmp/flashgen-bin; mkdir -p $BIN
+for f in .carry/*.xz; do python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$f" "$BIN/$(basename "$f" .xz)"; chmod +x "$BIN/$(basename "$f" .xz)"; done
+B=$BIN/flashgen
 # Tile shapes beyond the defaults: BLOCK_N > BLOCK_M (the seed's failing case), 2 m16 tiles per warp,
 # BLOCK_N 16/32/128, 2 and 4 stages, both dtypes.
 EXTRA_SPECS=${EXTRA_SPECS:-"bf16,64,64,128,3,4,3;bf16,128,64,32,1,4,4;bf16,64,128,32,3,4,4;fp16,128,64,64,3,4,3;fp16,64,128,128,1,8,2;bf16,128,128,16,3,8,2;fp16,64,64,128,3,4,2"}
-BENCH_CONFIGS=${BENCH_CONFIGS:-"128,64,8,3;128,64,4,3;64,64,4,3;128,32,8,4;64,128,4,2;128,128,8,2"}
+BENCH_CONFIGS=${BENCH_CONFIGS:-"128,64,8,3;128,64,4,3;64,64,4,3;128,32,4,4;64,128,4,2;128,32,4,2"}
 { date -u; echo "commit ${COMMIT:-unknown}"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader; } | tee "$OUT/env.txt"
 echo "== check"; $B check --specs "$EXTRA_SPECS" --json "$OUT/check.jsonl" 2>&1 | tee "$OUT/check.log" | tail -4
+if [ -x $BIN/gpu_test ]; then echo "== GPU integration tests (cargo test --ignored)"; $BIN/gpu_test --ignored 2>&1 | tee "$OUT/gpu_test.log" | grep -E "^test |test result"; fi
 echo "== bench"; $B bench --configs "$BENCH_CONFIGS" --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
 if [ "${SANITIZE:-1}" = 1 ]; then
   echo "== compute-sanitizer memcheck (default specs, ragged lengths)"
