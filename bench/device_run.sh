@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # One device session: correctness first, then our timings, then the anchors, in one call so ratios hold.
 # Run from the repository root on the GPU machine with the release binary (xz-compressed to fit the
-# 64 MiB transfer), the GPU test binary and anchor_bench.py in .carry/:
+# 64 MiB transfer), the GPU test binary, the prebuilt example (built alone: no LLVM) and anchor_bench.py in .carry/:
 #   cargo build --release && cargo test --release -p flashgen-tests --test gpu --no-run
 #   mkdir -p .carry && cp ../shared/anchors/anchor_bench.py .carry/
 #   xz -T2 -c target/release/flashgen > .carry/flashgen.xz; xz -T2 -c target/release/deps/gpu-<hash> > .carry/gpu_test.xz
+#   cargo build --release -p flashgen-prebuilt-example && xz -c target/release/flashgen-prebuilt-example > .carry/prebuilt.xz
+# Steps can be left out: BENCH=0, SANITIZE=0, ANCHORS=0.
 # Writes everything under $OUT; prints short tables last.
 set -u -o pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -16,9 +18,14 @@ B=$BIN/flashgen
 EXTRA_SPECS=${EXTRA_SPECS:-"bf16,64,64,128,3,4,3;bf16,128,64,32,1,4,4;bf16,64,128,32,3,4,4;fp16,128,64,64,3,4,3;fp16,64,128,128,1,8,2;bf16,128,128,16,3,8,2;fp16,64,64,128,3,4,2"}
 BENCH_CONFIGS=${BENCH_CONFIGS:-"128,64,8,3;128,64,4,3;64,64,4,3;128,32,4,4;64,128,4,2;128,32,4,2"}
 { date -u; echo "commit ${COMMIT:-unknown}"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader; } | tee "$OUT/env.txt"
-echo "== check"; $B check --specs "$EXTRA_SPECS" --json "$OUT/check.jsonl" 2>&1 | tee "$OUT/check.log" | tail -4
+export FLASHGEN_CACHE_DIR=/tmp/flashgen-cache-run; rm -rf $FLASHGEN_CACHE_DIR
+echo "== first call, cold cache then warm (a second process must not run LLVM or the PTX JIT)"
+$B first-call | tee "$OUT/first_call.jsonl"; $B first-call | tee -a "$OUT/first_call.jsonl"
+echo "== check"; $B check --specs "$EXTRA_SPECS" --json "$OUT/check.jsonl" --parity-dir /tmp/parity 2>&1 | tee "$OUT/check.log" | tail -5
+echo "== Triton parity (seed kernel, same inputs)"; PYTHONUNBUFFERED=1 timeout 300 python3 bench/triton_parity.py /tmp/parity .carry/anchor_bench.py 2>&1 | tee "$OUT/parity.jsonl" | tail -9
+if [ -x $BIN/prebuilt ]; then echo "== prebuilt path (kernels embedded by build.rs, runtime without LLVM)"; FLASHGEN_CACHE_DIR=off $BIN/prebuilt 2>&1 | tee "$OUT/prebuilt.log"; fi
 if [ -x $BIN/gpu_test ]; then echo "== GPU integration tests (cargo test --ignored)"; $BIN/gpu_test --ignored 2>&1 | tee "$OUT/gpu_test.log" | grep -E "^test |test result"; fi
-echo "== bench"; $B bench --configs "$BENCH_CONFIGS" --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
+[ "${BENCH:-1}" = 1 ] && echo "== bench" && $B bench --configs "$BENCH_CONFIGS" --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
 if [ "${SANITIZE:-1}" = 1 ]; then
   echo "== compute-sanitizer memcheck (default specs, ragged lengths)"
   timeout 150 compute-sanitizer --tool memcheck $B check --quick > "$OUT/sanitizer.log" 2>&1; echo "memcheck rc=$?"; grep -E "passed|ERROR SUMMARY" "$OUT/sanitizer.log" | tail -2

@@ -5,4 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(bash scripts/setup.sh)"
 cargo build --release --workspace
+# The prebuilt path links no LLVM: the runtime without `jit` must not depend on inkwell.
+if cargo tree -p flashgen-runtime --no-default-features -e normal | grep -q inkwell; then
+  echo "FAIL: flashgen-runtime without the jit feature depends on LLVM (inkwell)" >&2; exit 1
+fi
+cargo build --release -p flashgen-runtime --no-default-features
+echo "flashgen-runtime builds without LLVM (no jit feature)"
 cargo test --release --workspace --no-fail-fast

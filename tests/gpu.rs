@@ -1,26 +1,57 @@
 //! GPU tests: they need an NVIDIA GPU and its driver, so they are #[ignore]d here and run on the device
-//! machine (`cargo test --release -p flashgen-tests --test gpu -- --ignored`, or `flashgen check`, whose
-//! results are committed under bench/results/). Run without a GPU, they fail: they never pass silently.
+//! machine (bench/device_run.sh runs this binary with --ignored; results in bench/results/). Run without a
+//! GPU they fail: they never pass silently.
 
-use flashgen::{compile, CompileOptions, DType, KernelSpec};
-use flashgen_runtime::{ForwardArgs, ForwardKernel, Gpu, Layout};
+use flashgen::reference::{naive_f64, relative_error, Shape, SplitMix};
+use flashgen::DType;
+use flashgen_runtime::{Flash, Gpu, KernelCache, Layout, Tensor};
+
+fn flash() -> Flash {
+    Flash::new(Gpu::open(0).expect("a CUDA GPU is required for this test"), KernelCache::new(None, flashgen_runtime::KernelSource::default_source()))
+}
 
 #[test]
 #[ignore = "needs a GPU: run on the device machine with --ignored"]
-fn default_forward_kernels_write_every_output() {
-    let gpu = Gpu::open(0).expect("a CUDA GPU is required for this test");
-    for causal in [false, true] {
-        let spec = KernelSpec::default_for(gpu.arch, DType::Bf16, 64, causal).unwrap();
-        let kernel = ForwardKernel::load(&gpu, &compile(&spec, CompileOptions::default()).unwrap()).unwrap();
-        let l = Layout::contiguous(1, 2, 300, 64);
-        let x: Vec<u16> = (0..l.extent()).map(|i| half::bf16::from_f32(((i * 7919) % 1000) as f32 / 1000.0 - 0.5).to_bits()).collect();
-        let q = gpu.stream.clone_htod(&x).unwrap();
-        let mut o = gpu.stream.clone_htod(&vec![0x7FC0u16; l.extent()]).unwrap();
-        let mut m = gpu.stream.clone_htod(&vec![f32::NAN; 600]).unwrap();
-        kernel.launch(&gpu, ForwardArgs { q: (&q, l), k: (&q, l), v: (&q, l), o: (&mut o, l), m: &mut m, sm_scale: 0.125 }).unwrap();
-        let o: Vec<u16> = gpu.stream.clone_dtoh(&o).unwrap();
-        let m: Vec<f32> = gpu.stream.clone_dtoh(&m).unwrap();
-        assert!(o.iter().all(|&b| half::bf16::from_bits(b).to_f32().is_finite()));
-        assert!(m.iter().all(|x| x.is_finite()));
+fn attention_forward_matches_f64_and_returns_natural_lse() {
+    let f = flash();
+    let mut rng = SplitMix(11);
+    for (dtype, d, causal) in [(DType::Bf16, 64, true), (DType::F16, 128, false)] {
+        let s = Shape { z: 2, h: 2, n: 333, d };
+        let layout = Layout::bshd(2, 2, 333, d);
+        let round = |x: f32| flashgen_runtime::tensor::from_bits(dtype, flashgen_runtime::tensor::to_bits(dtype, x));
+        let mut gen = || -> Vec<f32> { (0..s.len()).map(|_| round(rng.normal())).collect() };
+        let (q, k, v) = (gen(), gen(), gen());
+        let up = |x: &[f32]| Tensor::from_f32(&f.gpu, x, dtype, layout).unwrap();
+        let out = f.attention_forward(&up(&q), &up(&k), &up(&v), causal, None).unwrap();
+        let r = naive_f64(&q, &k, &v, s, causal, 1.0 / (d as f64).sqrt());
+        let o = out.o.to_f32(&f.gpu).unwrap();
+        assert!(relative_error(&o, &r.o) <= 1e-2);
+        let lse: Vec<f32> = f.gpu.stream.clone_dtoh(&out.lse).unwrap();
+        let natural: Vec<f64> = r.m.iter().map(|m| m * std::f64::consts::LN_2).collect();
+        assert!(relative_error(&lse, &natural) <= 1e-3);
+        let m: Vec<f32> = f.gpu.stream.clone_dtoh(&out.m).unwrap();
+        assert!(relative_error(&m, &r.m) <= 1e-3);
     }
+}
+
+#[test]
+#[ignore = "needs a GPU: run on the device machine with --ignored"]
+fn bad_arguments_are_errors_not_crashes() {
+    let f = flash();
+    let l = Layout::contiguous(1, 2, 64, 64);
+    let x = vec![0.5f32; 2 * 64 * 64];
+    let q = Tensor::from_f32(&f.gpu, &x, DType::Bf16, l).unwrap();
+    let k16 = Tensor::from_f32(&f.gpu, &x, DType::F16, l).unwrap();
+    let e = f.attention_forward(&q, &k16, &q, false, None).err().unwrap().to_string();
+    assert!(e.contains("tensor K is fp16 but Q is bf16"), "{e}");
+    let l96 = Layout::contiguous(1, 1, 64, 96);
+    let q96 = Tensor::from_f32(&f.gpu, &vec![0.1f32; 64 * 96], DType::Bf16, l96).unwrap();
+    let e = f.attention_forward(&q96, &q96, &q96, false, None).err().unwrap().to_string();
+    assert!(e.contains("HEAD_DIM=96"), "{e}");
+    let short = Layout::contiguous(1, 2, 32, 64);
+    let k = Tensor::from_f32(&f.gpu, &x[..2 * 32 * 64], DType::Bf16, short).unwrap();
+    let e = f.attention_forward(&q, &k, &k, false, None).err().unwrap().to_string();
+    assert!(e.contains("equal sequence lengths"), "{e}");
+    let e = f.attention_forward(&q, &q, &q, false, Some(-1.0)).err().unwrap().to_string();
+    assert!(e.contains("sm_scale"), "{e}");
 }

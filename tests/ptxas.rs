@@ -78,3 +78,13 @@ fn admitted_tile_space_assembles_without_spills() {
         }
     });
 }
+
+/// The hand-written M -> natural-log LSE kernel assembles for the oldest target it declares.
+#[test]
+fn lse_scale_kernel_assembles() {
+    let Some(tool) = ptxas_or_skip() else { return };
+    for arch in ["sm_80", "sm_90a"] {
+        let r = ptxas(&tool, flashgen_runtime::lse::SCALE_PTX, arch).unwrap();
+        assert_eq!((r.stack_frame, r.spill_stores), (0, 0));
+    }
+}

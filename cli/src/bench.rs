@@ -4,8 +4,8 @@
 use clap::Args;
 use cudarc::driver::sys::CUevent_flags;
 use flashgen::reference::SplitMix;
-use flashgen::{compile, CompileOptions, DType, KernelSpec, SpecParams};
-use flashgen_runtime::{ForwardArgs, ForwardKernel, Gpu, Layout};
+use flashgen::{DType, KernelSpec, SpecParams};
+use flashgen_runtime::{Flash, Gpu, KernelCache, Layout, Tensor};
 use std::io::Write;
 
 #[derive(Args)]
@@ -36,7 +36,8 @@ pub fn flops(z: usize, h: usize, n: usize, d: usize, causal: bool) -> f64 {
 }
 
 pub fn run(a: &BenchArgs) -> Result<(), String> {
-    let gpu = Gpu::open(0).map_err(|e| format!("bench needs a GPU: {e}"))?;
+    let flash = Flash::new(Gpu::open(0).map_err(|e| format!("bench needs a GPU: {e}"))?, KernelCache::from_env());
+    let gpu = &flash.gpu;
     let dr = |x: cudarc::driver::DriverError| x.to_string();
     let mut json = a.json.as_ref().map(std::fs::File::create).transpose().map_err(|e| e.to_string())?;
     let mut table = Vec::new();
@@ -48,8 +49,9 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             let len = layout.extent();
             let host: Vec<u16> = (0..len).map(|_| half::bf16::from_f32(rng.normal()).to_bits()).collect();
             let st = &gpu.stream;
-            let (q, k, v) = (st.clone_htod(&host).map_err(dr)?, st.clone_htod(&host).map_err(dr)?, st.clone_htod(&host).map_err(dr)?);
-            let mut o = st.alloc_zeros::<u16>(len).map_err(dr)?;
+            let tensor = |bits: &[u16]| -> Result<Tensor, String> { Ok(Tensor { data: st.clone_htod(bits).map_err(dr)?, dtype: DType::Bf16, layout }) };
+            let (q, k, v) = (tensor(&host)?, tensor(&host)?, tensor(&host)?);
+            let mut o = tensor(&vec![0u16; len])?;
             let mut m = st.alloc_zeros::<f32>(z * h * n_us).map_err(dr)?;
             for causal in [false, true] {
                 let mut specs = vec![("default".to_string(), KernelSpec::default_for(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?)];
@@ -65,10 +67,8 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     }
                 }
                 for (label, spec) in specs {
-                    let kernel = ForwardKernel::load(&gpu, &compile(&spec, CompileOptions::default()).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
-                    let scale = 1.0 / (d as f32).sqrt();
-                    let launch = |o: &mut cudarc::driver::CudaSlice<u16>, m: &mut cudarc::driver::CudaSlice<f32>| {
-                        kernel.launch(&gpu, ForwardArgs { q: (&q, layout), k: (&k, layout), v: (&v, layout), o: (o, layout), m, sm_scale: scale }).map_err(|e| e.to_string())
+                    let launch = |o: &mut Tensor, m: &mut cudarc::driver::CudaSlice<f32>| {
+                        flash.forward_into(&spec, &q, &k, &v, None, o, m).map_err(|e| e.to_string())
                     };
                     for _ in 0..5 {
                         launch(&mut o, &mut m)?;

@@ -5,7 +5,8 @@
 use clap::Args;
 use flashgen::reference::{naive_f64_row, relative_error, tiled_f32, Shape, SplitMix};
 use flashgen::{compile, CompileOptions, DType, KernelSpec};
-use flashgen_runtime::{ForwardArgs, ForwardKernel, Gpu, Layout};
+use flashgen_runtime::tensor::{from_bits, to_bits};
+use flashgen_runtime::{Flash, Gpu, KernelCache, Layout, Tensor};
 use std::io::Write;
 use std::time::Instant;
 
@@ -23,6 +24,9 @@ pub struct CheckArgs {
     /// Only run on the CPU, even if a GPU is present.
     #[arg(long)]
     cpu_only: bool,
+    /// Also write inputs and outputs of the default kernels (N = 1024) to DIR for bench/triton_parity.py.
+    #[arg(long)]
+    parity_dir: Option<std::path::PathBuf>,
     /// Only check the specs whose name contains this text.
     #[arg(long)]
     filter: Option<String>,
@@ -52,7 +56,10 @@ pub fn run(a: &CheckArgs) -> Result<(), String> {
             return Ok(());
         }
     };
-    gpu_check(&gpu, a)
+    let flash = Flash::new(gpu, KernelCache::from_env());
+    let result = gpu_check(&flash, a);
+    println!("kernel cache ({}): {}", flash.cache.dir().map(|d| d.display().to_string()).unwrap_or("memory only".into()), flash.cache.stats.summary());
+    result
 }
 
 /// The kernels' tiled algorithm (f32) against naive f64 attention, at lengths that are not multiples of the blocks.
@@ -74,18 +81,6 @@ fn cpu_algorithm_check(seed: u64) -> Result<(), String> {
     Ok(())
 }
 
-fn to_bits(dtype: DType, x: f32) -> u16 {
-    match dtype {
-        DType::Bf16 => half::bf16::from_f32(x).to_bits(),
-        DType::F16 => half::f16::from_f32(x).to_bits(),
-    }
-}
-fn from_bits(dtype: DType, b: u16) -> f32 {
-    match dtype {
-        DType::Bf16 => half::bf16::from_bits(b).to_f32(),
-        DType::F16 => half::f16::from_bits(b).to_f32(),
-    }
-}
 fn nan_bits(dtype: DType) -> u16 {
     match dtype {
         DType::Bf16 => 0x7FC0,
@@ -122,54 +117,94 @@ struct Case {
 
 const GUARD: usize = 4096;
 
-fn run_case(gpu: &Gpu, kernel: &ForwardKernel, c: &Case, seed: u64) -> Result<(f64, f64, bool), String> {
+fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<(f64, f64, bool), String> {
     let e = |x: flashgen_runtime::RuntimeError| x.to_string();
     let dr = |x: cudarc::driver::DriverError| x.to_string();
+    let gpu = &flash.gpu;
     let dtype = c.spec.dtype();
     let d = c.spec.head_dim() as usize;
     let s = Shape { z: c.z, h: c.h, n: c.n, d };
     let layout = if c.bshd { Layout::bshd(c.z, c.h, c.n, d) } else { Layout::contiguous(c.z, c.h, c.n, d) };
     let mut rng = SplitMix(seed);
     // inputs rounded to the kernel's dtype; the reference sees exactly the same values
-    let mut gen = || -> (Vec<f32>, Vec<u16>) {
-        let logical: Vec<f32> = (0..s.len()).map(|_| from_bits(dtype, to_bits(dtype, rng.normal()))).collect();
-        let mut mem = vec![0u16; layout.extent()];
-        for (i, x) in logical.iter().enumerate() {
-            let (hz, row, col) = (i / (c.n * d), (i / d) % c.n, i % d);
-            mem[layout.offset(hz / c.h, hz % c.h, row, col)] = to_bits(dtype, *x);
-        }
-        (logical, mem)
-    };
-    let (q, qm) = gen();
-    let (k, km) = gen();
-    let (v, vm) = gen();
+    let mut gen = || -> Vec<f32> { (0..s.len()).map(|_| from_bits(dtype, to_bits(dtype, rng.normal()))).collect() };
+    let (q, k, v) = (gen(), gen(), gen());
     let scale = 1.0 / (d as f64).sqrt();
-    let st = &gpu.stream;
-    let dq = st.clone_htod(&qm).map_err(dr)?;
-    let dk = st.clone_htod(&km).map_err(dr)?;
-    let dv = st.clone_htod(&vm).map_err(dr)?;
+    let upload = |x: &[f32]| Tensor::from_f32(gpu, x, dtype, layout).map_err(e);
+    let (dq, dk, dv) = (upload(&q)?, upload(&k)?, upload(&v)?);
     // poisoned outputs with a guard zone past the end: every element must be written, nothing past it
-    let mut d_o = st.clone_htod(&vec![nan_bits(dtype); layout.extent() + GUARD]).map_err(dr)?;
-    let mut d_m = st.clone_htod(&vec![f32::NAN; s.heads() * c.n + GUARD]).map_err(dr)?;
-    kernel
-        .launch(gpu, ForwardArgs { q: (&dq, layout), k: (&dk, layout), v: (&dv, layout), o: (&mut d_o, layout), m: &mut d_m, sm_scale: scale as f32 })
-        .map_err(e)?;
-    st.synchronize().map_err(dr)?;
-    let om: Vec<u16> = st.clone_dtoh(&d_o).map_err(dr)?;
-    let mm: Vec<f32> = st.clone_dtoh(&d_m).map_err(dr)?;
+    let mut d_o = Tensor { data: gpu.stream.clone_htod(&vec![nan_bits(dtype); layout.extent() + GUARD]).map_err(dr)?, dtype, layout };
+    let mut d_m = gpu.stream.clone_htod(&vec![f32::NAN; s.heads() * c.n + GUARD]).map_err(dr)?;
+    flash.forward_into(&c.spec, &dq, &dk, &dv, Some(scale as f32), &mut d_o, &mut d_m).map_err(e)?;
+    gpu.stream.synchronize().map_err(dr)?;
+    let om: Vec<u16> = gpu.stream.clone_dtoh(&d_o.data).map_err(dr)?;
+    let mm: Vec<f32> = gpu.stream.clone_dtoh(&d_m).map_err(dr)?;
     let (ro, rm) = reference_parallel(&q, &k, &v, s, c.spec.causal(), scale);
-    let o: Vec<f32> = (0..s.len())
-        .map(|i| {
-            let (hz, row, col) = (i / (c.n * d), (i / d) % c.n, i % d);
-            from_bits(dtype, om[layout.offset(hz / c.h, hz % c.h, row, col)])
-        })
-        .collect();
+    let o = d_o.to_f32(gpu).map_err(e)?;
     let rows = s.heads() * c.n;
     let guards_intact = om[layout.extent()..].iter().all(|&b| b == nan_bits(dtype)) && mm[rows..].iter().all(|x| x.is_nan());
     Ok((relative_error(&o, &ro), relative_error(&mm[..rows], &rm), guards_intact))
 }
 
+/// The allocating API: attention_forward's natural-log LSE against the f64 reference (ragged N = 300).
+fn lse_case(flash: &Flash, spec: &KernelSpec, seed: u64) -> Result<f64, String> {
+    let e = |x: flashgen_runtime::RuntimeError| x.to_string();
+    let d = spec.head_dim() as usize;
+    let s = Shape { z: 1, h: 3, n: 300, d };
+    let mut rng = SplitMix(seed ^ 0x15e);
+    let mut gen = || -> Vec<f32> { (0..s.len()).map(|_| from_bits(spec.dtype(), to_bits(spec.dtype(), rng.normal()))).collect() };
+    let (q, k, v) = (gen(), gen(), gen());
+    let layout = Layout::contiguous(1, 3, 300, d);
+    let up = |x: &[f32]| Tensor::from_f32(&flash.gpu, x, spec.dtype(), layout).map_err(e);
+    let out = flash.attention_forward_spec(spec, &up(&q)?, &up(&k)?, &up(&v)?, None).map_err(e)?;
+    let lse: Vec<f32> = flash.gpu.stream.clone_dtoh(&out.lse).map_err(|x| x.to_string())?;
+    let (_, rm) = reference_parallel(&q, &k, &v, s, spec.causal(), 1.0 / (d as f64).sqrt());
+    let natural: Vec<f64> = rm.iter().map(|m| m * std::f64::consts::LN_2).collect();
+    Ok(relative_error(&lse, &natural))
+}
+
+/// Inputs and outputs of each spec on one N = 1024 problem, as raw little-endian files plus a JSON index,
+/// for bench/triton_parity.py to rerun the seed's Triton kernel on the same inputs.
+fn write_parity(flash: &Flash, specs: &[KernelSpec], dir: &std::path::Path) -> Result<(), String> {
+    let e = |x: flashgen_runtime::RuntimeError| x.to_string();
+    std::fs::create_dir_all(dir).map_err(|x| x.to_string())?;
+    let mut index = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let (z, h, n, d) = (2, 4, 1024, spec.head_dim() as usize);
+        let layout = Layout::contiguous(z, h, n, d);
+        let mut rng = SplitMix(0xfa2 + i as u64);
+        let mut tensors = Vec::new();
+        for _ in 0..3 {
+            let x: Vec<f32> = (0..z * h * n * d).map(|_| rng.normal()).collect();
+            tensors.push(Tensor::from_f32(&flash.gpu, &x, spec.dtype(), layout).map_err(e)?);
+        }
+        let out = flash.attention_forward_spec(spec, &tensors[0], &tensors[1], &tensors[2], None).map_err(e)?;
+        let stem = spec.name();
+        for (tag, t) in [("q", &tensors[0]), ("k", &tensors[1]), ("v", &tensors[2]), ("o", &out.o)] {
+            let bits: Vec<u16> = flash.gpu.stream.clone_dtoh(&t.data).map_err(|x| x.to_string())?;
+            let bytes: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()).collect();
+            std::fs::write(dir.join(format!("{stem}.{tag}.bin")), bytes).map_err(|x| x.to_string())?;
+        }
+        let m: Vec<f32> = flash.gpu.stream.clone_dtoh(&out.m).map_err(|x| x.to_string())?;
+        let bytes: Vec<u8> = m.iter().flat_map(|x| x.to_le_bytes()).collect();
+        std::fs::write(dir.join(format!("{stem}.m.bin")), bytes).map_err(|x| x.to_string())?;
+        index.push(format!(
+            "{{\"name\": \"{stem}\", \"dtype\": \"{}\", \"Z\": {z}, \"H\": {h}, \"N\": {n}, \"D\": {d}, \"causal\": {}}}",
+            spec.dtype().name(),
+            spec.causal()
+        ));
+    }
+    std::fs::write(dir.join("index.json"), format!("[{}]\n", index.join(",\n"))).map_err(|x| x.to_string())?;
+    println!("wrote parity inputs/outputs of {} kernels to {}", specs.len(), dir.display());
+    Ok(())
+}
+
 fn parse_specs(list: &str, gpu: &Gpu) -> Result<Vec<KernelSpec>, String> {
+    parse_spec_list(list, gpu.arch)
+}
+
+/// "dtype,d,bm,bn,stage,warps,stages;..." for one target.
+pub fn parse_spec_list(list: &str, arch: flashgen::Arch) -> Result<Vec<KernelSpec>, String> {
     list.split(';')
         .filter(|s| !s.trim().is_empty())
         .map(|item| {
@@ -187,14 +222,15 @@ fn parse_specs(list: &str, gpu: &Gpu) -> Result<Vec<KernelSpec>, String> {
                 stage: num(4)?,
                 num_warps: num(5)?,
                 num_stages: num(6)?,
-                arch: gpu.arch,
+                arch,
             })
             .map_err(|e| e.to_string())
         })
         .collect()
 }
 
-fn gpu_check(gpu: &Gpu, a: &CheckArgs) -> Result<(), String> {
+fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
+    let gpu = &flash.gpu;
     println!("GPU: {} ({})", gpu.name, gpu.arch);
     let mut specs = Vec::new();
     for dtype in [DType::Bf16, DType::F16] {
@@ -215,13 +251,12 @@ fn gpu_check(gpu: &Gpu, a: &CheckArgs) -> Result<(), String> {
     let (mut passed, mut failed) = (0, 0);
     let mut seed = a.seed;
     for spec in &specs {
-        let kernel = ForwardKernel::load(gpu, &compile(spec, CompileOptions::default()).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
         let mut cases: Vec<Case> = lens.iter().map(|&n| Case { spec: *spec, z: 1, h: 2, n, bshd: false }).collect();
         cases.push(Case { spec: *spec, z: 2, h: 3, n: 333, bshd: true });
         cases.push(Case { spec: *spec, z: 4, h: 16, n: 200, bshd: false });
         for c in &cases {
             seed = seed.wrapping_add(0x9E37_79B9);
-            let (eo, em, guards) = run_case(gpu, &kernel, c, seed)?;
+            let (eo, em, guards) = run_case(flash, c, seed)?;
             let ok = eo <= O_TOL && em <= M_TOL && guards;
             if ok { passed += 1 } else { failed += 1 }
             let line = format!(
@@ -235,7 +270,13 @@ fn gpu_check(gpu: &Gpu, a: &CheckArgs) -> Result<(), String> {
                 writeln!(f, "{line}").map_err(|e| e.to_string())?;
             }
         }
-        println!("{:<48} {} cases", spec.name(), cases.len());
+        let lse_err = lse_case(flash, spec, seed)?;
+        let lse_ok = lse_err <= M_TOL;
+        if lse_ok { passed += 1 } else { failed += 1; println!("FAIL natural-log LSE of {}: relative error {lse_err:.3e}", spec.name()) }
+        println!("{:<48} {} cases + attention_forward LSE (rel. err. {lse_err:.1e})", spec.name(), cases.len());
+    }
+    if let Some(dir) = &a.parity_dir {
+        write_parity(flash, &specs[..8.min(specs.len())], dir)?;
     }
     println!("{passed} passed, {failed} failed");
     if failed > 0 {

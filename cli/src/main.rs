@@ -23,6 +23,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Time the forward kernels on the GPU in the anchors' shapes (JSON lines + a table).
     Bench(bench::BenchArgs),
+    /// Time a fresh process's first attention call (context, cache lookup or compile, JIT, launch).
+    FirstCall,
 }
 
 #[derive(Args)]
@@ -152,12 +154,44 @@ fn emit(a: &EmitArgs) -> Result<(), String> {
     emit_one(&spec, &path, a.ir, a.timings)
 }
 
+/// One attention call in a fresh process: with a warm disk cache it must not run LLVM or the PTX JIT.
+fn first_call() -> Result<(), String> {
+    use flashgen_runtime::{Flash, Layout, Tensor};
+    let t0 = std::time::Instant::now();
+    let flash = Flash::open().map_err(|e| e.to_string())?;
+    let opened = t0.elapsed();
+    let layout = Layout::contiguous(1, 2, 512, 64);
+    let x: Vec<f32> = (0..2 * 512 * 64).map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0).collect();
+    let q = Tensor::from_f32(&flash.gpu, &x, DType::Bf16, layout).map_err(|e| e.to_string())?;
+    let t1 = std::time::Instant::now();
+    let out = flash.attention_forward(&q, &q, &q, true, None).map_err(|e| e.to_string())?;
+    flash.gpu.stream.synchronize().map_err(|e| e.to_string())?;
+    let first = t1.elapsed();
+    let o = out.o.to_f32(&flash.gpu).map_err(|e| e.to_string())?;
+    if !o.iter().all(|v| v.is_finite()) {
+        return Err("first call produced non-finite output".into());
+    }
+    let s = &flash.cache.stats;
+    let n = |a: &std::sync::atomic::AtomicUsize| a.load(std::sync::atomic::Ordering::Relaxed);
+    println!(
+        "{{\"kind\": \"first_call\", \"context_ms\": {:.1}, \"first_call_ms\": {:.1}, \"llvm_compiles\": {}, \"ptx_jits\": {}, \"disk_hits\": {}, \"cache_dir\": {:?}}}",
+        opened.as_secs_f64() * 1e3,
+        first.as_secs_f64() * 1e3,
+        n(&s.llvm_compiles),
+        n(&s.ptx_jits),
+        n(&s.disk_hits),
+        flash.cache.dir().map(|d| d.display().to_string()).unwrap_or_default()
+    );
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Emit(a) => emit(a),
         Command::Check(a) => check::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::FirstCall => first_call(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

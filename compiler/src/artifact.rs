@@ -1,12 +1,11 @@
 //! The compiled kernel and its Triton-style metadata.
 
-use crate::codegen::LlvmTimings;
 use crate::spec::KernelSpec;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Triton's field names (name, num_warps, num_ctas, num_stages, shared, target), plus the spec itself.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Metadata {
     pub name: String,
     pub num_warps: u32,
@@ -24,11 +23,11 @@ pub struct Metadata {
     pub llvm_version: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Target {
-    pub backend: &'static str,
+    pub backend: String,
     pub arch: u32,
-    pub arch_name: &'static str,
+    pub arch_name: String,
     pub warp_size: u32,
 }
 
@@ -41,19 +40,32 @@ impl Metadata {
             num_ctas: 1,
             num_stages: spec.num_stages(),
             shared: spec.shared_memory_bytes(),
-            target: Target { backend: "cuda", arch: spec.arch().capability(), arch_name: spec.arch().name(), warp_size: 32 },
+            target: Target { backend: "cuda".into(), arch: spec.arch().capability(), arch_name: spec.arch().name().into(), warp_size: 32 },
             ptx_version: format!("{major}.{minor}"),
             spec: *spec,
             block_m: spec.block_m(),
             threads: spec.threads(),
             flashgen_version: env!("CARGO_PKG_VERSION").to_string(),
-            llvm_version: crate::codegen::llvm_version(),
+            llvm_version: crate::llvm_version(),
         }
     }
 
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
+
+    /// Parse metadata JSON; the spec inside is validated like any other.
+    pub fn from_json(text: &str) -> Result<Metadata, String> {
+        serde_json::from_str(text).map_err(|e| format!("metadata JSON: {e}"))
+    }
+}
+
+/// LLVM stage times (zero when the artifact did not come from LLVM).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LlvmTimings {
+    pub parse: Duration,
+    pub optimize: Duration,
+    pub codegen: Duration,
 }
 
 /// Time spent in each stage of spec -> PTX.

@@ -7,7 +7,7 @@ use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple};
 use inkwell::OptimizationLevel;
 use std::sync::Once;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 pub const TRIPLE: &str = "nvptx64-nvidia-cuda";
 
@@ -36,13 +36,7 @@ pub enum CodegenError {
     Emit { spec: String, detail: String },
 }
 
-/// Time spent in each LLVM stage.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct LlvmTimings {
-    pub parse: Duration,
-    pub optimize: Duration,
-    pub codegen: Duration,
-}
+pub use crate::artifact::LlvmTimings;
 
 fn init_nvptx() {
     static INIT: Once = Once::new();

@@ -6,6 +6,8 @@
 //! ```
 
 pub mod artifact;
+pub mod build;
+#[cfg(feature = "llvm")]
 pub mod codegen;
 pub mod reference;
 pub mod render;
@@ -14,7 +16,6 @@ pub mod spec;
 pub use artifact::{Artifact, Metadata, Timings};
 pub use spec::{Arch, DType, KernelKind, KernelSpec, SpecError, SpecParams, Stage};
 
-use std::time::Instant;
 
 /// Any failure between a spec and its PTX, naming the stage.
 #[derive(Debug, thiserror::Error)]
@@ -23,8 +24,17 @@ pub enum CompileError {
     Spec(#[from] SpecError),
     #[error(transparent)]
     Render(#[from] render::RenderError),
+    #[cfg(feature = "llvm")]
     #[error(transparent)]
     Codegen(#[from] codegen::CodegenError),
+}
+
+/// The LLVM this build links ("19.1.7"), or "none" without the `llvm` feature.
+pub fn llvm_version() -> String {
+    #[cfg(feature = "llvm")]
+    return codegen::llvm_version();
+    #[cfg(not(feature = "llvm"))]
+    return "none".to_string();
 }
 
 /// Options that do not change the kernel, only what is kept.
@@ -35,8 +45,9 @@ pub struct CompileOptions {
 }
 
 /// Compile one specialization to PTX.
+#[cfg(feature = "llvm")]
 pub fn compile(spec: &KernelSpec, options: CompileOptions) -> Result<Artifact, CompileError> {
-    let t0 = Instant::now();
+    let t0 = std::time::Instant::now();
     let ir = render::render(spec)?;
     let render_time = t0.elapsed();
     let (ptx, optimized_ir, llvm) = codegen::compile_ir(spec, &ir, options.keep_optimized_ir)?;

@@ -56,9 +56,23 @@ pub struct SpecParams {
 }
 
 /// A validated specialization. Construct it with [`KernelSpec::new`]; its fields are read-only.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(transparent)]
+/// Deserializing validates too: a spec read from a file obeys the same rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "SpecParams", into = "SpecParams")]
 pub struct KernelSpec(SpecParams);
+
+impl TryFrom<SpecParams> for KernelSpec {
+    type Error = SpecError;
+    fn try_from(p: SpecParams) -> Result<KernelSpec, SpecError> {
+        KernelSpec::new(p)
+    }
+}
+
+impl From<KernelSpec> for SpecParams {
+    fn from(s: KernelSpec) -> SpecParams {
+        s.0
+    }
+}
 
 /// A rejected spec: the rule it breaks, in words that say how to fix it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

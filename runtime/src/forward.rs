@@ -3,8 +3,9 @@
 use crate::{Gpu, Layout, LayoutError, RuntimeError};
 use cudarc::driver::sys::CUfunction_attribute_enum;
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use crate::cache::Entry;
 use cudarc::nvrtc::Ptx;
-use flashgen::{Artifact, KernelSpec};
+use flashgen::KernelSpec;
 
 /// A forward kernel loaded into a context, ready to launch.
 pub struct ForwardKernel {
@@ -24,13 +25,13 @@ pub struct ForwardArgs<'a> {
 }
 
 impl ForwardKernel {
-    /// Load PTX through the driver's JIT and raise the dynamic shared-memory limit the kernel needs.
-    pub fn load(gpu: &Gpu, artifact: &Artifact) -> Result<ForwardKernel, RuntimeError> {
-        let module = gpu.ctx.load_module(Ptx::from_src(artifact.ptx.clone()))?;
-        let function = module.load_function(&artifact.entry)?;
-        let shared_bytes = artifact.metadata.shared;
+    /// Load a cached entry's cubin and raise the dynamic shared-memory limit the kernel needs.
+    pub fn load(gpu: &Gpu, entry: &Entry) -> Result<ForwardKernel, RuntimeError> {
+        let module = gpu.ctx.load_module(Ptx::from_binary(entry.cubin.clone()))?;
+        let function = module.load_function(&entry.metadata.name)?;
+        let shared_bytes = entry.metadata.shared;
         function.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes as i32)?;
-        Ok(ForwardKernel { spec: artifact.spec, function, shared_bytes })
+        Ok(ForwardKernel { spec: entry.metadata.spec, function, shared_bytes })
     }
 
     /// Check every operand, then launch on the GPU's stream.

@@ -1,14 +1,24 @@
-//! flashgen runtime: load generated FA2 kernels into a CUDA context and launch them on device tensors.
+//! flashgen runtime: turn "attention forward on these tensors" into a specialized, cached, launched kernel.
 //! cudarc loads the driver dynamically: nothing of CUDA is needed to build, only the driver to run.
 //!
-//! This is the minimal launcher the compiler issue needs for its GPU check; the module cache, the
-//! `attention_forward` API and the prebuilt path grow here.
+//! Layers, bottom up: `jit` (PTX -> cubin through the driver's linker), `cache` (memory + disk, Triton's
+//! layout), `forward` (one loaded kernel, argument checks, the launch), `api` (`Flash::attention_forward`).
+//! Kernels come from LLVM in-process (feature `jit`, default) or prebuilt (`KernelSource::embedded` /
+//! `from_dir`), in which case no LLVM is linked.
 
+pub mod api;
+pub mod cache;
 pub mod forward;
+pub mod jit;
 pub mod layout;
+pub mod lse;
+pub mod tensor;
 
-pub use forward::{ForwardKernel, ForwardArgs};
+pub use api::{Flash, ForwardOutput};
+pub use cache::{CacheError, KernelCache, KernelSource};
+pub use forward::{ForwardArgs, ForwardKernel};
 pub use layout::{Layout, LayoutError};
+pub use tensor::Tensor;
 
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
 use flashgen::Arch;
@@ -24,6 +34,10 @@ pub enum RuntimeError {
     Device(String),
     #[error("kernel {kernel}: {detail}")]
     Kernel { kernel: String, detail: String },
+    #[error("{0}")]
+    Argument(String),
+    #[error(transparent)]
+    Cache(#[from] CacheError),
 }
 
 /// One GPU: its context, a stream, and the flashgen target that runs on it.
@@ -31,6 +45,7 @@ pub struct Gpu {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
     pub arch: Arch,
+    pub capability: (u32, u32),
     pub name: String,
 }
 
@@ -50,6 +65,6 @@ impl Gpu {
         })?;
         let name = ctx.name()?;
         let stream = ctx.default_stream();
-        Ok(Gpu { ctx, stream, arch, name })
+        Ok(Gpu { ctx, stream, arch, capability: (major as u32, minor as u32), name })
     }
 }

@@ -1,0 +1,160 @@
+//! The kernel cache on the CPU, with a stand-in for the driver's PTX JIT: keys, memory and disk hits, atomic
+//! and verified entries, corrupt entries rebuilt, an unwritable directory, concurrent callers, prebuilt kernels.
+
+use flashgen::{compile, Arch, CompileOptions, DType, KernelSpec};
+use flashgen_runtime::cache::{CacheError, KernelCache, KernelSource};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+fn fake_jit(ptx: &str) -> Result<Vec<u8>, String> {
+    Ok(format!("CUBIN for {} bytes of PTX", ptx.len()).into_bytes())
+}
+
+fn spec(causal: bool) -> KernelSpec {
+    KernelSpec::default_for(Arch::Sm90a, DType::Bf16, 64, causal).unwrap()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("flashgen-cache-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn count(c: &KernelCache) -> (usize, usize, usize, usize, usize) {
+    let s = &c.stats;
+    let g = |a: &std::sync::atomic::AtomicUsize| a.load(Ordering::Relaxed);
+    (g(&s.memory_hits), g(&s.disk_hits), g(&s.llvm_compiles), g(&s.ptx_jits), g(&s.corrupt_rebuilt))
+}
+
+#[test]
+fn keys_separate_specs_and_devices_and_are_stable() {
+    let a = KernelCache::new(None, KernelSource::Jit);
+    let b = KernelCache::new(None, KernelSource::Jit);
+    let k = a.key(&spec(false), (9, 0)).unwrap();
+    assert_eq!(k, b.key(&spec(false), (9, 0)).unwrap(), "same inputs, same key, in any instance");
+    assert_ne!(k, a.key(&spec(true), (9, 0)).unwrap());
+    assert_ne!(k, a.key(&spec(false), (8, 0)).unwrap());
+    assert_eq!(k.len(), 32);
+}
+
+#[test]
+fn memory_then_disk_then_second_process() {
+    let dir = tmp("hits");
+    let c = KernelCache::new(Some(dir.clone()), KernelSource::Jit);
+    let e1 = c.get(&spec(false), (9, 0), &fake_jit).unwrap();
+    let e2 = c.get(&spec(false), (9, 0), &fake_jit).unwrap();
+    assert_eq!(e1.cubin, e2.cubin);
+    assert_eq!(count(&c), (1, 0, 1, 1, 0));
+    // Triton's layout: a folder per key with <name>.ptx, .json, .cubin
+    let entry = dir.join(&e1.key);
+    let name = spec(false).name();
+    for ext in ["ptx", "json", "cubin"] {
+        assert!(entry.join(format!("{name}.{ext}")).is_file(), "{ext} missing");
+    }
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(entry.join(format!("{name}.json"))).unwrap()).unwrap();
+    assert_eq!(json["name"], name.as_str());
+    assert_eq!(json["num_warps"], 4);
+    assert!(json["shared"].as_u64().unwrap() > 0 && json["ptx_sha256"].is_string() && json["key"] == e1.key.as_str());
+    // a "second process": nothing compiled, nothing JIT-ed
+    let c2 = KernelCache::new(Some(dir.clone()), KernelSource::Jit);
+    let e3 = c2.get(&spec(false), (9, 0), &|_: &str| -> Result<Vec<u8>, String> { panic!("the JIT must not run on a warm cache") }).unwrap();
+    assert_eq!(e3.cubin, e1.cubin);
+    assert_eq!(count(&c2), (0, 1, 0, 0, 0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn corrupt_entries_are_reported_rebuilt_and_never_loaded() {
+    let dir = tmp("corrupt");
+    let name = spec(true).name();
+    let key = KernelCache::new(Some(dir.clone()), KernelSource::Jit).get(&spec(true), (9, 0), &fake_jit).unwrap().key.clone();
+    let entry = dir.join(&key);
+    let corruptions: Vec<(&str, Box<dyn Fn()>)> = vec![
+        ("truncated PTX", Box::new(|| {
+            let p = entry.join(format!("{name}.ptx"));
+            let t = std::fs::read_to_string(&p).unwrap();
+            std::fs::write(&p, &t[..t.len() / 2]).unwrap();
+        })),
+        ("edited cubin", Box::new(|| std::fs::write(entry.join(format!("{name}.cubin")), b"garbage").unwrap())),
+        ("JSON that does not parse", Box::new(|| std::fs::write(entry.join(format!("{name}.json")), "{\"name\": ").unwrap())),
+        ("missing cubin", Box::new(|| std::fs::remove_file(entry.join(format!("{name}.cubin"))).unwrap())),
+    ];
+    for (what, corrupt) in corruptions {
+        corrupt();
+        let c = KernelCache::new(Some(dir.clone()), KernelSource::Jit);
+        let e = c.get(&spec(true), (9, 0), &fake_jit).unwrap();
+        assert_eq!(e.cubin, fake_jit(&e.ptx).unwrap(), "{what}: rebuilt entry is whole");
+        assert_eq!(count(&c), (0, 0, 1, 1, 1), "{what}: reported and rebuilt once");
+        assert!(c.warnings().iter().any(|w| w.contains("is invalid") && w.contains("rebuilding")), "{what}: {:?}", c.warnings());
+        // and rewritten: the next process hits it
+        let c2 = KernelCache::new(Some(dir.clone()), KernelSource::Jit);
+        c2.get(&spec(true), (9, 0), &fake_jit).unwrap();
+        assert_eq!(count(&c2), (0, 1, 0, 0, 0), "{what}: rewritten");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn unwritable_directory_falls_back_to_memory_with_one_warning() {
+    let file = tmp("not-a-dir");
+    std::fs::write(&file, "a file where the cache directory should be").unwrap();
+    let c = KernelCache::new(Some(file.join("cache")), KernelSource::Jit);
+    c.get(&spec(false), (9, 0), &fake_jit).unwrap();
+    c.get(&spec(true), (9, 0), &fake_jit).unwrap();
+    c.get(&spec(true), (9, 0), &fake_jit).unwrap();
+    let w = c.warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("not writable") && w[0].contains("memory only"));
+    assert_eq!(count(&c).0, 1, "the memory cache still serves");
+    let _ = std::fs::remove_file(&file);
+}
+
+#[test]
+fn concurrent_callers_compile_once() {
+    let dir = tmp("concurrent");
+    let c = KernelCache::new(Some(dir.clone()), KernelSource::Jit);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| c.get(&spec(false), (9, 0), &fake_jit).unwrap());
+        }
+    });
+    let (mem, disk, llvm, jit, _) = count(&c);
+    assert_eq!((llvm, jit, disk, mem), (1, 1, 0, 3));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn jit_failures_are_errors_that_name_the_kernel() {
+    let c = KernelCache::new(None, KernelSource::Jit);
+    let err = c.get(&spec(false), (9, 0), &|_: &str| -> Result<Vec<u8>, String> { Err("ptxas fatal: bad PTX".into()) }).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, CacheError::Jit { .. }) && text.contains(&spec(false).name()) && text.contains("bad PTX"), "{text}");
+}
+
+#[test]
+fn prebuilt_kernels_need_no_compiler() {
+    let a = compile(&spec(false), CompileOptions::default()).unwrap();
+    let json = a.metadata.to_json();
+    let c = KernelCache::new(None, KernelSource::embedded(&[(json.as_str(), a.ptx.as_str())]).unwrap());
+    let e = c.get(&spec(false), (9, 0), &fake_jit).unwrap();
+    assert_eq!(e.ptx, a.ptx);
+    assert_eq!(count(&c).2, 0, "no LLVM compile for a prebuilt kernel");
+    let err = c.get(&spec(true), (9, 0), &fake_jit).unwrap_err().to_string();
+    assert!(err.contains("not among the 1 prebuilt kernels") && err.contains("jit"), "{err}");
+    // and from a directory of `flashgen emit` output
+    let dir = tmp("prebuilt-dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(format!("{}.ptx", a.entry)), &a.ptx).unwrap();
+    std::fs::write(dir.join(format!("{}.json", a.entry)), &json).unwrap();
+    let c = KernelCache::new(None, KernelSource::from_dir(&dir).unwrap());
+    assert_eq!(c.get(&spec(false), (9, 0), &fake_jit).unwrap().ptx, a.ptx);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn metadata_with_an_invalid_spec_is_rejected() {
+    let a = compile(&spec(false), CompileOptions::default()).unwrap();
+    let bad = a.metadata.to_json().replace("\"block_m\": 128", "\"block_m\": 96");
+    let err = KernelSource::embedded(&[(bad.as_str(), a.ptx.as_str())]).err().expect("invalid spec must be rejected").to_string();
+    assert!(err.contains("BLOCK_M=96"), "{err}");
+}
