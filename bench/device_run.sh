@@ -25,7 +25,7 @@ echo "== check"; $B check --specs "$EXTRA_SPECS" --json "$OUT/check.jsonl" --par
 echo "== Triton parity (seed kernel, same inputs)"; PYTHONUNBUFFERED=1 timeout 300 python3 bench/triton_parity.py /tmp/parity .carry/anchor_bench.py 2>&1 | tee "$OUT/parity.jsonl" | tail -9
 if [ -x $BIN/prebuilt ]; then echo "== prebuilt path (kernels embedded by build.rs, runtime without LLVM)"; FLASHGEN_CACHE_DIR=off $BIN/prebuilt 2>&1 | tee "$OUT/prebuilt.log"; fi
 if [ -x $BIN/gpu_test ]; then echo "== GPU integration tests (cargo test --ignored)"; $BIN/gpu_test --ignored 2>&1 | tee "$OUT/gpu_test.log" | grep -E "^test |test result"; fi
-[ "${BENCH:-1}" = 1 ] && echo "== bench" && $B bench --configs "$BENCH_CONFIGS" --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
+if [ "${BENCH:-1}" = 1 ]; then echo "== bench"; $B bench --configs "$BENCH_CONFIGS" --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"; fi
 if [ "${SANITIZE:-1}" = 1 ]; then
   echo "== compute-sanitizer memcheck (default specs, ragged lengths)"
   timeout 150 compute-sanitizer --tool memcheck $B check --quick > "$OUT/sanitizer.log" 2>&1; echo "memcheck rc=$?"; grep -E "passed|ERROR SUMMARY" "$OUT/sanitizer.log" | tail -2
