@@ -336,14 +336,18 @@ impl KernelSpec {
     }
 
     /// The default tile config for a target, dtype, head dim and causality: the best measured on the H200
-    /// (bench/results/2026-11-30-fwd-mma-v2.jsonl and -v3), and small enough for every target's shared memory.
+    /// with rotated random inputs (bench/results/2026-11-30-fwd-mma-v5.jsonl), within every target's limits.
     /// HEAD_DIM 64: 128×64 tiles, 4 warps of 32 rows, 3 stages (255 registers, 64 KB).
-    /// HEAD_DIM 128: 128×32 tiles, 4 warps of 32 rows with Q re-read from shared memory, 3 stages (80 KB):
-    /// each K/V fragment feeds two m16 tiles, which beat 8 warps of 16 rows with Q in registers by 5-12%.
+    /// HEAD_DIM 128: 32 rows per warp with Q re-read from shared memory (each K/V fragment then feeds two
+    /// m16 tiles) and BLOCK_N 32, 3 stages; non-causal with 8 warps (256 rows: K/V tiles shared by twice the
+    /// rows, +3-5% at N >= 4096), causal with 4 warps (128 rows: the diagonal's short programs balance
+    /// better, +4-15%). On sm_86/sm_89 (99 KB) the 256-row tile (112 KB) does not fit: 4 warps there too.
     pub fn default_for(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<KernelSpec, SpecError> {
+        let small_smem = arch.shared_memory_limit() < 160_000;
         let (block_m, block_n, num_warps, num_stages) = match head_dim {
             64 => (128, 64, 4, 3),
-            _ => (128, 32, 4, 3),
+            _ if causal || small_smem => (128, 32, 4, 3),
+            _ => (256, 32, 8, 3),
         };
         KernelSpec::new(SpecParams {
             kind: KernelKind::Fwd,
