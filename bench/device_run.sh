@@ -21,18 +21,19 @@ BENCH_CONFIGS=${BENCH_CONFIGS:-"128,64,8,3;128,64,4,3;64,64,4,3;128,32,4,4;64,12
 export FLASHGEN_CACHE_DIR=/tmp/flashgen-cache-run; rm -rf $FLASHGEN_CACHE_DIR
 echo "== first call, cold cache then warm (a second process must not run LLVM or the PTX JIT)"
 $B first-call | tee "$OUT/first_call.jsonl"; $B first-call | tee -a "$OUT/first_call.jsonl"
-echo "== check"; $B check --specs "$EXTRA_SPECS" --json "$OUT/check.jsonl" --parity-dir /tmp/parity 2>&1 | tee "$OUT/check.log" | tail -5
+echo "== check"; $B check --specs "$EXTRA_SPECS" --json "$OUT/check.jsonl" --parity-dir /tmp/parity 2>&1 | tee -a "$OUT/extras.log" | tail -5
 echo "== Triton parity (seed kernel, same inputs)"; PYTHONUNBUFFERED=1 timeout 300 python3 bench/triton_parity.py /tmp/parity .carry/anchor_bench.py 2>&1 | tee "$OUT/parity.jsonl" | tail -9
-if [ -x $BIN/prebuilt ]; then echo "== prebuilt path (kernels embedded by build.rs, runtime without LLVM)"; FLASHGEN_CACHE_DIR=off $BIN/prebuilt 2>&1 | tee "$OUT/prebuilt.log"; fi
-if [ -x $BIN/gpu_test ]; then echo "== GPU integration tests (cargo test --ignored)"; $BIN/gpu_test --ignored 2>&1 | tee "$OUT/gpu_test.log" | grep -E "^test |test result"; fi
+if [ -x $BIN/prebuilt ]; then echo "== prebuilt path (kernels embedded by build.rs, runtime without LLVM)"; FLASHGEN_CACHE_DIR=off $BIN/prebuilt 2>&1 | tee -a "$OUT/extras.log"; fi
+if [ -x $BIN/gpu_test ]; then echo "== GPU integration tests (cargo test --ignored)"; $BIN/gpu_test --ignored 2>&1 | tee -a "$OUT/extras.log" | grep -E "^test |test result"; fi
 if [ "${BENCH:-1}" = 1 ]; then echo "== bench"; $B bench --configs "$BENCH_CONFIGS" --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"; fi
 if [ "${SANITIZE:-1}" = 1 ]; then
   echo "== compute-sanitizer memcheck (default specs, ragged lengths)"
-  timeout 150 compute-sanitizer --tool memcheck $B check --quick > "$OUT/sanitizer.log" 2>&1; echo "memcheck rc=$?"; grep -E "passed|ERROR SUMMARY" "$OUT/sanitizer.log" | tail -2
+  timeout 150 compute-sanitizer --tool memcheck $B check --quick > /tmp/sanitizer.log 2>&1; echo "memcheck rc=$?" | tee -a "$OUT/extras.log"; grep -E "passed|ERROR SUMMARY" /tmp/sanitizer.log | tail -2 | tee -a "$OUT/extras.log"
   echo "== compute-sanitizer racecheck (bf16 default specs)"
-  timeout 150 compute-sanitizer --tool racecheck $B check --quick --filter bf16_d64 >> "$OUT/sanitizer.log" 2>&1; echo "racecheck rc=$?"; grep -E "passed|RACECHECK SUMMARY|ERROR SUMMARY" "$OUT/sanitizer.log" | tail -2
+  timeout 150 compute-sanitizer --tool racecheck $B check --quick --filter bf16_d64 > /tmp/racecheck.log 2>&1; echo "racecheck rc=$?" | tee -a "$OUT/extras.log"; grep -E "passed|RACECHECK SUMMARY|ERROR SUMMARY" /tmp/racecheck.log | tail -2 | tee -a "$OUT/extras.log"
 fi
 if [ "${ANCHORS:-1}" = 1 ]; then
   echo "== anchors"; PYTHONUNBUFFERED=1 OUT=$OUT timeout ${ANCHOR_TIMEOUT:-330} python3 .carry/anchor_bench.py ${ANCHOR_ARGS:-} > "$OUT/anchors.log" 2>&1; echo "anchors rc=$?"
 fi
+rm -f "$OUT/anchors.json"   # the same rows as anchors.log; at most 8 files come back
 echo "== tables"; grep -A100 "=== flashgen" "$OUT/bench.log"; grep -A100 "=== table" "$OUT/anchors.log" 2>/dev/null | grep "fwd" | grep -v efficient
