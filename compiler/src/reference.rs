@@ -83,6 +83,7 @@ pub fn block_range(n_ctx: usize, block_m: usize, block_n: usize, start_m: usize,
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 /// The FA2 forward as the kernel computes it, in f32: per (head, query block), loop over K/V blocks with
 /// the online softmax in base 2 (m_i = -inf, l_i = 1.0), acc un-scaled, one division by l_i at the end.
 pub fn tiled_f32(

@@ -81,6 +81,7 @@ impl Flash {
         Ok(ForwardOutput { o, lse, m })
     }
 
+    #[allow(clippy::too_many_arguments)]
     /// Launch into caller-provided outputs (O of any valid layout, M of Z·H·N floats).
     /// Every check of the operands happens here, before anything is compiled or launched.
     pub fn forward_into(&self, spec: &KernelSpec, q: &Tensor, k: &Tensor, v: &Tensor, sm_scale: Option<f32>, o: &mut Tensor, m: &mut CudaSlice<f32>) -> Result<(), RuntimeError> {

@@ -40,7 +40,7 @@ impl KernelSource {
     pub fn embedded(pairs: &[(&str, &str)]) -> Result<KernelSource, CacheError> {
         let mut map = HashMap::new();
         for (json, ptx) in pairs {
-            let meta = Metadata::from_json(json).map_err(|e| CacheError::Prebuilt(e))?;
+            let meta = Metadata::from_json(json).map_err(CacheError::Prebuilt)?;
             map.insert(meta.name.clone(), (meta, ptx.to_string()));
         }
         Ok(KernelSource::Prebuilt(Arc::new(map)))
@@ -122,6 +122,8 @@ struct EntryJson {
 }
 
 type Slot = Arc<OnceLock<Result<Arc<Entry>, CacheError>>>;
+/// Metadata, PTX, and (file name, text) dumps of the intermediate IR.
+type Built = (Metadata, String, Vec<(String, String)>);
 
 pub struct KernelCache {
     dir: Option<PathBuf>,
@@ -250,7 +252,7 @@ impl KernelCache {
     }
 
     /// PTX and metadata from the source, plus the IR texts to dump when FLASHGEN_DUMP is set.
-    fn build_ptx(&self, spec: &KernelSpec) -> Result<(Metadata, String, Vec<(String, String)>), CacheError> {
+    fn build_ptx(&self, spec: &KernelSpec) -> Result<Built, CacheError> {
         match &self.source {
             #[cfg(feature = "jit")]
             KernelSource::Jit => {

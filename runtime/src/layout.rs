@@ -45,7 +45,7 @@ impl Layout {
         if self.strides[3] != 1 {
             return err(format!("head-dim stride is {}: the head dim must be contiguous (stride 1)", self.strides[3]));
         }
-        if let Some(i) = (0..3).find(|&i| self.strides[i] % 8 != 0) {
+        if let Some(i) = (0..3).find(|&i| !self.strides[i].is_multiple_of(8)) {
             return err(format!("stride {} of dim {i} is not a multiple of 8 elements (16 bytes), which cp.async needs", self.strides[i]));
         }
         if self.extent() > buffer_len {
