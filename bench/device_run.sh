@@ -6,7 +6,7 @@
 #   mkdir -p .carry && cp ../shared/anchors/anchor_bench.py .carry/
 #   xz -T2 -c target/release/flashgen > .carry/flashgen.xz; xz -T2 -c target/release/deps/gpu-<hash> > .carry/gpu_test.xz
 #   cargo build --release -p flashgen-prebuilt-example && xz -c target/release/flashgen-prebuilt-example > .carry/prebuilt.xz
-# Steps can be left out: BENCH=0, SANITIZE=0, ANCHORS=0.
+# Steps can be left out: BENCH=0, AUTOTUNE=0, SANITIZE=0, ANCHORS=0.
 # Writes everything under $OUT; prints short tables last.
 set -u -o pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -26,6 +26,13 @@ echo "== Triton parity (seed kernel, same inputs)"; PYTHONUNBUFFERED=1 timeout 3
 if [ -x $BIN/prebuilt ]; then echo "== prebuilt path (kernels embedded by build.rs, runtime without LLVM)"; FLASHGEN_CACHE_DIR=off $BIN/prebuilt 2>&1 | tee -a "$OUT/extras.log"; fi
 if [ -x $BIN/gpu_test ]; then echo "== GPU integration tests (cargo test --ignored)"; $BIN/gpu_test --ignored 2>&1 | tee -a "$OUT/extras.log" | grep -E "^test |test result"; fi
 if [ "${BENCH:-1}" = 1 ]; then echo "== bench"; $B bench --configs "$BENCH_CONFIGS" --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"; fi
+if [ "${AUTOTUNE:-1}" = 1 ]; then
+  echo "== autotune (cold: every config compiled, JIT-ed, verified and timed), then a tuned call"
+  rm -rf /tmp/flashgen-tune-cache
+  FLASHGEN_CACHE_DIR=/tmp/flashgen-tune-cache FLASHGEN_PRINT_AUTOTUNING=1 $B autotune --out /tmp/tuning.json >> "$OUT/bench.log" 2>&1; echo "autotune rc=$?"
+  grep '"kind": "autotune"' "$OUT/bench.log" | tee -a "$OUT/bench.jsonl"
+  $B emit --tuned /tmp/tuning.json --out-dir /tmp/tuned-kernels > /dev/null && echo "emit --tuned: $(ls /tmp/tuned-kernels/*.ptx | wc -l) tuned kernels generated"
+fi
 if [ "${SANITIZE:-1}" = 1 ]; then
   echo "== compute-sanitizer memcheck (default specs, ragged lengths)"
   timeout 150 compute-sanitizer --tool memcheck $B check --quick > /tmp/sanitizer.log 2>&1; echo "memcheck rc=$?" | tee -a "$OUT/extras.log"; grep -E "passed|ERROR SUMMARY" /tmp/sanitizer.log | tail -2 | tee -a "$OUT/extras.log"

@@ -5,6 +5,7 @@ use flashgen::{compile, Arch, CompileOptions, DType, KernelKind, KernelSpec, Spe
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod autotune;
 mod bench;
 mod check;
 
@@ -23,6 +24,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Time the forward kernels on the GPU in the anchors' shapes (JSON lines + a table).
     Bench(bench::BenchArgs),
+    /// Tune the forward kernel for a list of shapes on the GPU (Triton-style autotune).
+    Autotune(autotune::AutotuneArgs),
     /// Time a fresh process's first attention call (context, cache lookup or compile, JIT, launch).
     FirstCall,
 }
@@ -30,8 +33,11 @@ enum Command {
 #[derive(Args)]
 struct EmitArgs {
     /// Generate the default set (STAGE 1 and 3, bf16 and fp16, HEAD_DIM 64 and 128, sm_80 and sm_90a) into --out-dir.
-    #[arg(long, conflicts_with_all = ["kernel", "dtype", "head_dim", "block_m", "block_n", "stage", "num_warps", "num_stages", "arch", "output"])]
+    #[arg(long, conflicts_with_all = ["kernel", "dtype", "head_dim", "block_m", "block_n", "stage", "num_warps", "num_stages", "arch", "output", "tuned"])]
     defaults: bool,
+    /// Generate exactly the winning specs of a tuning file (`flashgen autotune --out FILE`) into --out-dir.
+    #[arg(long, conflicts_with_all = ["kernel", "dtype", "head_dim", "block_m", "block_n", "stage", "num_warps", "num_stages", "arch", "output"])]
+    tuned: Option<PathBuf>,
     #[arg(long, default_value = "fwd")]
     kernel: String,
     #[arg(long, default_value = "bf16")]
@@ -143,8 +149,12 @@ fn emit_one(spec: &KernelSpec, path: &Path, ir: bool, timings: bool) -> Result<(
 
 fn emit(a: &EmitArgs) -> Result<(), String> {
     let ext = if a.ir { "ll" } else { "ptx" };
-    if a.defaults {
-        for spec in KernelSpec::default_set() {
+    if a.defaults || a.tuned.is_some() {
+        let specs = match &a.tuned {
+            Some(file) => autotune::tuned_specs(file)?,
+            None => KernelSpec::default_set(),
+        };
+        for spec in specs {
             emit_one(&spec, &a.out_dir.join(format!("{}.{ext}", spec.name())), a.ir, a.timings)?;
         }
         return Ok(());
@@ -192,6 +202,7 @@ fn main() -> ExitCode {
         Command::Check(a) => check::run(a),
         Command::Bench(a) => bench::run(a),
         Command::FirstCall => first_call(),
+        Command::Autotune(a) => autotune::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,5 +1,6 @@
 //! The safe entry point: `Flash::attention_forward(q, k, v, causal, sm_scale)`.
 
+use crate::autotune::{self, store::TuneStore, Config, TuneKey, TuneResult};
 use crate::cache::KernelCache;
 use crate::forward::{ForwardArgs, ForwardKernel};
 use crate::{lse, Gpu, Layout, RuntimeError, Tensor};
@@ -23,13 +24,66 @@ pub struct ForwardOutput {
 pub struct Flash {
     pub gpu: Gpu,
     pub cache: KernelCache,
+    /// Tune a key on its first call when no tuned config is stored (opt-in, like Triton's autotune:
+    /// FLASHGEN_AUTOTUNE=1 or `set_autotune(true)`).
+    autotune: bool,
+    tunes: TuneStore,
+    tuned: Mutex<HashMap<TuneKey, Config>>,
     loaded: Mutex<HashMap<String, Arc<ForwardKernel>>>,
     scale: OnceLock<Result<CudaFunction, String>>,
 }
 
 impl Flash {
     pub fn new(gpu: Gpu, cache: KernelCache) -> Flash {
-        Flash { gpu, cache, loaded: Mutex::new(HashMap::new()), scale: OnceLock::new() }
+        let tunes = TuneStore::new(cache.dir());
+        let autotune = std::env::var_os("FLASHGEN_AUTOTUNE").is_some_and(|v| v != "0");
+        Flash { gpu, cache, autotune, tunes, tuned: Mutex::new(HashMap::new()), loaded: Mutex::new(HashMap::new()), scale: OnceLock::new() }
+    }
+
+    /// Tune keys on their first call when nothing is stored for them.
+    pub fn set_autotune(&mut self, on: bool) {
+        self.autotune = on;
+    }
+
+    /// Tune one key now over the whole config space (or the `keep` best by the performance model),
+    /// compiling on all but one core while this thread times; store and use the winner.
+    pub fn autotune(&self, key: &TuneKey, keep: Option<usize>) -> Result<TuneResult, RuntimeError> {
+        let candidates = autotune::gpu::GpuCandidates::new(self, key).map_err(RuntimeError::Argument)?;
+        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).saturating_sub(1).max(1);
+        let result = autotune::tune(key, &autotune::config_space(), &candidates, threads, keep).map_err(RuntimeError::Argument)?;
+        if let Err(e) = self.tunes.save(&result) {
+            self.cache_warning(format!("tuning result for {} not saved: {e}", key.id()));
+        }
+        self.tuned.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), result.best);
+        Ok(result)
+    }
+
+    fn cache_warning(&self, msg: String) {
+        eprintln!("flashgen: warning: {msg}");
+    }
+
+    /// The spec a call on these inputs uses: the tuned config for its key when one is stored (tuning it
+    /// first if autotuning is on), else the default.
+    pub fn spec_for(&self, q: &Tensor, causal: bool) -> Result<KernelSpec, RuntimeError> {
+        let default = self.default_spec(q, causal)?;
+        let key = TuneKey::new(self.gpu.arch, q.dtype, q.layout.shape[3] as u32, causal, q.layout.shape[2]);
+        if let Some(c) = self.tuned.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return key.spec(*c).map_err(|e| RuntimeError::Argument(e.to_string()));
+        }
+        let stored = match self.tunes.load(&key) {
+            Ok(found) => found.map(|f| f.best),
+            Err(why) => {
+                self.cache_warning(format!("tuning result ignored ({why}){}", if self.autotune { ": re-tuning" } else { "" }));
+                None
+            }
+        };
+        let config = match stored {
+            Some(c) => c,
+            None if self.autotune => self.autotune(&key, None)?.best,
+            None => return Ok(default),
+        };
+        self.tuned.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), config);
+        key.spec(config).map_err(|e| RuntimeError::Argument(e.to_string()))
     }
 
     /// Device 0 with the default cache (FLASHGEN_CACHE_DIR, else ~/.cache/flashgen).
@@ -61,9 +115,10 @@ impl Flash {
             .map_err(|e| RuntimeError::Argument(format!("tensor Q: no kernel for head dim {d} and {}: {e}", q.dtype.name())))
     }
 
-    /// softmax(Q·Kᵀ·sm_scale [causal]) · V with the default config. `sm_scale` defaults to 1/sqrt(D).
+    /// softmax(Q·Kᵀ·sm_scale [causal]) · V with the tuned config for these shapes if one is stored (see
+    /// `spec_for`), else the default. `sm_scale` defaults to 1/sqrt(D).
     pub fn attention_forward(&self, q: &Tensor, k: &Tensor, v: &Tensor, causal: bool, sm_scale: Option<f32>) -> Result<ForwardOutput, RuntimeError> {
-        let spec = self.default_spec(q, causal)?;
+        let spec = self.spec_for(q, causal)?;
         self.attention_forward_spec(&spec, q, k, v, sm_scale)
     }
 

@@ -7,6 +7,7 @@
 //! `from_dir`), in which case no LLVM is linked.
 
 pub mod api;
+pub mod autotune;
 pub mod cache;
 pub mod forward;
 pub mod jit;

@@ -1,0 +1,80 @@
+//! `flashgen autotune`: tune the forward kernel for a list of shapes on the GPU and print each key's table;
+//! the winners are stored beside the kernel cache (used by later calls) and, with --out, written as a
+//! tuning file that `flashgen emit --tuned FILE` turns into exactly those kernels.
+
+use clap::Args;
+use flashgen::DType;
+use flashgen_runtime::autotune::store::TuneFile;
+use flashgen_runtime::autotune::TuneKey;
+use flashgen_runtime::{Flash, Gpu, KernelCache};
+
+#[derive(Args)]
+pub struct AutotuneArgs {
+    #[arg(long, default_value = "64,128")]
+    d: String,
+    #[arg(long, default_value = "1024,4096,16384")]
+    n: String,
+    /// Which variants: 0 (non-causal), 1 (causal) or both.
+    #[arg(long, default_value = "0,1")]
+    causal: String,
+    #[arg(long, default_value = "bf16")]
+    dtype: String,
+    /// Time only the k best configs by the performance model (Triton's top_k); default: all that survive pruning.
+    #[arg(long)]
+    top_k: Option<usize>,
+    /// Also write the results as a tuning file for `flashgen emit --tuned`.
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+}
+
+fn list(s: &str) -> Result<Vec<u32>, String> {
+    s.split(',').map(|x| x.trim().parse().map_err(|_| format!("`{x}` is not a number"))).collect()
+}
+
+pub fn run(a: &AutotuneArgs) -> Result<(), String> {
+    let flash = Flash::new(Gpu::open(0).map_err(|e| format!("autotune needs a GPU: {e}"))?, KernelCache::from_env());
+    let dtype = DType::parse(&a.dtype).map_err(|e| e.to_string())?;
+    let mut files = Vec::new();
+    for d in list(&a.d)? {
+        for n in list(&a.n)? {
+            for causal in list(&a.causal)? {
+                let key = TuneKey::new(flash.gpu.arch, dtype, d, causal == 1, n as usize);
+                let r = flash.autotune(&key, a.top_k).map_err(|e| e.to_string())?;
+                let default = key.default_config().map_err(|e| e.to_string())?;
+                let t = |c| r.outcomes.iter().find(|o| o.config == c).map(|o| o.timing.median_ms).unwrap_or(f64::NAN);
+                println!("\n{}: {} timed, {} pruned, {:.2} s; best {} ({:.4} ms), default {} ({:.4} ms, {:.2}x)", key.id(), r.outcomes.len(), r.pruned.len(), r.seconds, r.best, t(r.best), default, t(default), t(default) / t(r.best));
+                for o in &r.outcomes {
+                    match &o.failure {
+                        None => println!("  {:<64} median {:.4} ms  p20 {:.4}  p80 {:.4}", o.config.to_string(), o.timing.median_ms, o.timing.p20_ms, o.timing.p80_ms),
+                        Some(f) => println!("  {:<64} inf ({f})", o.config.to_string()),
+                    }
+                }
+                println!(
+                    "{{\"kind\": \"autotune\", \"key\": \"{}\", \"seconds\": {:.3}, \"timed\": {}, \"pruned\": {}, \"best\": \"{}\", \"best_ms\": {:.5}, \"default_ms\": {:.5}}}",
+                    key.id(),
+                    r.seconds,
+                    r.outcomes.len(),
+                    r.pruned.len(),
+                    r.best,
+                    t(r.best),
+                    t(default)
+                );
+                files.push(TuneFile::of(&r));
+            }
+        }
+    }
+    if let Some(out) = &a.out {
+        std::fs::write(out, serde_json::to_string_pretty(&files).map_err(|e| e.to_string())?).map_err(|e| format!("{}: {e}", out.display()))?;
+        println!("wrote {}", out.display());
+    }
+    Ok(())
+}
+
+/// The specs of a tuning file (a list of tuning results, or one), each validated.
+pub fn tuned_specs(path: &std::path::Path) -> Result<Vec<flashgen::KernelSpec>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let files: Vec<TuneFile> = serde_json::from_str(&text)
+        .or_else(|_| serde_json::from_str::<TuneFile>(&text).map(|f| vec![f]))
+        .map_err(|e| format!("{} is not a flashgen tuning file: {e}", path.display()))?;
+    files.iter().map(|f| f.key.spec(f.best).map_err(|e| format!("{}: key {}: {e}", path.display(), f.key.id()))).collect()
+}

@@ -1,0 +1,92 @@
+//! The real `Candidates`: compile through the kernel cache, verify against the default config's output and
+//! time with CUDA events, all on scratch buffers of the key's shape (never the caller's outputs).
+
+use super::{Candidates, Timing, TuneKey};
+use crate::{Flash, Layout, Tensor};
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::CudaSlice;
+use flashgen::reference::{relative_error, SplitMix};
+use flashgen::KernelSpec;
+use std::sync::{Mutex, OnceLock};
+
+/// Timed launches per candidate (after warm-up); Timing takes median and 20th/80th percentiles of them.
+const TIMED_RUNS: usize = 12;
+const WARMUP_RUNS: usize = 2;
+
+/// O and M of one run, on the host.
+type Outputs = (Vec<f32>, Vec<f32>);
+
+pub struct GpuCandidates<'a> {
+    flash: &'a Flash,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    scratch: Mutex<(Tensor, CudaSlice<f32>)>,
+    reference: OnceLock<Result<Outputs, String>>,
+    default: KernelSpec,
+}
+
+impl<'a> GpuCandidates<'a> {
+    /// Random normal inputs of shape [1, H, N, D] with N = the key's bucket and H chosen so that the launch
+    /// fills the GPU (at least 32768 query rows in all).
+    pub fn new(flash: &'a Flash, key: &TuneKey) -> Result<GpuCandidates<'a>, String> {
+        let e = |x: crate::RuntimeError| x.to_string();
+        let n = key.n_bucket as usize;
+        let d = key.head_dim as usize;
+        let h = (32_768 / n).max(1);
+        let layout = Layout::contiguous(1, h, n, d);
+        let mut rng = SplitMix(0x7a11 ^ n as u64);
+        let mut random = || -> Result<Tensor, String> {
+            let x: Vec<f32> = (0..h * n * d).map(|_| rng.normal()).collect();
+            Tensor::from_f32(&flash.gpu, &x, key.dtype, layout).map_err(e)
+        };
+        let (q, k, v) = (random()?, random()?, random()?);
+        let o = random()?;
+        let m = flash.gpu.stream.alloc_zeros::<f32>(h * n).map_err(|x| x.to_string())?;
+        let default = KernelSpec::default_for(key.arch, key.dtype, key.head_dim, key.causal).map_err(|x| x.to_string())?;
+        Ok(GpuCandidates { flash, q, k, v, scratch: Mutex::new((o, m)), reference: OnceLock::new(), default })
+    }
+
+    fn run(&self, spec: &KernelSpec) -> Result<Outputs, String> {
+        let mut guard = self.scratch.lock().map_err(|_| "scratch buffers poisoned".to_string())?;
+        let (o, m) = &mut *guard;
+        self.flash.forward_into(spec, &self.q, &self.k, &self.v, None, o, m).map_err(|e| e.to_string())?;
+        let out = o.to_f32(&self.flash.gpu).map_err(|e| e.to_string())?;
+        let lse: Vec<f32> = self.flash.gpu.stream.clone_dtoh(m).map_err(|e| e.to_string())?;
+        Ok((out, lse))
+    }
+}
+
+impl Candidates for GpuCandidates<'_> {
+    fn prepare(&self, spec: &KernelSpec) -> Result<(), String> {
+        self.flash.kernel(spec).map(|_| ()).map_err(|e| e.to_string())
+    }
+
+    fn verify(&self, spec: &KernelSpec) -> Result<f64, String> {
+        let (ro, rm) = self.reference.get_or_init(|| self.run(&self.default)).as_ref().map_err(|e| format!("default config: {e}"))?;
+        let (o, m) = self.run(spec)?;
+        Ok(relative_error(&o, ro).max(relative_error(&m, rm)))
+    }
+
+    fn time(&self, spec: &KernelSpec) -> Result<Timing, String> {
+        let dr = |x: cudarc::driver::DriverError| x.to_string();
+        let mut guard = self.scratch.lock().map_err(|_| "scratch buffers poisoned".to_string())?;
+        let (o, m) = &mut *guard;
+        let gpu = &self.flash.gpu;
+        let mut launch = || self.flash.forward_into(spec, &self.q, &self.k, &self.v, None, o, m).map_err(|e| e.to_string());
+        for _ in 0..WARMUP_RUNS {
+            launch()?;
+        }
+        let mut samples = Vec::with_capacity(TIMED_RUNS);
+        for _ in 0..TIMED_RUNS {
+            let start = gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(dr)?;
+            let end = gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(dr)?;
+            start.record(&gpu.stream).map_err(dr)?;
+            launch()?;
+            end.record(&gpu.stream).map_err(dr)?;
+            end.synchronize().map_err(dr)?;
+            samples.push(start.elapsed_ms(&end).map_err(dr)? as f64);
+        }
+        Ok(Timing::of(samples))
+    }
+}

@@ -1,0 +1,257 @@
+//! Triton-style autotuning of the forward kernel: a config space, a key per which the best config is
+//! measured once, a named early-prune step, timings as median with 20th/80th percentiles, and the winner
+//! persisted beside the kernel cache so the next process does not tune again.
+//!
+//! The tuner is written against [`Candidates`] (compile, verify, time), so the whole selection logic runs
+//! on the CPU in tests with a fake; `gpu::GpuCandidates` is the real one.
+//!
+//! Safety rules a winner must pass: it validates (every rule of `KernelSpec::new`), it compiles, loads and
+//! launches (a failure scores infinity and is reported, never fatal), and its output on the tuning inputs
+//! matches the default config's before it may win.
+
+pub mod gpu;
+pub mod store;
+
+use flashgen::{Arch, DType, KernelKind, KernelSpec, SpecParams};
+use serde::{Deserialize, Serialize};
+
+/// One point of the config space (Triton's `triton.Config`: block sizes, num_warps, num_stages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Config {
+    pub block_m: u32,
+    pub block_n: u32,
+    pub num_warps: u32,
+    pub num_stages: u32,
+}
+
+impl std::fmt::Display for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BLOCK_M: {}, BLOCK_N: {}, num_warps: {}, num_stages: {}", self.block_m, self.block_n, self.num_warps, self.num_stages)
+    }
+}
+
+/// What a tuned config is keyed by: like Triton's `key=[...]` plus the dtypes, with N_CTX bucketed to the
+/// next power of two (tuning every length would never end) and the Q/KV length ratio (always 1 today).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TuneKey {
+    pub arch: Arch,
+    pub dtype: DType,
+    pub head_dim: u32,
+    pub causal: bool,
+    pub n_bucket: u32,
+    pub kv_ratio: u32,
+}
+
+impl TuneKey {
+    pub fn new(arch: Arch, dtype: DType, head_dim: u32, causal: bool, n_ctx: usize) -> TuneKey {
+        TuneKey { arch, dtype, head_dim, causal, n_bucket: bucket(n_ctx), kv_ratio: 1 }
+    }
+
+    /// "sm_90a-bf16-d128-causal-n4096-r1": the key as a file-name-safe string.
+    pub fn id(&self) -> String {
+        format!(
+            "{}-{}-d{}-{}-n{}-r{}",
+            self.arch.name().replace('_', ""),
+            self.dtype.name(),
+            self.head_dim,
+            if self.causal { "causal" } else { "full" },
+            self.n_bucket,
+            self.kv_ratio
+        )
+    }
+
+    /// The spec of `config` under this key.
+    pub fn spec(&self, c: Config) -> Result<KernelSpec, flashgen::SpecError> {
+        KernelSpec::new(SpecParams {
+            kind: KernelKind::Fwd,
+            dtype: self.dtype,
+            head_dim: self.head_dim,
+            block_m: c.block_m,
+            block_n: c.block_n,
+            stage: if self.causal { 3 } else { 1 },
+            num_warps: c.num_warps,
+            num_stages: c.num_stages,
+            arch: self.arch,
+        })
+    }
+
+    pub fn default_config(&self) -> Result<Config, flashgen::SpecError> {
+        let s = KernelSpec::default_for(self.arch, self.dtype, self.head_dim, self.causal)?;
+        Ok(Config { block_m: s.block_m(), block_n: s.block_n(), num_warps: s.num_warps(), num_stages: s.num_stages() })
+    }
+}
+
+/// N_CTX rounded up to a power of two (at least 16).
+pub fn bucket(n_ctx: usize) -> u32 {
+    (n_ctx.max(16) as u32).next_power_of_two()
+}
+
+/// The search space: the Triton tutorial's (BLOCK_M {64, 128}, BLOCK_N {32, 64, 128}, num_stages {2, 3, 4},
+/// num_warps {4, 8}) plus flashgen's own 256-row tiles and 16-wide K/V blocks.
+pub fn config_space() -> Vec<Config> {
+    let mut out = Vec::new();
+    for block_m in [64, 128, 256] {
+        for block_n in [16, 32, 64, 128] {
+            for num_stages in [2, 3, 4] {
+                for num_warps in [4, 8] {
+                    out.push(Config { block_m, block_n, num_warps, num_stages });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Why a config never reached the GPU.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pruned {
+    pub config: Config,
+    pub step: String,
+    pub reason: String,
+}
+
+/// The named early-prune step (Triton's `early_config_prune`): drop what fails validation (shape rules,
+/// shared memory, registers), and what is dominated for this key: more pipeline stages than the longest
+/// program has K/V blocks (the extra slots would hold nothing), and BLOCK_M beyond the sequence.
+pub fn early_prune(key: &TuneKey, space: &[Config]) -> (Vec<(Config, KernelSpec)>, Vec<Pruned>) {
+    let mut kept = Vec::new();
+    let mut pruned = Vec::new();
+    let n = key.n_bucket;
+    for &c in space {
+        let drop = |step: &str, reason: String| Pruned { config: c, step: step.into(), reason };
+        match key.spec(c) {
+            Err(e) => pruned.push(drop("validate", e.to_string())),
+            Ok(_) if c.num_stages > 2 && n.div_ceil(c.block_n) < c.num_stages => {
+                pruned.push(drop("dominated", format!("{} stages for {} K/V blocks of N={n}", c.num_stages, n.div_ceil(c.block_n))))
+            }
+            Ok(_) if c.block_m > n.max(64) => pruned.push(drop("dominated", format!("BLOCK_M={} exceeds N={n}", c.block_m))),
+            Ok(s) => kept.push((c, s)),
+        }
+    }
+    (kept, pruned)
+}
+
+/// Optional performance model (Triton's `perf_model` + `top_k`): rank by an estimate and keep the best k.
+/// The estimate: tensor-core work is fixed, so what varies is shared-memory fragment traffic per mma
+/// (fewer rows per warp and narrower K/V blocks reload more) and the number of barriers per key.
+pub fn top_k(kept: Vec<(Config, KernelSpec)>, k: usize) -> Vec<(Config, KernelSpec)> {
+    let mut scored: Vec<(f64, (Config, KernelSpec))> = kept
+        .into_iter()
+        .map(|(c, s)| {
+            let m_tiles = (s.rows_per_warp() / 16) as f64;
+            let fragment_traffic = 1.0 / m_tiles + 16.0 / c.block_n as f64;
+            let barriers = 32.0 / c.block_n as f64;
+            (fragment_traffic + 0.25 * barriers, (c, s))
+        })
+        .collect();
+    scored.sort_by(|a, b| a.0.total_cmp(&b.0));
+    scored.into_iter().take(k).map(|(_, cs)| cs).collect()
+}
+
+/// Median, 20th and 80th percentile of one config's run times, in ms (Triton's quantiles [0.5, 0.2, 0.8]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    pub median_ms: f64,
+    pub p20_ms: f64,
+    pub p80_ms: f64,
+}
+
+impl Timing {
+    pub const FAILED: Timing = Timing { median_ms: f64::INFINITY, p20_ms: f64::INFINITY, p80_ms: f64::INFINITY };
+
+    /// From raw samples (ms).
+    pub fn of(mut samples: Vec<f64>) -> Timing {
+        if samples.is_empty() {
+            return Timing::FAILED;
+        }
+        samples.sort_by(f64::total_cmp);
+        let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+        Timing { median_ms: at(0.5), p20_ms: at(0.2), p80_ms: at(0.8) }
+    }
+}
+
+/// The three things tuning needs from a device: compile (may run on other threads), check a candidate's
+/// output against the default config's on the same inputs, and time it.
+pub trait Candidates: Sync {
+    /// Compile and load (PTX, cubin); safe to call from several threads at once.
+    fn prepare(&self, spec: &KernelSpec) -> Result<(), String>;
+    /// Relative error of the candidate's O (and M) against the default config's, on the tuning inputs.
+    fn verify(&self, spec: &KernelSpec) -> Result<f64, String>;
+    /// Time the candidate on scratch buffers.
+    fn time(&self, spec: &KernelSpec) -> Result<Timing, String>;
+}
+
+/// A candidate's outcome.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Outcome {
+    pub config: Config,
+    pub timing: Timing,
+    /// Why it scored infinity, if it did.
+    pub failure: Option<String>,
+}
+
+/// Everything one tuning run learned.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TuneResult {
+    pub key: TuneKey,
+    pub best: Config,
+    pub outcomes: Vec<Outcome>,
+    pub pruned: Vec<Pruned>,
+    pub seconds: f64,
+}
+
+/// Largest relative difference from the default config's output a candidate may show.
+pub const MAX_DISAGREEMENT: f64 = 1e-2;
+
+/// Tune one key: prune, compile everything on `compile_threads` threads while this thread verifies and
+/// times candidates in the order they finish compiling, and pick the fastest one that agrees with the default.
+pub fn tune(key: &TuneKey, space: &[Config], candidates: &dyn Candidates, compile_threads: usize, keep: Option<usize>) -> Result<TuneResult, String> {
+    let t0 = std::time::Instant::now();
+    let default = key.default_config().map_err(|e| format!("no default config for {}: {e}", key.id()))?;
+    let (mut kept, pruned) = early_prune(key, space);
+    if let Some(k) = keep {
+        kept = top_k(kept, k);
+    }
+    if !kept.iter().any(|(c, _)| *c == default) {
+        kept.insert(0, (default, key.spec(default).map_err(|e| e.to_string())?));
+    }
+    // the default is the reference every candidate is checked against: it must work
+    let default_spec = key.spec(default).map_err(|e| e.to_string())?;
+    candidates.prepare(&default_spec).map_err(|e| format!("default config {default} failed to compile: {e}"))?;
+
+    let (tx, rx) = std::sync::mpsc::channel::<(Config, KernelSpec, Result<(), String>)>();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut outcomes = Vec::new();
+    std::thread::scope(|s| {
+        for _ in 0..compile_threads.max(1) {
+            let (tx, kept, next) = (tx.clone(), &kept, &next);
+            s.spawn(move || loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&(c, spec)) = kept.get(i) else { break };
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| candidates.prepare(&spec))).unwrap_or_else(|_| Err("compilation panicked".into()));
+                if tx.send((c, spec, r)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        for (config, spec, prepared) in rx {
+            let scored = prepared
+                .and_then(|()| candidates.verify(&spec))
+                .and_then(|err| if err <= MAX_DISAGREEMENT { Ok(()) } else { Err(format!("output differs from the default config's by {err:.2e}")) })
+                .and_then(|()| candidates.time(&spec));
+            outcomes.push(match scored {
+                Ok(timing) if timing.median_ms.is_finite() => Outcome { config, timing, failure: None },
+                Ok(_) => Outcome { config, timing: Timing::FAILED, failure: Some("no finite time".into()) },
+                Err(e) => Outcome { config, timing: Timing::FAILED, failure: Some(e) },
+            });
+        }
+    });
+    outcomes.sort_by(|a, b| a.timing.median_ms.total_cmp(&b.timing.median_ms));
+    let best = outcomes.iter().find(|o| o.failure.is_none()).map(|o| o.config).unwrap_or(default);
+    if std::env::var_os("FLASHGEN_PRINT_AUTOTUNING").is_some_and(|v| v != "0") {
+        let t = outcomes.iter().find(|o| o.config == best).map(|o| o.timing.median_ms).unwrap_or(f64::NAN);
+        eprintln!("flashgen autotuning: key {} finished after {:.2} s; best config: {best} ({t:.4} ms)", key.id(), t0.elapsed().as_secs_f64());
+    }
+    Ok(TuneResult { key: key.clone(), best, outcomes, pruned, seconds: t0.elapsed().as_secs_f64() })
+}

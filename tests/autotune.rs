@@ -1,0 +1,195 @@
+//! The autotuner on the CPU with a fake device: key bucketing, the named prune step, failure scoring,
+//! output checks against the default config, parallel compilation overlapping timing, persistence.
+
+use flashgen::{Arch, DType, KernelSpec};
+use flashgen_runtime::autotune::store::{TuneFile, TuneStore};
+use flashgen_runtime::autotune::{bucket, config_space, early_prune, top_k, tune, Candidates, Config, Timing, TuneKey, TuneResult};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+fn key(n: usize) -> TuneKey {
+    TuneKey::new(Arch::Sm90a, DType::Bf16, 128, true, n)
+}
+
+#[test]
+fn n_ctx_is_bucketed_to_powers_of_two() {
+    assert_eq!([bucket(0), bucket(1), bucket(16), bucket(17), bucket(1000), bucket(1024), bucket(16385)], [16, 16, 16, 32, 1024, 1024, 32768]);
+    assert_eq!(key(3000), key(4096));
+    assert_ne!(key(4096), key(4097));
+    assert_eq!(key(4000).id(), "sm90a-bf16-d128-causal-n4096-r1");
+    assert_ne!(TuneKey::new(Arch::Sm90a, DType::F16, 128, true, 4096), key(4096), "the key includes the dtype");
+}
+
+#[test]
+fn early_prune_names_its_step_and_reason() {
+    let (kept, pruned) = early_prune(&key(64), &config_space());
+    assert!(!kept.is_empty());
+    for (c, s) in &kept {
+        assert_eq!(key(64).spec(*c).unwrap(), *s);
+    }
+    assert!(pruned.iter().any(|p| p.step == "validate" && p.reason.contains("shared memory")), "smem-pruned configs are named");
+    assert!(pruned.iter().any(|p| p.step == "validate" && p.reason.contains("registers")));
+    assert!(pruned.iter().any(|p| p.step == "dominated" && p.reason.contains("stages for 2 K/V blocks")));
+    assert!(pruned.iter().any(|p| p.step == "dominated" && p.reason.contains("BLOCK_M=256 exceeds N=64")));
+    assert_eq!(kept.len() + pruned.len(), config_space().len());
+    // a long sequence keeps the deep pipelines
+    let (kept_long, _) = early_prune(&key(16384), &config_space());
+    assert!(kept_long.iter().any(|(c, _)| c.num_stages == 4));
+}
+
+#[test]
+fn top_k_keeps_k_and_prefers_fewer_fragment_reloads() {
+    let (kept, _) = early_prune(&key(4096), &config_space());
+    let best = top_k(kept.clone(), 3);
+    assert_eq!(best.len(), 3);
+    assert!(best.iter().all(|(_, s)| s.rows_per_warp() == 32), "two m16 tiles per warp halve K/V fragment loads");
+}
+
+/// A fake device: time is a function of the config; some configs fail in named ways.
+struct Fake {
+    fail_compile: Config,
+    panic_compile: Config,
+    wrong_output: Config,
+    in_prepare: AtomicUsize,
+    max_parallel: AtomicUsize,
+    first_time_call: Mutex<Option<Instant>>,
+    last_prepare_end: Mutex<Option<Instant>>,
+}
+
+impl Candidates for Fake {
+    fn prepare(&self, spec: &KernelSpec) -> Result<(), String> {
+        let now = self.in_prepare.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_parallel.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(15));
+        self.in_prepare.fetch_sub(1, Ordering::SeqCst);
+        *self.last_prepare_end.lock().unwrap() = Some(Instant::now());
+        let c = config_of(spec);
+        if c == self.panic_compile {
+            panic!("LLVM crashed");
+        }
+        if c == self.fail_compile {
+            return Err("ptxas: too many resources".into());
+        }
+        Ok(())
+    }
+    fn verify(&self, spec: &KernelSpec) -> Result<f64, String> {
+        Ok(if config_of(spec) == self.wrong_output { 0.3 } else { 1e-3 })
+    }
+    fn time(&self, spec: &KernelSpec) -> Result<Timing, String> {
+        self.first_time_call.lock().unwrap().get_or_insert(Instant::now());
+        let c = config_of(spec);
+        // fastest: 128 rows, BLOCK_N 64, 3 stages
+        let ms = 1.0 + (c.block_m as f64 - 128.0).abs() / 64.0 + (c.block_n as f64 - 64.0).abs() / 32.0 + (c.num_stages as f64 - 3.0).abs() * 0.1 + c.num_warps as f64 * 0.01;
+        Ok(Timing::of(vec![ms * 0.99, ms, ms * 1.01]))
+    }
+}
+
+fn config_of(s: &KernelSpec) -> Config {
+    Config { block_m: s.block_m(), block_n: s.block_n(), num_warps: s.num_warps(), num_stages: s.num_stages() }
+}
+
+fn fake() -> Fake {
+    Fake {
+        fail_compile: Config { block_m: 64, block_n: 32, num_warps: 4, num_stages: 2 },
+        panic_compile: Config { block_m: 64, block_n: 32, num_warps: 4, num_stages: 3 },
+        // the fastest config computes garbage: it must not win
+        wrong_output: Config { block_m: 128, block_n: 64, num_warps: 8, num_stages: 3 },
+        in_prepare: AtomicUsize::new(0),
+        max_parallel: AtomicUsize::new(0),
+        first_time_call: Mutex::new(None),
+        last_prepare_end: Mutex::new(None),
+    }
+}
+
+fn run_tune() -> (TuneResult, Fake) {
+    let f = fake();
+    let k = TuneKey::new(Arch::Sm90a, DType::Bf16, 64, false, 4096);
+    let r = tune(&k, &config_space(), &f, 2, None).unwrap();
+    (r, f)
+}
+
+#[test]
+fn failures_score_infinity_and_are_reported_never_fatal() {
+    let (r, f) = run_tune();
+    let outcome = |c: Config| r.outcomes.iter().find(|o| o.config == c).unwrap();
+    let failed = outcome(f.fail_compile);
+    assert!(failed.timing.median_ms.is_infinite() && failed.failure.as_deref().unwrap().contains("too many resources"));
+    assert!(outcome(f.panic_compile).failure.as_deref().unwrap().contains("panicked"));
+    let wrong = outcome(f.wrong_output);
+    assert!(wrong.failure.as_deref().unwrap().contains("differs from the default config's by 3.00e-1"));
+    assert_ne!(r.best, f.wrong_output);
+    assert_eq!(r.best, Config { block_m: 128, block_n: 64, num_warps: 4, num_stages: 3 });
+    // sorted fastest first, failures last
+    assert!(r.outcomes.windows(2).all(|w| w[0].timing.median_ms <= w[1].timing.median_ms));
+}
+
+#[test]
+fn compilation_runs_in_parallel_and_overlaps_timing() {
+    let (r, f) = run_tune();
+    assert!(r.outcomes.len() > 10);
+    assert_eq!(f.max_parallel.load(Ordering::SeqCst), 2, "two compile threads at work at once");
+    let first_timed = f.first_time_call.lock().unwrap().unwrap();
+    let last_compiled = f.last_prepare_end.lock().unwrap().unwrap();
+    assert!(first_timed < last_compiled, "the device times early configs while later ones still compile");
+}
+
+#[test]
+fn timing_quantiles() {
+    let t = Timing::of((1..=10).map(|x| x as f64).collect());
+    assert_eq!((t.median_ms, t.p20_ms, t.p80_ms), (6.0, 3.0, 8.0));
+    assert!(Timing::of(vec![]).median_ms.is_infinite());
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("flashgen-tune-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+#[test]
+fn results_persist_and_untrusted_files_are_rejected() {
+    let (r, _) = run_tune();
+    let dir = tmp("store");
+    let store = TuneStore::new(Some(&dir));
+    let path = store.save(&r).unwrap().unwrap();
+    assert!(path.ends_with("autotune/sm90a-bf16-d64-full-n4096-r1.json"));
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(json["configs_timings"].as_array().unwrap().len() == r.outcomes.len(), "Triton's shape: configs_timings");
+    assert_eq!(store.load(&r.key).unwrap().unwrap().best, r.best);
+    assert!(store.load(&key(1 << 20)).unwrap().is_none(), "never tuned");
+
+    let good = std::fs::read_to_string(&path).unwrap();
+    let cases = [
+        ("{\"key\": ", "does not parse"),
+        (&good.replace("\"flashgen_version\": \"", "\"flashgen_version\": \"0.0.0-"), "tuned with other kernels"),
+        (&good.replacen("\"block_m\": 128", "\"block_m\": 96", usize::MAX), "no longer validates"),
+    ];
+    for (text, phrase) in cases {
+        std::fs::write(&path, text).unwrap();
+        let err = store.load(&r.key).err().unwrap_or_else(|| panic!("`{phrase}` must be rejected"));
+        assert!(err.contains(phrase), "{err}");
+    }
+    let other = TuneFile::of(&r);
+    std::fs::write(store.path(&key(4096)).unwrap(), serde_json::to_string(&other).unwrap()).unwrap();
+    assert!(store.load(&key(4096)).err().unwrap().contains("holds key"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn emit_tuned_generates_exactly_the_winners() {
+    let (r, _) = run_tune();
+    let dir = tmp("emit");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tuning.json");
+    std::fs::write(&file, serde_json::to_string(&vec![TuneFile::of(&r)]).unwrap()).unwrap();
+    let exe = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target").join(if cfg!(debug_assertions) { "debug" } else { "release" }).join("flashgen");
+    let out = dir.join("kernels");
+    let st = std::process::Command::new(exe).args(["emit", "--tuned"]).arg(&file).arg("--out-dir").arg(&out).status().unwrap();
+    assert!(st.success());
+    let names: Vec<String> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let want = r.key.spec(r.best).unwrap().name();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names.contains(&format!("{want}.ptx")) && names.contains(&format!("{want}.json")));
+    let _ = std::fs::remove_dir_all(&dir);
+}
