@@ -10,7 +10,11 @@ use flashgen::KernelSpec;
 use std::sync::{Mutex, OnceLock};
 
 /// Timed launches per candidate (after warm-up); Timing takes median and 20th/80th percentiles of them.
-const TIMED_RUNS: usize = 12;
+const TIMED_RUNS: usize = 10;
+/// Query rows (Z·H·N) of the tuning inputs: enough programs to fill the GPU several times over at any N
+/// (half the anchors' 16384·H rows). With 32768 rows, N = 16384 had 2 heads: too few programs, and causal
+/// tuning then preferred 64-row tiles for parallelism that real batch sizes do not need.
+const TUNING_ROWS: usize = 1 << 17;
 const WARMUP_RUNS: usize = 2;
 
 /// O and M of one run, on the host.
@@ -27,13 +31,12 @@ pub struct GpuCandidates<'a> {
 }
 
 impl<'a> GpuCandidates<'a> {
-    /// Random normal inputs of shape [1, H, N, D] with N = the key's bucket and H chosen so that the launch
-    /// fills the GPU (at least 32768 query rows in all).
+    /// Random normal inputs of shape [1, H, N, D] with N = the key's bucket and H = TUNING_ROWS / N.
     pub fn new(flash: &'a Flash, key: &TuneKey) -> Result<GpuCandidates<'a>, String> {
         let e = |x: crate::RuntimeError| x.to_string();
         let n = key.n_bucket as usize;
         let d = key.head_dim as usize;
-        let h = (32_768 / n).max(1);
+        let h = (TUNING_ROWS / n).max(1);
         let layout = Layout::contiguous(1, h, n, d);
         let mut rng = SplitMix(0x7a11 ^ n as u64);
         let mut random = || -> Result<Tensor, String> {
