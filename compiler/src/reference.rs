@@ -199,3 +199,129 @@ impl SplitMix {
         ((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()) as f32
     }
 }
+
+/// Gradients of one attention problem.
+#[derive(Clone, Debug)]
+pub struct Gradients<T> {
+    pub dq: Vec<T>,
+    pub dk: Vec<T>,
+    pub dv: Vec<T>,
+}
+
+/// Naive backward in f64: with P = softmax(Q·Kᵀ·sm_scale [causal]) and O = P·V,
+/// dV = Pᵀ·dO, dP = dO·Vᵀ, Δ_i = rowsum(dO_i ⊙ O_i), dS = P ⊙ (dP − Δ), dQ = dS·K·sm_scale, dK = dSᵀ·Q·sm_scale.
+pub fn backward_f64(q: &[f32], k: &[f32], v: &[f32], d_o: &[f32], s: Shape, causal: bool, sm_scale: f64) -> Gradients<f64> {
+    let (n, d) = (s.n, s.d);
+    let mut g = Gradients { dq: vec![0f64; s.len()], dk: vec![0f64; s.len()], dv: vec![0f64; s.len()] };
+    let at = |x: &[f32], base: usize, r: usize| -> Vec<f64> { x[base + r * d..base + (r + 1) * d].iter().map(|&a| a as f64).collect() };
+    for hz in 0..s.heads() {
+        let base = hz * n * d;
+        for i in 0..n {
+            let cols = if causal { i + 1 } else { n };
+            let qi = at(q, base, i);
+            let doi = at(d_o, base, i);
+            let scores: Vec<f64> = (0..cols).map(|j| qi.iter().zip(at(k, base, j)).map(|(a, b)| a * b).sum::<f64>() * sm_scale).collect();
+            let mx = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = scores.iter().map(|x| (x - mx).exp()).sum();
+            let p: Vec<f64> = scores.iter().map(|x| (x - mx).exp() / sum).collect();
+            // O_i, then Δ_i = dO_i · O_i
+            let mut oi = vec![0f64; d];
+            for (j, &pj) in p.iter().enumerate() {
+                for (o, vj) in oi.iter_mut().zip(at(v, base, j)) {
+                    *o += pj * vj;
+                }
+            }
+            let delta: f64 = oi.iter().zip(&doi).map(|(a, b)| a * b).sum();
+            for (j, &pj) in p.iter().enumerate() {
+                let vj = at(v, base, j);
+                let kj = at(k, base, j);
+                let dp: f64 = doi.iter().zip(&vj).map(|(a, b)| a * b).sum();
+                let ds = pj * (dp - delta);
+                for c in 0..d {
+                    g.dv[base + j * d + c] += pj * doi[c];
+                    g.dq[base + i * d + c] += ds * kj[c] * sm_scale;
+                    g.dk[base + j * d + c] += ds * qi[c] * sm_scale;
+                }
+            }
+        }
+    }
+    g
+}
+
+/// The seed's 3-kernel backward as the kernels will compute it, in f32 from the forward's O and base-2 M:
+/// preprocess Δ = rowsum(dO ⊙ O); dK/dV with an outer loop over K/V blocks and an inner one over Q blocks
+/// (causal: Q blocks wholly above the diagonal skipped, only diagonal blocks masked), P recomputed as
+/// exp2(Q·Kᵀ·qk_scale − M); dQ with an outer loop over Q blocks and an inner one over K/V blocks.
+#[allow(clippy::too_many_arguments, clippy::needless_range_loop)] // indices mirror the kernels' loops
+pub fn tiled_backward_f32(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    o: &[f32],
+    m: &[f32],
+    d_o: &[f32],
+    s: Shape,
+    causal: bool,
+    sm_scale: f32,
+    block_m: usize,
+    block_n: usize,
+) -> Gradients<f32> {
+    let (n, d) = (s.n, s.d);
+    let qk_scale = sm_scale * std::f32::consts::LOG2_E;
+    let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    let mut g = Gradients { dq: vec![0f32; s.len()], dk: vec![0f32; s.len()], dv: vec![0f32; s.len()] };
+    for hz in 0..s.heads() {
+        let base = hz * n * d;
+        let row = |x: &'_ [f32], r: usize| -> Vec<f32> { x[base + r * d..base + (r + 1) * d].to_vec() };
+        // ---- preprocess: Δ_i = rowsum(dO_i ⊙ O_i) ----
+        let delta: Vec<f32> = (0..n).map(|i| dot(&row(o, i), &row(d_o, i))).collect();
+        let p_of = |i: usize, j: usize| -> f32 {
+            if causal && j > i {
+                0.0
+            } else {
+                (dot(&row(q, i), &row(k, j)) * qk_scale - m[hz * n + i]).exp2()
+            }
+        };
+        // ---- dK, dV: outer over K/V blocks, inner over Q blocks ----
+        for start_n in (0..n).step_by(block_n) {
+            let keys = start_n..(start_n + block_n).min(n);
+            // causal: Q blocks whose every row lies above this K/V block's first key contribute nothing
+            let first_q_block = if causal { start_n / block_m } else { 0 };
+            for start_m in (first_q_block * block_m..n).step_by(block_m) {
+                for i in start_m..(start_m + block_m).min(n) {
+                    let doi = row(d_o, i);
+                    let qi = row(q, i);
+                    for j in keys.clone() {
+                        let p = p_of(i, j);
+                        let dp = dot(&doi, &row(v, j));
+                        let ds = p * (dp - delta[i]);
+                        for c in 0..d {
+                            g.dv[base + j * d + c] += p * doi[c];
+                            g.dk[base + j * d + c] += ds * qi[c];
+                        }
+                    }
+                }
+            }
+        }
+        // ---- dQ: outer over Q blocks, inner over K/V blocks up to the diagonal ----
+        for start_m in (0..n).step_by(block_m) {
+            let rows = start_m..(start_m + block_m).min(n);
+            let hi = if causal { rows.end } else { n };
+            for start_n in (0..hi).step_by(block_n) {
+                for i in rows.clone() {
+                    let doi = row(d_o, i);
+                    for j in start_n..(start_n + block_n).min(hi) {
+                        let p = p_of(i, j);
+                        let ds = p * (dot(&doi, &row(v, j)) - delta[i]);
+                        let kj = row(k, j);
+                        for c in 0..d {
+                            g.dq[base + i * d + c] += ds * kj[c];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    g.dq.iter_mut().chain(g.dk.iter_mut()).for_each(|x| *x *= sm_scale);
+    g
+}
