@@ -20,19 +20,21 @@ BENCH_CONFIGS=${BENCH_CONFIGS:-"128,64,8,3;128,64,4,3;64,64,4,3;128,32,4,4;64,12
 { date -u; echo "commit ${COMMIT:-unknown}"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader; } | tee "$OUT/env.txt"
 export FLASHGEN_CACHE_DIR=/tmp/flashgen-cache-run; rm -rf $FLASHGEN_CACHE_DIR
 echo "== first call, cold cache then warm (a second process must not run LLVM or the PTX JIT)"
-$B first-call | tee "$OUT/first_call.jsonl"; $B first-call | tee -a "$OUT/first_call.jsonl"
+$B first-call | tee "$OUT/runtime.jsonl"; $B first-call | tee -a "$OUT/runtime.jsonl"
 echo "== check"; $B check --specs "$EXTRA_SPECS" --json "$OUT/check.jsonl" --parity-dir /tmp/parity 2>&1 | tee -a "$OUT/extras.log" | tail -5
 echo "== Triton parity (seed kernel, same inputs)"; PYTHONUNBUFFERED=1 timeout 300 python3 bench/triton_parity.py /tmp/parity .carry/anchor_bench.py 2>&1 | tee "$OUT/parity.jsonl" | tail -9
 if [ -x $BIN/prebuilt ]; then echo "== prebuilt path (kernels embedded by build.rs, runtime without LLVM)"; FLASHGEN_CACHE_DIR=off $BIN/prebuilt 2>&1 | tee -a "$OUT/extras.log"; fi
 if [ -x $BIN/gpu_test ]; then echo "== GPU integration tests (cargo test --ignored)"; $BIN/gpu_test --ignored 2>&1 | tee -a "$OUT/extras.log" | grep -E "^test |test result"; fi
-if [ "${BENCH:-1}" = 1 ]; then echo "== bench"; $B bench --configs "$BENCH_CONFIGS" --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"; fi
 if [ "${AUTOTUNE:-1}" = 1 ]; then
   echo "== autotune (cold: every config compiled, JIT-ed, verified and timed), then a tuned call"
+  # a fresh cache, so every config is compiled and JIT-ed inside the measured time; winners then join the run's cache
   rm -rf /tmp/flashgen-tune-cache
-  FLASHGEN_CACHE_DIR=/tmp/flashgen-tune-cache FLASHGEN_PRINT_AUTOTUNING=1 $B autotune --out /tmp/tuning.json >> "$OUT/bench.log" 2>&1; echo "autotune rc=$?"
-  grep '"kind": "autotune"' "$OUT/bench.log" | tee -a "$OUT/bench.jsonl"
+  FLASHGEN_CACHE_DIR=/tmp/flashgen-tune-cache FLASHGEN_PRINT_AUTOTUNING=1 $B autotune --out /tmp/tuning.json > /tmp/autotune.log 2>&1; echo "autotune rc=$?"
+  grep '"kind": "autotune"' /tmp/autotune.log | tee -a "$OUT/runtime.jsonl"; cat /tmp/autotune.log >> "$OUT/extras.log"
+  cp -r /tmp/flashgen-tune-cache/autotune "$FLASHGEN_CACHE_DIR/"
   $B emit --tuned /tmp/tuning.json --out-dir /tmp/tuned-kernels > /dev/null && echo "emit --tuned: $(ls /tmp/tuned-kernels/*.ptx | wc -l) tuned kernels generated"
 fi
+if [ "${BENCH:-1}" = 1 ]; then echo "== bench"; $B bench ${TUNED_FLAG:---tuned} --configs "$BENCH_CONFIGS" --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"; fi
 if [ "${SANITIZE:-1}" = 1 ]; then
   echo "== compute-sanitizer memcheck (default specs, ragged lengths)"
   timeout 150 compute-sanitizer --tool memcheck $B check --quick > /tmp/sanitizer.log 2>&1; echo "memcheck rc=$?" | tee -a "$OUT/extras.log"; grep -E "passed|ERROR SUMMARY" /tmp/sanitizer.log | tail -2 | tee -a "$OUT/extras.log"

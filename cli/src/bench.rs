@@ -22,6 +22,9 @@ pub struct BenchArgs {
     /// Write the JSON lines to this file too.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
+    /// Also time the stored autotuned config of each key (`flashgen autotune` first), labelled "tuned".
+    #[arg(long)]
+    tuned: bool,
     /// Timed batches (median reported); each batch is 10 launches between two CUDA events.
     #[arg(long, default_value_t = 15)]
     reps: usize,
@@ -63,6 +66,15 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             let mut m = st.alloc_zeros::<f32>(z * h * n_us).map_err(dr)?;
             for causal in [false, true] {
                 let mut specs = vec![("default".to_string(), KernelSpec::default_for(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?)];
+                if a.tuned {
+                    // the config attention_forward would pick for this shape: the stored winner, if any
+                    let spec = flash.spec_for(&sets[0].0, causal).map_err(|e| e.to_string())?;
+                    if spec != specs[0].1 {
+                        specs.push(("tuned".to_string(), spec));
+                    } else {
+                        println!("tuned config for D={d} N={n} causal={causal} is the default");
+                    }
+                }
                 for cfg in a.configs.iter().flat_map(|c| c.split(';')).filter(|c| !c.trim().is_empty()) {
                     let f = list(cfg)?;
                     if f.len() != 4 {
