@@ -126,15 +126,19 @@ impl KernelConstants {
 /// SHA-256 over every template's name and text: part of every cache key, so a changed template never
 /// reuses a kernel compiled from the old one.
 pub fn templates_hash() -> String {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    for (name, text) in TEMPLATES {
-        h.update(name.as_bytes());
-        h.update([0]);
-        h.update(text.as_bytes());
-        h.update([0]);
-    }
-    format!("{:x}", h.finalize())
+    static HASH: OnceLock<String> = OnceLock::new();
+    HASH.get_or_init(|| {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for (name, text) in TEMPLATES {
+            h.update(name.as_bytes());
+            h.update([0]);
+            h.update(text.as_bytes());
+            h.update([0]);
+        }
+        format!("{:x}", h.finalize())
+    })
+    .clone()
 }
 
 fn engine() -> Result<&'static tera::Tera, RenderError> {

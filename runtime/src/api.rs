@@ -29,7 +29,9 @@ pub struct Flash {
     autotune: bool,
     tunes: TuneStore,
     tuned: Mutex<HashMap<TuneKey, Config>>,
-    loaded: Mutex<HashMap<String, Arc<ForwardKernel>>>,
+    /// Kernels loaded into this context. One Flash has one device and one kernel source, so the spec alone
+    /// identifies a kernel here: a launch of a loaded kernel never reaches the cache (nor hashes a key).
+    loaded: Mutex<HashMap<KernelSpec, Arc<ForwardKernel>>>,
     scale: OnceLock<Result<CudaFunction, String>>,
 }
 
@@ -52,14 +54,10 @@ impl Flash {
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).saturating_sub(1).max(1);
         let result = autotune::tune(key, &autotune::config_space(), &candidates, threads, keep).map_err(RuntimeError::Argument)?;
         if let Err(e) = self.tunes.save(&result) {
-            self.cache_warning(format!("tuning result for {} not saved: {e}", key.id()));
+            self.cache.warn(format!("tuning result for {} not saved: {e}", key.id()));
         }
         self.tuned.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), result.best);
         Ok(result)
-    }
-
-    fn cache_warning(&self, msg: String) {
-        eprintln!("flashgen: warning: {msg}");
     }
 
     /// The spec a call on these inputs uses: the tuned config for its key when one is stored (tuning it
@@ -73,7 +71,7 @@ impl Flash {
         let stored = match self.tunes.load(&key) {
             Ok(found) => found.map(|f| f.best),
             Err(why) => {
-                self.cache_warning(format!("tuning result ignored ({why}){}", if self.autotune { ": re-tuning" } else { "" }));
+                self.cache.warn(format!("tuning result ignored ({why}){}", if self.autotune { ": re-tuning" } else { "" }));
                 None
             }
         };
@@ -96,15 +94,18 @@ impl Flash {
         if spec.arch() != self.gpu.arch {
             return Err(RuntimeError::Argument(format!("{} targets {}, but the GPU runs {}", spec.name(), spec.arch(), self.gpu.arch)));
         }
+        if let Some(k) = self.loaded.lock().unwrap_or_else(|p| p.into_inner()).get(spec) {
+            return Ok(k.clone());
+        }
         let gpu = &self.gpu;
         let jit = |ptx: &str| crate::jit::ptx_to_cubin(gpu, &spec.name(), ptx).map_err(|e| e.to_string());
         let entry = self.cache.get(spec, gpu.capability, &jit)?;
         let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(k) = loaded.get(&entry.key) {
+        if let Some(k) = loaded.get(spec) {
             return Ok(k.clone());
         }
         let k = Arc::new(ForwardKernel::load(gpu, &entry)?);
-        loaded.insert(entry.key.clone(), k.clone());
+        loaded.insert(*spec, k.clone());
         Ok(k)
     }
 

@@ -171,7 +171,8 @@ impl KernelCache {
         self.warnings.lock().map(|w| w.clone()).unwrap_or_default()
     }
 
-    fn warn(&self, msg: String) {
+    /// Print a warning and keep it for `warnings()`.
+    pub fn warn(&self, msg: String) {
         eprintln!("flashgen: warning: {msg}");
         if let Ok(mut w) = self.warnings.lock() {
             w.push(msg);

@@ -48,12 +48,17 @@ impl Tensor {
     /// Download in logical [Z, H, N, D] order.
     pub fn to_f32(&self, gpu: &Gpu) -> Result<Vec<f32>, RuntimeError> {
         let mem: Vec<u16> = gpu.stream.clone_dtoh(&self.data)?;
-        let [z, h, n, d] = self.layout.shape;
-        Ok((0..z * h * n * d)
-            .map(|i| {
-                let (hz, row, col) = (i / (n * d), (i / d) % n, i % d);
-                from_bits(self.dtype, mem[self.layout.offset(hz / h, hz % h, row, col)])
-            })
-            .collect())
+        Ok(decode(&mem, self.dtype, self.layout))
     }
+}
+
+/// Raw memory laid out as `layout` -> values in logical [Z, H, N, D] order.
+pub fn decode(mem: &[u16], dtype: DType, layout: Layout) -> Vec<f32> {
+    let [z, h, n, d] = layout.shape;
+    (0..z * h * n * d)
+        .map(|i| {
+            let (hz, row, col) = (i / (n * d), (i / d) % n, i % d);
+            from_bits(dtype, mem[layout.offset(hz / h, hz % h, row, col)])
+        })
+        .collect()
 }
