@@ -21,7 +21,7 @@ BENCH_CONFIGS=${BENCH_CONFIGS:-"128,64,8,3;128,64,4,3;64,64,4,3;128,32,4,4;64,12
 export FLASHGEN_CACHE_DIR=/tmp/flashgen-cache-run; rm -rf $FLASHGEN_CACHE_DIR
 echo "== first call, cold cache then warm (a second process must not run LLVM or the PTX JIT)"
 $B first-call | tee "$OUT/runtime.jsonl"; $B first-call | tee -a "$OUT/runtime.jsonl"
-echo "== check"; $B check --specs "$EXTRA_SPECS" --json "$OUT/check.jsonl" --parity-dir /tmp/parity 2>&1 | tee -a "$OUT/extras.log" | tail -5
+echo "== check"; $B check --specs "$EXTRA_SPECS" --json "$OUT/check.jsonl" --parity-dir /tmp/parity 2>&1 | tee -a "$OUT/extras.log" | grep -E "^backward|passed, |FAIL|error" | tail -30
 echo "== Triton parity (seed kernel, same inputs)"; PYTHONUNBUFFERED=1 timeout 300 python3 bench/triton_parity.py /tmp/parity .carry/anchor_bench.py 2>&1 | tee "$OUT/parity.jsonl" | tail -9
 if [ -x $BIN/prebuilt ]; then echo "== prebuilt path (kernels embedded by build.rs, runtime without LLVM)"; FLASHGEN_CACHE_DIR=off $BIN/prebuilt 2>&1 | tee -a "$OUT/extras.log"; fi
 if [ -x $BIN/gpu_test ]; then echo "== GPU integration tests (cargo test --ignored)"; $BIN/gpu_test --ignored 2>&1 | tee -a "$OUT/extras.log" | grep -E "^test |test result"; fi
@@ -34,15 +34,15 @@ if [ "${AUTOTUNE:-1}" = 1 ]; then
   cp -r /tmp/flashgen-tune-cache/autotune "$FLASHGEN_CACHE_DIR/"
   $B emit --tuned /tmp/tuning.json --out-dir /tmp/tuned-kernels > /dev/null && echo "emit --tuned: $(ls /tmp/tuned-kernels/*.ptx | wc -l) tuned kernels generated"
 fi
-if [ "${BENCH:-1}" = 1 ]; then echo "== bench"; $B bench ${TUNED_FLAG:---tuned} --configs "$BENCH_CONFIGS" --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"; fi
+if [ "${BENCH:-1}" = 1 ]; then echo "== bench"; $B bench ${TUNED_FLAG:---tuned} ${BACKWARD_FLAG:---backward} --configs "$BENCH_CONFIGS" --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"; fi
 if [ "${SANITIZE:-1}" = 1 ]; then
   echo "== compute-sanitizer memcheck (default specs, ragged lengths)"
-  timeout 150 compute-sanitizer --tool memcheck $B check --quick > /tmp/sanitizer.log 2>&1; echo "memcheck rc=$?" | tee -a "$OUT/extras.log"; grep -E "passed|ERROR SUMMARY" /tmp/sanitizer.log | tail -2 | tee -a "$OUT/extras.log"
+  timeout ${SANITIZE_TIMEOUT:-240} compute-sanitizer --tool memcheck $B check --quick > /tmp/sanitizer.log 2>&1; echo "memcheck rc=$?" | tee -a "$OUT/extras.log"; grep -E "passed|ERROR SUMMARY" /tmp/sanitizer.log | tail -2 | tee -a "$OUT/extras.log"
   echo "== compute-sanitizer racecheck (bf16 default specs)"
-  timeout 150 compute-sanitizer --tool racecheck $B check --quick --filter bf16_d64 > /tmp/racecheck.log 2>&1; echo "racecheck rc=$?" | tee -a "$OUT/extras.log"; grep -E "passed|RACECHECK SUMMARY|ERROR SUMMARY" /tmp/racecheck.log | tail -2 | tee -a "$OUT/extras.log"
+  timeout ${SANITIZE_TIMEOUT:-240} compute-sanitizer --tool racecheck $B check --quick --filter bf16_d64 > /tmp/racecheck.log 2>&1; echo "racecheck rc=$?" | tee -a "$OUT/extras.log"; grep -E "passed|RACECHECK SUMMARY|ERROR SUMMARY" /tmp/racecheck.log | tail -2 | tee -a "$OUT/extras.log"
 fi
 if [ "${ANCHORS:-1}" = 1 ]; then
   echo "== anchors"; PYTHONUNBUFFERED=1 OUT=$OUT timeout ${ANCHOR_TIMEOUT:-330} python3 .carry/anchor_bench.py ${ANCHOR_ARGS:-} > "$OUT/anchors.log" 2>&1; echo "anchors rc=$?"
 fi
 rm -f "$OUT/anchors.json"   # the same rows as anchors.log; at most 8 files come back
-echo "== tables"; grep -A100 "=== flashgen" "$OUT/bench.log"; grep -A100 "=== table" "$OUT/anchors.log" 2>/dev/null | grep "fwd" | grep -v efficient
+echo "== tables"; grep -A100 "=== flashgen" "$OUT/bench.log"; grep -A100 "=== table" "$OUT/anchors.log" 2>/dev/null | grep -v efficient

@@ -98,7 +98,10 @@ fn block_n_larger_than_block_m_is_supported() {
 fn parsers_name_the_choices() {
     assert!(Arch::parse("sm_75").unwrap_err().to_string().contains("sm_80, sm_86, sm_89, sm_90, sm_90a"));
     assert!(DType::parse("fp8").unwrap_err().to_string().contains("bf16 or fp16"));
-    assert!(KernelKind::parse("bwd").unwrap_err().to_string().contains("use fwd"));
+    assert!(KernelKind::parse("bwd").unwrap_err().to_string().contains("use one of fwd, bwd_pre, bwd_dkdv, bwd_dq"));
+    for kind in KernelKind::ALL {
+        assert_eq!(KernelKind::parse(kind.name()).unwrap(), kind);
+    }
     assert_eq!(Arch::parse("SM90A").unwrap(), Arch::Sm90a);
     assert_eq!(DType::parse("float16").unwrap(), DType::F16);
 }
@@ -106,11 +109,15 @@ fn parsers_name_the_choices() {
 #[test]
 fn default_set_is_complete_and_names_are_unique() {
     let set = KernelSpec::default_set();
-    assert_eq!(set.len(), 16, "2 archs × 2 dtypes × 2 head dims × 2 stages");
+    // per arch × dtype × head dim: forward and dK/dV and dQ for both stages, one preprocess
+    assert_eq!(set.len(), 2 * 2 * 2 * 7);
+    for kind in KernelKind::ALL {
+        assert!(set.iter().any(|s| s.kind() == kind), "default set lacks {}", kind.name());
+    }
     let mut names: Vec<String> = set.iter().map(|s| s.name()).collect();
     names.sort();
     names.dedup();
-    assert_eq!(names.len(), 16);
+    assert_eq!(names.len(), set.len());
     for arch in Arch::ALL {
         for d in [64, 128] {
             for causal in [false, true] {
@@ -137,4 +144,60 @@ fn ptx_version_is_the_lowest_each_target_needs() {
     assert_eq!(Arch::Sm89.ptx_version(), (7, 8));
     assert_eq!(Arch::Sm90.ptx_version(), (7, 8));
     assert_eq!(Arch::Sm90a.ptx_version(), (8, 0));
+}
+
+#[test]
+fn dkdv_owns_block_n_rows_and_streams_block_m() {
+    // dK/dV: a program owns BLOCK_N rows of K/V; the grid runs over them, the warp rules apply to them
+    let dkdv = SpecParams { kind: KernelKind::BwdDkdv, head_dim: 64, block_m: 32, block_n: 128, num_warps: 8, num_stages: 3, ..base() };
+    let s = KernelSpec::new(dkdv).unwrap();
+    assert_eq!((s.resident_rows(), s.streamed_rows(), s.rows_per_warp()), (128, 32, 16));
+    assert_eq!(s.grid(2, 16, 1000), (8, 32, 1));
+    assert_eq!(s.name(), "fa2_bwd_dkdv_bf16_d64_st3_bm32_bn128_w8_ns3_sm90a");
+    // K/V rows per program that do not split into whole m16 tiles per warp: named as BLOCK_N
+    let e = KernelSpec::new(SpecParams { block_n: 96, ..dkdv }).unwrap_err().to_string();
+    assert!(e.contains("BLOCK_N=96 must be a multiple of 16 × num_warps=8 = 128"), "{e}");
+    // streamed Q rows that are not a k16-step height: named as BLOCK_M
+    let e = KernelSpec::new(SpecParams { block_m: 48, ..dkdv }).unwrap_err().to_string();
+    assert!(e.contains("BLOCK_M=48 is not supported"), "{e}");
+    // the dQ kernel keeps the forward's roles
+    let dq = KernelSpec::new(SpecParams { kind: KernelKind::BwdDq, block_m: 128, block_n: 64, ..dkdv }).unwrap();
+    assert_eq!((dq.resident_rows(), dq.streamed_rows()), (128, 64));
+    assert_eq!(dq.grid(2, 16, 1000), (8, 32, 1));
+}
+
+#[test]
+fn backward_shared_memory_counts_both_resident_tiles_and_the_stats() {
+    let p = SpecParams { kind: KernelKind::BwdDkdv, head_dim: 128, block_m: 32, block_n: 128, num_warps: 8, num_stages: 3, ..base() };
+    // K and V 128×128, 3 × (Q and dO 32×128 + M and Δ 32 floats)
+    assert_eq!(KernelSpec::new(p).unwrap().shared_memory_bytes(), 2 * 128 * 256 + 3 * (2 * 32 * 256 + 8 * 32));
+    let e = KernelSpec::new(SpecParams { arch: Arch::Sm86, ..p }).unwrap_err().to_string();
+    assert!(e.contains("exceeds the 101376 B limit of sm_86") && e.contains("K and V 128×128"), "{e}");
+}
+
+#[test]
+fn preprocess_takes_only_dtype_head_dim_and_arch() {
+    let pre = KernelSpec::backward_preprocess(Arch::Sm80, DType::F16, 128);
+    assert_eq!(KernelSpec::new(*pre.params()).unwrap(), pre);
+    let e = KernelSpec::new(SpecParams { block_m: 128, ..*pre.params() }).unwrap_err().to_string();
+    assert!(e.contains("bwd_pre takes only dtype, HEAD_DIM and arch") && e.contains("BLOCK_M=64"), "{e}");
+    assert_eq!(pre.grid(1, 2, 65), (2, 2, 1));
+}
+
+#[test]
+fn backward_defaults_fit_every_target() {
+    for arch in Arch::ALL {
+        for dtype in [DType::Bf16, DType::F16] {
+            for d in [64, 128] {
+                for causal in [false, true] {
+                    let b = KernelSpec::backward_defaults(arch, dtype, d, causal).unwrap();
+                    assert_eq!((b.dkdv.causal(), b.dq.causal()), (causal, causal));
+                    assert_eq!((b.preprocess.kind(), b.dkdv.kind(), b.dq.kind()), (KernelKind::BwdPre, KernelKind::BwdDkdv, KernelKind::BwdDq));
+                    for s in [b.dkdv, b.dq] {
+                        assert!(s.shared_memory_bytes() <= arch.shared_memory_limit(), "{}", s.name());
+                    }
+                }
+            }
+        }
+    }
 }

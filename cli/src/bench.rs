@@ -1,11 +1,11 @@
-//! `flashgen bench`: forward TFLOP/s on the GPU, in the anchors' shapes (bf16, 16384 tokens per batch,
+//! `flashgen bench`: forward (and with --backward, backward) TFLOP/s on the GPU, in the anchors' shapes (bf16, 16384 tokens per batch,
 //! H·D = 2048), printed as JSON lines in anchor_bench.py's format and as a table.
 
 use clap::Args;
 use cudarc::driver::sys::CUevent_flags;
 use flashgen::reference::SplitMix;
 use flashgen::{DType, KernelSpec, SpecParams};
-use flashgen_runtime::{Flash, Gpu, KernelCache, Layout, Tensor};
+use flashgen_runtime::{Flash, Gpu, Gradients, KernelCache, Layout, RowStats, Tensor};
 use std::io::Write;
 
 #[derive(Args)]
@@ -25,6 +25,9 @@ pub struct BenchArgs {
     /// Also time the stored autotuned config of each key (`flashgen autotune` first), labelled "tuned".
     #[arg(long)]
     tuned: bool,
+    /// Also time the backward pass (the three default kernels, Δ included), kind "bwd".
+    #[arg(long)]
+    backward: bool,
     /// Timed batches (median reported); each batch is 10 launches between two CUDA events.
     #[arg(long, default_value_t = 15)]
     reps: usize,
@@ -37,8 +40,62 @@ fn list(s: &str) -> Result<Vec<u32>, String> {
 /// Input sets rotated during timing.
 const INPUT_SETS: usize = 3;
 
-pub fn flops(z: usize, h: usize, n: usize, d: usize, causal: bool) -> f64 {
-    4.0 * (z * h) as f64 * (n * n) as f64 * d as f64 * if causal { 0.5 } else { 1.0 }
+/// The anchors' FLOP count: 4·Z·H·N²·D, ×0.5 causal, ×2.5 for the backward.
+pub fn flops(kind: &str, z: usize, h: usize, n: usize, d: usize, causal: bool) -> f64 {
+    4.0 * (z * h) as f64 * (n * n) as f64 * d as f64 * if causal { 0.5 } else { 1.0 } * if kind == "bwd" { 2.5 } else { 1.0 }
+}
+
+/// Per-launch times in ms, sorted: 5 warm-up launches, then `reps` batches of 10 launches between two CUDA
+/// events.
+fn time_launches(gpu: &Gpu, reps: usize, mut launch: impl FnMut() -> Result<(), String>) -> Result<Vec<f64>, String> {
+    let dr = |x: cudarc::driver::DriverError| x.to_string();
+    for _ in 0..5 {
+        launch()?;
+    }
+    let mut times = Vec::new();
+    for _ in 0..reps {
+        let start = gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(dr)?;
+        let end = gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(dr)?;
+        start.record(&gpu.stream).map_err(dr)?;
+        for _ in 0..10 {
+            launch()?;
+        }
+        end.record(&gpu.stream).map_err(dr)?;
+        end.synchronize().map_err(dr)?;
+        times.push(start.elapsed_ms(&end).map_err(dr)? as f64 / 10.0);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times)
+}
+
+/// One measured row, printed and written in anchor_bench.py's format.
+struct Row<'a> {
+    kind: &'static str,
+    z: usize,
+    h: usize,
+    n: usize,
+    d: usize,
+    causal: bool,
+    label: &'a str,
+    spec: String,
+}
+
+impl Row<'_> {
+    /// Print the JSON line (and write it), return the table line.
+    fn emit(&self, times: &[f64], json: &mut Option<&mut std::fs::File>) -> Result<String, String> {
+        let Row { kind, z, h, n, d, causal, label, .. } = *self;
+        let ms = times[times.len() / 2];
+        let tflops = flops(kind, z, h, n, d, causal) / ms / 1e9;
+        let line = format!(
+            "{{\"kind\": \"{kind}\", \"impl\": \"flashgen\", \"B\": {z}, \"H\": {h}, \"N\": {n}, \"D\": {d}, \"causal\": {causal}, \"dtype\": \"bf16\", \"ms\": {ms:.5}, \"tflops\": {tflops:.2}, \"config\": \"{label}\", \"spec\": \"{}\", \"p20_ms\": {:.5}, \"p80_ms\": {:.5}}}",
+            self.spec, times[times.len() / 5], times[times.len() * 4 / 5]
+        );
+        println!("{line}");
+        if let Some(f) = json.as_mut() {
+            writeln!(f, "{line}").map_err(|e| e.to_string())?;
+        }
+        Ok(format!("{kind} flashgen D={d:3} N={n:5} causal={} {tflops:7.1}  {label}", causal as u8))
+    }
 }
 
 pub fn run(a: &BenchArgs) -> Result<(), String> {
@@ -64,6 +121,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             }
             let mut o = tensor(&vec![0u16; len])?;
             let mut m = st.alloc_zeros::<f32>(z * h * n_us).map_err(dr)?;
+            let mut json = json.as_mut();
             for causal in [false, true] {
                 let mut specs = vec![("default".to_string(), KernelSpec::default_for(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?)];
                 if a.tuned {
@@ -88,43 +146,40 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 }
                 for (label, spec) in specs {
                     let mut turn = 0usize;
-                    let mut launch = |o: &mut Tensor, m: &mut cudarc::driver::CudaSlice<f32>| {
+                    let times = time_launches(gpu, a.reps, || {
                         let (q, k, v) = &sets[turn % INPUT_SETS];
                         turn += 1;
-                        flash.forward_into(&spec, q, k, v, None, o, m).map_err(|e| e.to_string())
-                    };
-                    for _ in 0..5 {
-                        launch(&mut o, &mut m)?;
+                        flash.forward_into(&spec, q, k, v, None, &mut o, &mut m).map_err(|e| e.to_string())
+                    })?;
+                    let row = Row { kind: "fwd", z, h, n: n_us, d: d_us, causal, label: &label, spec: spec.name() };
+                    table.push(row.emit(&times, &mut json)?);
+                }
+                if a.backward {
+                    // each input set's own forward O and M, and its own dO, rotated like the forward's inputs
+                    let specs = KernelSpec::backward_defaults(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?;
+                    let fwd = KernelSpec::default_for(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?;
+                    let mut saved = Vec::new();
+                    for (q, k, v) in &sets {
+                        let out = flash.attention_forward_spec(&fwd, q, k, v, None).map_err(|e| e.to_string())?;
+                        let d_o = tensor(&(0..len).map(|_| half::bf16::from_f32(rng.normal()).to_bits()).collect::<Vec<u16>>())?;
+                        saved.push((out, d_o));
                     }
-                    let mut times = Vec::new();
-                    for _ in 0..a.reps {
-                        let start = gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(dr)?;
-                        let end = gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(dr)?;
-                        start.record(st).map_err(dr)?;
-                        for _ in 0..10 {
-                            launch(&mut o, &mut m)?;
-                        }
-                        end.record(st).map_err(dr)?;
-                        end.synchronize().map_err(dr)?;
-                        times.push(start.elapsed_ms(&end).map_err(dr)? as f64 / 10.0);
-                    }
-                    times.sort_by(f64::total_cmp);
-                    let ms = times[times.len() / 2];
-                    let tflops = flops(z, h, n_us, d_us, causal) / ms / 1e9;
-                    let line = format!(
-                        "{{\"kind\": \"fwd\", \"impl\": \"flashgen\", \"B\": {z}, \"H\": {h}, \"N\": {n}, \"D\": {d}, \"causal\": {causal}, \"dtype\": \"bf16\", \"ms\": {ms:.5}, \"tflops\": {tflops:.2}, \"config\": \"{label}\", \"spec\": \"{}\", \"p20_ms\": {:.5}, \"p80_ms\": {:.5}}}",
-                        spec.name(), times[times.len() / 5], times[times.len() * 4 / 5]
-                    );
-                    println!("{line}");
-                    if let Some(f) = json.as_mut() {
-                        writeln!(f, "{line}").map_err(|e| e.to_string())?;
-                    }
-                    table.push(format!("fwd flashgen D={d:3} N={n:5} causal={} {tflops:7.1}  {label}", causal as u8));
+                    let mut g = Gradients { dq: tensor(&vec![0u16; len])?, dk: tensor(&vec![0u16; len])?, dv: tensor(&vec![0u16; len])? };
+                    let mut turn = 0usize;
+                    let times = time_launches(gpu, a.reps, || {
+                        let (q, k, v) = &sets[turn % INPUT_SETS];
+                        let (out, d_o) = &saved[turn % INPUT_SETS];
+                        turn += 1;
+                        flash.backward_into(&specs, q, k, v, &out.o, RowStats::M(&out.m), d_o, None, &mut g).map_err(|e| e.to_string())
+                    })?;
+                    let names = format!("{}+{}+{}", specs.preprocess.name(), specs.dkdv.name(), specs.dq.name());
+                    let row = Row { kind: "bwd", z, h, n: n_us, d: d_us, causal, label: "default", spec: names };
+                    table.push(row.emit(&times, &mut json)?);
                 }
             }
         }
     }
-    println!("\n=== flashgen forward (TFLOP/s) ===");
+    println!("\n=== flashgen forward{} (TFLOP/s) ===", if a.backward { " and backward" } else { "" });
     for row in table {
         println!("{row}");
     }

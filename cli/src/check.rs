@@ -14,13 +14,13 @@ use std::time::Instant;
 pub struct CheckArgs {
     /// Fewer sequence lengths (a fast smoke test).
     #[arg(long)]
-    quick: bool,
+    pub quick: bool,
     /// Write one JSON line per case to this file.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
     /// Random seed (each case derives its own).
     #[arg(long, default_value_t = 0x5eed)]
-    seed: u64,
+    pub seed: u64,
     /// Only run on the CPU, even if a GPU is present.
     #[arg(long)]
     cpu_only: bool,
@@ -29,7 +29,10 @@ pub struct CheckArgs {
     parity_dir: Option<std::path::PathBuf>,
     /// Only check the specs whose name contains this text.
     #[arg(long)]
-    filter: Option<String>,
+    pub filter: Option<String>,
+    /// Skip the backward checks.
+    #[arg(long)]
+    pub forward_only: bool,
     /// Extra specs to check beside the defaults, as "dtype,d,bm,bn,stage,warps,stages;..." (target = the GPU's).
     #[arg(long)]
     specs: Option<String>,
@@ -81,7 +84,7 @@ fn cpu_algorithm_check(seed: u64) -> Result<(), String> {
     Ok(())
 }
 
-fn nan_bits(dtype: DType) -> u16 {
+pub fn nan_bits(dtype: DType) -> u16 {
     match dtype {
         DType::Bf16 => 0x7FC0,
         DType::F16 => 0x7E00,
@@ -148,7 +151,7 @@ struct Case {
     bshd: bool,
 }
 
-const GUARD: usize = 4096;
+pub const GUARD: usize = 4096;
 
 fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<(f64, f64, bool), String> {
     let e = |x: flashgen_runtime::RuntimeError| x.to_string();
@@ -322,9 +325,14 @@ fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
     if let Some(dir) = &a.parity_dir {
         write_parity(flash, &specs[..8.min(specs.len())], dir)?;
     }
+    if !a.forward_only {
+        let (p, f) = crate::check_backward::gpu_check(flash, a, &mut json)?;
+        passed += p;
+        failed += f;
+    }
     println!("{passed} passed, {failed} failed");
     if failed > 0 {
-        return Err(format!("{failed} GPU check case(s) failed (tolerances: O {O_TOL:e}, M {M_TOL:e})"));
+        return Err(format!("{failed} GPU check case(s) failed (tolerances: O {O_TOL:e}, M {M_TOL:e}, gradients {:e})", crate::check_backward::GRAD_TOL));
     }
     Ok(())
 }

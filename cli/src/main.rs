@@ -8,6 +8,7 @@ use std::process::ExitCode;
 mod autotune;
 mod bench;
 mod check;
+mod check_backward;
 
 #[derive(Parser)]
 #[command(name = "flashgen", version, about = "FlashAttention-2 kernels specialized and emitted as PTX through LLVM")]
@@ -80,7 +81,7 @@ fn spec_from_flags(a: &EmitArgs) -> Result<KernelSpec, String> {
     let dtype = DType::parse(&a.dtype).map_err(|e| e.to_string())?;
     let arch = Arch::parse(&a.arch).map_err(|e| e.to_string())?;
     // tile flags left out come from the default config (itself checked by the same validation)
-    let base = KernelSpec::default_for(arch, dtype, a.head_dim, a.stage == 3).map(|s| *s.params()).unwrap_or(SpecParams {
+    let base = KernelSpec::default_of(kind, arch, dtype, a.head_dim, a.stage == 3).map(|s| *s.params()).unwrap_or(SpecParams {
         kind,
         dtype,
         head_dim: a.head_dim,

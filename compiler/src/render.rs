@@ -9,6 +9,11 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("fa2_fwd.ll.tera", include_str!("../../templates/fa2_fwd.ll.tera")),
     ("lib/verbs.ll.tera", include_str!("../../templates/lib/verbs.ll.tera")),
     ("lib/fwd_block.ll.tera", include_str!("../../templates/lib/fwd_block.ll.tera")),
+    ("lib/gemm.ll.tera", include_str!("../../templates/lib/gemm.ll.tera")),
+    ("lib/stream.ll.tera", include_str!("../../templates/lib/stream.ll.tera")),
+    ("fa2_bwd_pre.ll.tera", include_str!("../../templates/fa2_bwd_pre.ll.tera")),
+    ("fa2_bwd_dkdv.ll.tera", include_str!("../../templates/fa2_bwd_dkdv.ll.tera")),
+    ("fa2_bwd_dq.ll.tera", include_str!("../../templates/fa2_bwd_dq.ll.tera")),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +71,23 @@ struct KernelConstants {
     V_OFF: u32,
     SLOT_BYTES: u32,
     RCP_LN2: String,
+    // ---- the backward kernels: a program owns BR rows (split over warps) and streams blocks of BS rows ----
+    BR: u32,
+    BS: u32,
+    /// n8 tiles and k16 steps of one streamed block.
+    NTS: u32,
+    KST: u32,
+    /// 16-byte copies per thread of a resident tile and of a streamed tile.
+    RES_ITERS: u32,
+    STR_ITERS: u32,
+    /// Bytes of one resident tile and of one streamed tile; the ring starts after the two resident tiles.
+    RES_BYTES: u32,
+    TILE_BYTES: u32,
+    RING_OFF: u32,
+    /// dK/dV slots carry the block's M and Δ (BS f32 each) after the two tiles: 4-byte copies per thread.
+    STAT_ITERS: u32,
+    /// Preprocess: 16-byte chunks of O (and dO) per thread.
+    PRE_ITERS: u32,
 }
 
 impl KernelConstants {
@@ -76,6 +98,7 @@ impl KernelConstants {
         let cpr = d / 8;
         let row_bytes = d * spec.dtype().bytes();
         let mt = spec.rows_per_warp() / 16;
+        let (br, bs) = (spec.resident_rows(), spec.streamed_rows());
         KernelConstants {
             name: spec.name(),
             dtype: spec.dtype().name(),
@@ -117,8 +140,22 @@ impl KernelConstants {
             KV_ITERS: bn * cpr / threads,
             KV_OFF: bm * row_bytes,
             V_OFF: bn * row_bytes,
-            SLOT_BYTES: 2 * bn * row_bytes,
+            SLOT_BYTES: match spec.kind() {
+                KernelKind::BwdDkdv => 2 * bs * row_bytes + 8 * bs,
+                _ => 2 * bs * row_bytes,
+            },
             RCP_LN2: rcp_ln2_literal(),
+            BR: br,
+            BS: bs,
+            NTS: bs / 8,
+            KST: bs / 16,
+            RES_ITERS: br * cpr / threads,
+            STR_ITERS: bs * cpr / threads,
+            RES_BYTES: br * row_bytes,
+            TILE_BYTES: bs * row_bytes,
+            RING_OFF: 2 * br * row_bytes,
+            STAT_ITERS: (2 * bs).div_ceil(threads),
+            PRE_ITERS: bm * cpr / threads,
         }
     }
 }
@@ -169,6 +206,9 @@ fn describe(e: &tera::Error) -> String {
 pub fn template_for(kind: KernelKind) -> &'static str {
     match kind {
         KernelKind::Fwd => "fa2_fwd.ll.tera",
+        KernelKind::BwdPre => "fa2_bwd_pre.ll.tera",
+        KernelKind::BwdDkdv => "fa2_bwd_dkdv.ll.tera",
+        KernelKind::BwdDq => "fa2_bwd_dq.ll.tera",
     }
 }
 

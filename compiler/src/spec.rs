@@ -10,6 +10,12 @@ use std::fmt;
 pub enum KernelKind {
     /// The forward pass: O and the base-2 log-sum-exp M.
     Fwd,
+    /// Backward preprocess: Δ_i = rowsum(dO_i ⊙ O_i) in f32.
+    BwdPre,
+    /// Backward dK/dV: a program owns BLOCK_N rows of K/V and streams the Q/dO blocks of BLOCK_M rows.
+    BwdDkdv,
+    /// Backward dQ: a program owns BLOCK_M rows of Q/dO and streams the K/V blocks of BLOCK_N rows.
+    BwdDq,
 }
 
 /// Element type of Q, K, V and O. Accumulation is always f32.
@@ -92,6 +98,8 @@ pub const NUM_STAGES: std::ops::RangeInclusive<u32> = 2..=6;
 pub const MAX_REGISTERS: u32 = 255;
 /// Registers the estimate reserves for addresses, loop counters, masks and softmax temporaries.
 const REGISTER_OVERHEAD: u32 = 40;
+/// The backward kernels' share of it: their per-row terms are fitted with the temporaries included.
+const BACKWARD_REGISTER_OVERHEAD: u32 = 24;
 
 impl Arch {
     pub const ALL: [Arch; 5] = [Arch::Sm80, Arch::Sm86, Arch::Sm89, Arch::Sm90, Arch::Sm90a];
@@ -176,15 +184,28 @@ impl DType {
 }
 
 impl KernelKind {
+    pub const ALL: [KernelKind; 4] = [KernelKind::Fwd, KernelKind::BwdPre, KernelKind::BwdDkdv, KernelKind::BwdDq];
+
     pub fn parse(s: &str) -> Result<KernelKind, SpecError> {
-        match s.trim() {
-            "fwd" => Ok(KernelKind::Fwd),
-            _ => Err(SpecError(format!("kernel `{s}` is unknown: use fwd (the backward kernels are not built yet)"))),
-        }
+        KernelKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s.trim())
+            .ok_or_else(|| SpecError(format!("kernel `{s}` is unknown: use one of fwd, bwd_pre, bwd_dkdv, bwd_dq")))
     }
     pub fn name(self) -> &'static str {
         match self {
             KernelKind::Fwd => "fwd",
+            KernelKind::BwdPre => "bwd_pre",
+            KernelKind::BwdDkdv => "bwd_dkdv",
+            KernelKind::BwdDq => "bwd_dq",
+        }
+    }
+    /// The names of the block sizes of the rows a program owns (split over its warps) and of the rows it
+    /// streams through the cp.async ring. dK/dV swaps them: it owns K/V rows (BLOCK_N) and streams Q (BLOCK_M).
+    fn block_names(self) -> (&'static str, &'static str) {
+        match self {
+            KernelKind::BwdDkdv => ("BLOCK_N", "BLOCK_M"),
+            _ => ("BLOCK_M", "BLOCK_N"),
         }
     }
 }
@@ -206,7 +227,7 @@ fn rule(ok: bool, msg: impl FnOnce() -> String) -> Result<(), SpecError> {
 impl KernelSpec {
     /// The one validation point. Each rule names the parameter, the limit and why it exists.
     pub fn new(p: SpecParams) -> Result<KernelSpec, SpecError> {
-        let SpecParams { head_dim: d, block_m: bm, block_n: bn, num_warps: w, num_stages: ns, .. } = p;
+        let SpecParams { head_dim: d, num_warps: w, num_stages: ns, .. } = p;
         rule(HEAD_DIMS.contains(&d), || {
             format!("HEAD_DIM={d} is not supported: use one of {HEAD_DIMS:?} (a tile row must be a multiple of 8 chunks of 16 bytes for the bank-conflict-free swizzle)")
         })?;
@@ -214,31 +235,44 @@ impl KernelSpec {
             format!("STAGE={} is not a kernel-level stage: use 1 (non-causal) or 3 (causal), as in Triton's tutorial", p.stage)
         })?;
         rule(NUM_WARPS.contains(&w), || format!("num_warps={w} is not supported: use one of {NUM_WARPS:?}"))?;
-        rule(bm > 0 && bm % (16 * w) == 0, || {
-            format!("BLOCK_M={bm} must be a multiple of 16 × num_warps={w} = {} (each warp owns whole m16 tiles of query rows)", 16 * w)
+        if p.kind == KernelKind::BwdPre {
+            let canonical = KernelSpec::backward_preprocess(p.arch, p.dtype, d);
+            rule(p == canonical.0, || {
+                let c = canonical.0;
+                format!(
+                    "bwd_pre takes only dtype, HEAD_DIM and arch (Δ does not depend on tiles or causality): use BLOCK_M={} BLOCK_N={} STAGE={} num_warps={} num_stages={} (KernelSpec::backward_preprocess)",
+                    c.block_m, c.block_n, c.stage, c.num_warps, c.num_stages
+                )
+            })?;
+            return Ok(canonical);
+        }
+        let spec = KernelSpec(p);
+        let (res, strm) = (spec.resident_rows(), spec.streamed_rows());
+        let (res_name, strm_name) = p.kind.block_names();
+        rule(res > 0 && res % (16 * w) == 0, || {
+            format!("{res_name}={res} must be a multiple of 16 × num_warps={w} = {} (each warp owns whole m16 tiles of rows)", 16 * w)
         })?;
-        rule(bm / w <= MAX_ROWS_PER_WARP, || {
-            format!("BLOCK_M={bm} gives each of num_warps={w} warps {} query rows; at most {MAX_ROWS_PER_WARP} fit in registers: raise num_warps or lower BLOCK_M", bm / w)
+        rule(res / w <= MAX_ROWS_PER_WARP, || {
+            format!("{res_name}={res} gives each of num_warps={w} warps {} rows; at most {MAX_ROWS_PER_WARP} fit in registers: raise num_warps or lower {res_name}", res / w)
         })?;
-        rule(BLOCK_NS.contains(&bn), || {
-            format!("BLOCK_N={bn} is not supported: use one of {BLOCK_NS:?} (P·V consumes K/V rows in k16 steps; other heights spill)")
+        rule(BLOCK_NS.contains(&strm), || {
+            format!("{strm_name}={strm} is not supported: use one of {BLOCK_NS:?} (the streamed rows are consumed in k16 steps; other heights spill)")
         })?;
         let threads = 32 * w;
-        rule((bn * d / 8) % threads == 0, || {
-            format!("BLOCK_N={bn} × HEAD_DIM={d} must be a multiple of 256 × num_warps={w} = {} (each of the {threads} threads copies whole 16-byte chunks of every K/V tile): raise BLOCK_N or lower num_warps", 256 * w)
+        rule((strm * d / 8) % threads == 0, || {
+            format!("{strm_name}={strm} × HEAD_DIM={d} must be a multiple of 256 × num_warps={w} = {} (each of the {threads} threads copies whole 16-byte chunks of every streamed tile): raise {strm_name} or lower num_warps", 256 * w)
         })?;
         rule(NUM_STAGES.contains(&ns), || {
-            format!("num_stages={ns} must be in {}..={} (the depth of the cp.async ring of K/V blocks; 1 would leave nothing in flight)", NUM_STAGES.start(), NUM_STAGES.end())
+            format!("num_stages={ns} must be in {}..={} (the depth of the cp.async ring of streamed blocks; 1 would leave nothing in flight)", NUM_STAGES.start(), NUM_STAGES.end())
         })?;
-        let spec = KernelSpec(p);
         let smem = spec.shared_memory_bytes();
         let limit = p.arch.shared_memory_limit();
         rule(smem <= limit, || {
-            format!("shared memory {smem} B (Q {bm}×{d} + num_stages={ns} × K/V {bn}×{d}) exceeds the {limit} B limit of {}: lower num_stages or BLOCK_N", p.arch)
+            format!("shared memory {smem} B ({}) exceeds the {limit} B limit of {}: lower num_stages or {strm_name}", spec.shared_memory_layout(), p.arch)
         })?;
         let regs = spec.register_estimate();
         rule(regs <= MAX_REGISTERS, || {
-            format!("an estimated {regs} registers per thread (accumulator, scores and Q fragments of {} rows × HEAD_DIM={d}, BLOCK_N={bn}) exceed {MAX_REGISTERS}: it would spill; lower BLOCK_N or give each warp fewer rows (more num_warps)", bm / w)
+            format!("an estimated {regs} registers per thread ({}: accumulators, scores and fragments of {} rows × HEAD_DIM={d}, {strm_name}={strm}) exceed {MAX_REGISTERS}: it would spill; lower {strm_name} or give each warp fewer rows (more num_warps)", p.kind.name(), res / w)
         })?;
         Ok(spec)
     }
@@ -283,34 +317,84 @@ impl KernelSpec {
     pub fn threads(&self) -> u32 {
         32 * self.0.num_warps
     }
-    /// Query rows each warp owns (a multiple of 16).
+    /// Rows a program owns, split over its warps: query rows (forward, dQ) or K/V rows (dK/dV).
+    pub fn resident_rows(&self) -> u32 {
+        match self.0.kind {
+            KernelKind::BwdDkdv => self.0.block_n,
+            _ => self.0.block_m,
+        }
+    }
+    /// Rows of each block streamed through the cp.async ring: K/V rows (forward, dQ) or Q/dO rows (dK/dV).
+    pub fn streamed_rows(&self) -> u32 {
+        match self.0.kind {
+            KernelKind::BwdDkdv => self.0.block_m,
+            _ => self.0.block_n,
+        }
+    }
+    /// Resident rows each warp owns (a multiple of 16).
     pub fn rows_per_warp(&self) -> u32 {
-        self.0.block_m / self.0.num_warps
+        self.resident_rows() / self.0.num_warps
     }
 
-    /// Whether the Q fragments stay in registers across the K/V loop: yes while they take at most 32
-    /// registers (16 rows × HEAD_DIM 128, or 32 rows × 64); beyond that (32 rows × HEAD_DIM 128) they are
-    /// re-read from shared memory each block, which frees 64 registers for the accumulator and lets one
-    /// K/V fragment feed two m16 tiles.
+    /// Resident tiles whose mma A fragments the loop reads: Q (forward), Q and dO (dQ), K and V (dK/dV).
+    fn a_operands(&self) -> u32 {
+        if self.0.kind == KernelKind::Fwd {
+            1
+        } else {
+            2
+        }
+    }
+
+    /// Whether the resident tiles' A fragments stay in registers across the loop: yes while they take at
+    /// most 32 registers (forward: 16 rows × HEAD_DIM 128 or 32 rows × 64; backward: 16 rows × 64 for
+    /// both operands); beyond that they are re-read from shared memory each block, which frees the
+    /// registers for the accumulators (and in the forward lets one K/V fragment feed two m16 tiles).
     pub fn q_in_registers(&self) -> bool {
-        (self.rows_per_warp() / 16) * self.0.head_dim / 4 <= 32
+        self.a_operands() * (self.rows_per_warp() / 16) * self.0.head_dim / 4 <= 32
     }
 
-    /// Dynamic shared memory: the Q tile plus num_stages slots of one K and one V tile.
+    /// Dynamic shared memory: the resident tiles plus num_stages slots of streamed tiles (dK/dV's slots
+    /// also carry the block's M and Δ, one f32 each per row).
     pub fn shared_memory_bytes(&self) -> u32 {
         let row = self.0.head_dim * self.0.dtype.bytes();
-        self.0.block_m * row + self.0.num_stages * 2 * self.0.block_n * row
+        let (res, strm, ns) = (self.resident_rows(), self.streamed_rows(), self.0.num_stages);
+        match self.0.kind {
+            KernelKind::Fwd => res * row + ns * 2 * strm * row,
+            KernelKind::BwdDq => 2 * res * row + ns * 2 * strm * row,
+            KernelKind::BwdDkdv => 2 * res * row + ns * (2 * strm * row + 8 * strm),
+            KernelKind::BwdPre => 0,
+        }
     }
 
-    /// Registers per thread held across the K/V loop, per m16 tile of rows: the f32 accumulator (D/2),
-    /// the f32 scores (BLOCK_N/2) and the packed Q fragments (D/4); plus the K/V fragments in flight
-    /// (BLOCK_N·D/256) and the overhead. Calibrated on ptxas 12.9 over the whole admitted space
-    /// (tests/ptxas.rs sweeps it: everything this admits assembles without spills).
+    /// The shared-memory layout in words, for error messages.
+    fn shared_memory_layout(&self) -> String {
+        let (d, res, strm, ns) = (self.0.head_dim, self.resident_rows(), self.streamed_rows(), self.0.num_stages);
+        match self.0.kind {
+            KernelKind::Fwd => format!("Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
+            KernelKind::BwdDq => format!("Q and dO {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
+            KernelKind::BwdDkdv => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm})"),
+            KernelKind::BwdPre => "none".into(),
+        }
+    }
+
+    /// Registers per thread held across the loop, per m16 tile of resident rows, plus the fragments in
+    /// flight (streamed rows·D/256) and the overhead. Forward: the f32 accumulator (D/2) and scores
+    /// (BLOCK_N/2). Backward, fitted to ptxas rather than counted (scores, dP, their packed copies and
+    /// dK/dV's per-column M and Δ all grow with the streamed rows): dQ D/2 + 2·BLOCK_N, dK/dV
+    /// D + 2·BLOCK_M, with a smaller fixed overhead. The A fragments (D/4 per tile and operand) when they
+    /// stay in registers, else 16 for the ones in flight. Calibrated on ptxas 12.9 over the whole admitted
+    /// space (tests/ptxas.rs sweeps it: everything this admits assembles without spills).
     pub fn register_estimate(&self) -> u32 {
         let m_tiles = self.rows_per_warp() / 16;
-        let (d, bn) = (self.0.head_dim, self.0.block_n);
-        let q_fragments = if self.q_in_registers() { m_tiles * d / 4 } else { 16 };
-        m_tiles * (d / 2 + bn / 2) + q_fragments + bn * d / 256 + REGISTER_OVERHEAD
+        let (d, strm) = (self.0.head_dim, self.streamed_rows());
+        let a_fragments = if self.q_in_registers() { self.a_operands() * m_tiles * d / 4 } else { 16 };
+        let (per_tile, overhead) = match self.0.kind {
+            KernelKind::Fwd => (d / 2 + strm / 2, REGISTER_OVERHEAD),
+            KernelKind::BwdDq => (d / 2 + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
+            KernelKind::BwdDkdv => (d + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
+            KernelKind::BwdPre => (0, 0),
+        };
+        m_tiles * per_tile + a_fragments + strm * d / 256 + overhead
     }
 
     /// The kernel's symbol, encoding every parameter: fa2_fwd_bf16_d128_st3_bm128_bn64_w8_ns3_sm90a.
@@ -330,9 +414,10 @@ impl KernelSpec {
         )
     }
 
-    /// Launch grid for a problem: (cdiv(N_CTX, BLOCK_M), Z·H, 1).
+    /// Launch grid for a problem: (cdiv(N_CTX, resident rows), Z·H, 1), i.e. cdiv(N_CTX, BLOCK_M) for
+    /// the forward, preprocess and dQ kernels and cdiv(N_CTX, BLOCK_N) for dK/dV.
     pub fn grid(&self, z: u32, h: u32, n_ctx: u32) -> (u32, u32, u32) {
-        (n_ctx.div_ceil(self.0.block_m), z * h, 1)
+        (n_ctx.div_ceil(self.resident_rows()), z * h, 1)
     }
 
     /// The default tile config for a target, dtype, head dim and causality: the best measured on the H200
@@ -362,8 +447,42 @@ impl KernelSpec {
         })
     }
 
-    /// The default set that `flashgen emit --defaults` generates: STAGE 1 and 3, bf16 and fp16,
-    /// HEAD_DIM 64 and 128, default tiles, for sm_80 and sm_90a.
+    /// The default spec of any kernel kind (see `default_for`, `backward_defaults`, `backward_preprocess`).
+    pub fn default_of(kind: KernelKind, arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<KernelSpec, SpecError> {
+        match kind {
+            KernelKind::Fwd => KernelSpec::default_for(arch, dtype, head_dim, causal),
+            KernelKind::BwdPre => KernelSpec::new(*KernelSpec::backward_preprocess(arch, dtype, head_dim).params()),
+            KernelKind::BwdDkdv => Ok(KernelSpec::backward_defaults(arch, dtype, head_dim, causal)?.dkdv),
+            KernelKind::BwdDq => Ok(KernelSpec::backward_defaults(arch, dtype, head_dim, causal)?.dq),
+        }
+    }
+
+    /// The backward preprocess (Δ = rowsum(dO ⊙ O)) for a target, dtype and head dim: 64 rows per program,
+    /// 4 warps; its other parameters are fixed (it has no tiles to tune and does not depend on causality).
+    pub fn backward_preprocess(arch: Arch, dtype: DType, head_dim: u32) -> KernelSpec {
+        KernelSpec(SpecParams { kind: KernelKind::BwdPre, dtype, head_dim, block_m: 64, block_n: 0, stage: 1, num_warps: 4, num_stages: 1, arch })
+    }
+
+    /// The default backward kernels for a target, dtype, head dim and causality, shaped like the seed's:
+    /// dK/dV owns 128 K/V rows (8 warps of 16) and streams Q/dO blocks of 32 rows (at 64 the scores, dPᵀ
+    /// and their per-column M and Δ spill next to the two f32 accumulators); dQ owns 128 query rows (8 warps
+    /// of 16) and streams K/V blocks of 64 rows (32 at HEAD_DIM 128). 3 stages, 2 where 99 KB of shared
+    /// memory must hold them.
+    pub fn backward_defaults(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
+        let small_smem = arch.shared_memory_limit() < 160_000;
+        let dq_streamed = if head_dim > 64 { 32 } else { 64 };
+        let num_stages = if small_smem && head_dim > 64 { 2 } else { 3 };
+        let stage = if causal { 3 } else { 1 };
+        let kernel = |kind, block_m, block_n| KernelSpec::new(SpecParams { kind, dtype, head_dim, block_m, block_n, stage, num_warps: 8, num_stages, arch });
+        Ok(BackwardSpecs {
+            preprocess: KernelSpec::backward_preprocess(arch, dtype, head_dim),
+            dkdv: kernel(KernelKind::BwdDkdv, 32, 128)?,
+            dq: kernel(KernelKind::BwdDq, 128, dq_streamed)?,
+        })
+    }
+
+    /// The default set that `flashgen emit --defaults` generates: for sm_80 and sm_90a, bf16 and fp16,
+    /// HEAD_DIM 64 and 128, STAGE 1 and 3: the default forward and the default backward kernels.
     pub fn default_set() -> Vec<KernelSpec> {
         let mut out = Vec::new();
         for arch in [Arch::Sm80, Arch::Sm90a] {
@@ -371,10 +490,23 @@ impl KernelSpec {
                 for head_dim in HEAD_DIMS {
                     for causal in [false, true] {
                         out.push(KernelSpec::default_for(arch, dtype, head_dim, causal).expect("default specs validate"));
+                        let b = KernelSpec::backward_defaults(arch, dtype, head_dim, causal).expect("default specs validate");
+                        if !causal {
+                            out.push(b.preprocess);
+                        }
+                        out.extend([b.dkdv, b.dq]);
                     }
                 }
             }
         }
         out
     }
+}
+
+/// The three kernels of one backward pass, launched in this order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BackwardSpecs {
+    pub preprocess: KernelSpec,
+    pub dkdv: KernelSpec,
+    pub dq: KernelSpec,
 }

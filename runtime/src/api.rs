@@ -2,11 +2,13 @@
 
 use crate::autotune::{self, store::TuneStore, Config, TuneKey, TuneResult};
 use crate::cache::KernelCache;
-use crate::forward::{ForwardArgs, ForwardKernel};
+use crate::backward::{BackwardArgs, BackwardKernels};
+use crate::forward::ForwardArgs;
+use crate::kernel::LoadedKernel;
 use crate::{lse, Gpu, Layout, RuntimeError, Tensor};
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
-use flashgen::KernelSpec;
+use flashgen::{BackwardSpecs, KernelSpec};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -20,6 +22,22 @@ pub struct ForwardOutput {
     pub m: CudaSlice<f32>,
 }
 
+/// The forward's per-row statistics, as `attention_backward` accepts them.
+#[derive(Clone, Copy)]
+pub enum RowStats<'a> {
+    /// Natural-log log-sum-exp, [Z·H·N] f32 (`ForwardOutput::lse`, PyTorch's convention).
+    Lse(&'a CudaSlice<f32>),
+    /// Base-2 M = m_i + log2(l_i), [Z·H·N] f32 (`ForwardOutput::m`, Triton's convention; no conversion).
+    M(&'a CudaSlice<f32>),
+}
+
+/// Outputs of one backward call: contiguous [Z, H, N, D] tensors in the inputs' dtype.
+pub struct Gradients {
+    pub dq: Tensor,
+    pub dk: Tensor,
+    pub dv: Tensor,
+}
+
 /// A GPU with a kernel cache: specializes, caches, loads and launches.
 pub struct Flash {
     pub gpu: Gpu,
@@ -31,15 +49,18 @@ pub struct Flash {
     tuned: Mutex<HashMap<TuneKey, Config>>,
     /// Kernels loaded into this context. One Flash has one device and one kernel source, so the spec alone
     /// identifies a kernel here: a launch of a loaded kernel never reaches the cache (nor hashes a key).
-    loaded: Mutex<HashMap<KernelSpec, Arc<ForwardKernel>>>,
+    loaded: Mutex<HashMap<KernelSpec, Arc<LoadedKernel>>>,
     scale: OnceLock<Result<CudaFunction, String>>,
+    /// The backward's Δ buffer, kept between calls (the stream orders its uses): a call then allocates
+    /// nothing but its outputs.
+    delta: Mutex<Option<CudaSlice<f32>>>,
 }
 
 impl Flash {
     pub fn new(gpu: Gpu, cache: KernelCache) -> Flash {
         let tunes = TuneStore::new(cache.dir());
         let autotune = std::env::var_os("FLASHGEN_AUTOTUNE").is_some_and(|v| v != "0");
-        Flash { gpu, cache, autotune, tunes, tuned: Mutex::new(HashMap::new()), loaded: Mutex::new(HashMap::new()), scale: OnceLock::new() }
+        Flash { gpu, cache, autotune, tunes, tuned: Mutex::new(HashMap::new()), loaded: Mutex::new(HashMap::new()), scale: OnceLock::new(), delta: Mutex::new(None) }
     }
 
     /// Tune keys on their first call when nothing is stored for them.
@@ -90,7 +111,7 @@ impl Flash {
     }
 
     /// The loaded kernel for `spec`: memory, else the disk cache's cubin, else compiled (JIT) or prebuilt PTX.
-    pub fn kernel(&self, spec: &KernelSpec) -> Result<Arc<ForwardKernel>, RuntimeError> {
+    pub fn kernel(&self, spec: &KernelSpec) -> Result<Arc<LoadedKernel>, RuntimeError> {
         if spec.arch() != self.gpu.arch {
             return Err(RuntimeError::Argument(format!("{} targets {}, but the GPU runs {}", spec.name(), spec.arch(), self.gpu.arch)));
         }
@@ -104,7 +125,7 @@ impl Flash {
         if let Some(k) = loaded.get(spec) {
             return Ok(k.clone());
         }
-        let k = Arc::new(ForwardKernel::load(gpu, &entry)?);
+        let k = Arc::new(LoadedKernel::load(gpu, &entry)?);
         loaded.insert(*spec, k.clone());
         Ok(k)
     }
@@ -167,6 +188,93 @@ impl Flash {
         }
         let kernel = self.kernel(spec)?;
         kernel.launch(&self.gpu, ForwardArgs { q: (&q.data, q.layout), k: (&k.data, k.layout), v: (&v.data, v.layout), o: (&mut o.data, o.layout), m, sm_scale })
+    }
+
+    /// The default backward kernels for these inputs (see `KernelSpec::backward_defaults`).
+    pub fn backward_specs(&self, q: &Tensor, causal: bool) -> Result<BackwardSpecs, RuntimeError> {
+        let d = q.layout.shape[3] as u32;
+        KernelSpec::backward_defaults(self.gpu.arch, q.dtype, d, causal)
+            .map_err(|e| RuntimeError::Argument(format!("tensor Q: no backward kernels for head dim {d} and {}: {e}", q.dtype.name())))
+    }
+
+    /// Gradients of softmax(Q·Kᵀ·sm_scale [causal])·V with respect to Q, K and V, given the forward's O and
+    /// row statistics and the output gradient dO. `sm_scale` defaults to 1/sqrt(D) and must be the forward's.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attention_backward(&self, q: &Tensor, k: &Tensor, v: &Tensor, o: &Tensor, stats: RowStats<'_>, d_o: &Tensor, causal: bool, sm_scale: Option<f32>) -> Result<Gradients, RuntimeError> {
+        let specs = self.backward_specs(q, causal)?;
+        let [z, h, n, d] = q.layout.shape;
+        let alloc = || -> Result<Tensor, RuntimeError> { Ok(Tensor { data: self.gpu.stream.alloc_zeros::<u16>((z * h * n * d).max(1))?, dtype: q.dtype, layout: Layout::contiguous(z, h, n, d) }) };
+        let mut g = Gradients { dq: alloc()?, dk: alloc()?, dv: alloc()? };
+        self.backward_into(&specs, q, k, v, o, stats, d_o, sm_scale, &mut g)?;
+        Ok(g)
+    }
+
+    /// As `attention_backward`, with explicit kernels and caller-provided outputs (any valid layouts).
+    /// Every check of the operands happens here or in the launch, before anything runs.
+    #[allow(clippy::too_many_arguments)]
+    pub fn backward_into(&self, specs: &BackwardSpecs, q: &Tensor, k: &Tensor, v: &Tensor, o: &Tensor, stats: RowStats<'_>, d_o: &Tensor, sm_scale: Option<f32>, g: &mut Gradients) -> Result<(), RuntimeError> {
+        let named = [("K", k), ("V", v), ("O", o), ("dO", d_o), ("dQ", &g.dq), ("dK", &g.dk), ("dV", &g.dv)];
+        for (name, t) in named {
+            if t.dtype != q.dtype {
+                return Err(RuntimeError::Argument(format!("tensor {name} is {} but Q is {}: all tensors of the backward share one dtype", t.dtype.name(), q.dtype.name())));
+            }
+            if t.layout.shape != q.layout.shape {
+                let what = if t.layout.shape[2] != q.layout.shape[2] { ": the backward kernels need equal query and key lengths (N_CTX)" } else { "" };
+                return Err(RuntimeError::Argument(format!("tensor {name} has shape {:?} but Q has {:?}{what}", t.layout.shape, q.layout.shape)));
+            }
+        }
+        if specs.dkdv.causal() != specs.dq.causal() {
+            return Err(RuntimeError::Argument(format!("{} and {} disagree on causality: use one BackwardSpecs from backward_defaults", specs.dkdv.name(), specs.dq.name())));
+        }
+        for spec in [specs.preprocess, specs.dkdv, specs.dq] {
+            if q.dtype != spec.dtype() {
+                return Err(RuntimeError::Argument(format!("tensor Q is {} but kernel {} takes {}", q.dtype.name(), spec.name(), spec.dtype().name())));
+            }
+        }
+        let [z, h, n, d] = q.layout.shape;
+        if z == 0 || h == 0 || n == 0 {
+            return Ok(()); // nothing to compute, nothing to launch
+        }
+        let rows = z * h * n;
+        let sm_scale = sm_scale.unwrap_or(1.0 / (d as f32).sqrt());
+        let converted;
+        let m = match stats {
+            RowStats::M(m) => m,
+            RowStats::Lse(lse) => {
+                if lse.len() < rows {
+                    return Err(crate::LayoutError { tensor: "LSE", rule: format!("holds {} floats, needs Z·H·N = {rows}", lse.len()) }.into());
+                }
+                let mut m = self.gpu.stream.alloc_zeros::<f32>(rows)?;
+                self.scale(lse, &mut m, std::f32::consts::LOG2_E, rows)?;
+                converted = m;
+                &converted
+            }
+        };
+        let mut scratch = self.delta.lock().unwrap_or_else(|p| p.into_inner());
+        let mut delta = match scratch.take() {
+            Some(buf) if buf.len() >= rows => buf,
+            _ => self.gpu.stream.alloc_zeros::<f32>(rows)?,
+        };
+        let (pre, dkdv, dq) = (self.kernel(&specs.preprocess)?, self.kernel(&specs.dkdv)?, self.kernel(&specs.dq)?);
+        let kernels = BackwardKernels { preprocess: &pre, dkdv: &dkdv, dq: &dq };
+        let launched = kernels.launch(
+            &self.gpu,
+            BackwardArgs {
+                q: (&q.data, q.layout),
+                k: (&k.data, k.layout),
+                v: (&v.data, v.layout),
+                o: (&o.data, o.layout),
+                d_o: (&d_o.data, d_o.layout),
+                m,
+                delta: &mut delta,
+                dq: (&mut g.dq.data, g.dq.layout),
+                dk: (&mut g.dk.data, g.dk.layout),
+                dv: (&mut g.dv.data, g.dv.layout),
+                sm_scale,
+            },
+        );
+        *scratch = Some(delta);
+        launched
     }
 
     fn scale(&self, src: &CudaSlice<f32>, dst: &mut CudaSlice<f32>, factor: f32, n: usize) -> Result<(), RuntimeError> {

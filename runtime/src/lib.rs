@@ -2,22 +2,27 @@
 //! cudarc loads the driver dynamically: nothing of CUDA is needed to build, only the driver to run.
 //!
 //! Layers, bottom up: `jit` (PTX -> cubin through the driver's linker), `cache` (memory + disk, Triton's
-//! layout), `forward` (one loaded kernel, argument checks, the launch), `api` (`Flash::attention_forward`).
+//! layout), `kernel` (one loaded kernel, the checks every launch shares), `forward` / `backward` (the launches),
+//! `api` (`Flash::attention_forward`, `Flash::attention_backward`).
 //! Kernels come from LLVM in-process (feature `jit`, default) or prebuilt (`KernelSource::embedded` /
 //! `from_dir`), in which case no LLVM is linked.
 
 pub mod api;
 pub mod autotune;
+pub mod backward;
 pub mod cache;
 pub mod forward;
 pub mod jit;
+pub mod kernel;
 pub mod layout;
 pub mod lse;
 pub mod tensor;
 
-pub use api::{Flash, ForwardOutput};
+pub use api::{Flash, ForwardOutput, Gradients, RowStats};
+pub use backward::{BackwardArgs, BackwardKernels};
 pub use cache::{CacheError, KernelCache, KernelSource};
-pub use forward::{ForwardArgs, ForwardKernel};
+pub use forward::ForwardArgs;
+pub use kernel::LoadedKernel;
 pub use layout::{Layout, LayoutError};
 pub use tensor::Tensor;
 

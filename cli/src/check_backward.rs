@@ -1,0 +1,122 @@
+//! The backward half of `flashgen check`: dQ, dK, dV of the default backward kernels against the f64
+//! reference on fresh random inputs, with poisoned outputs and guard zones, after our own forward.
+
+use crate::check::{nan_bits, CheckArgs, GUARD};
+use flashgen::reference::{backward_f64, relative_error, Shape, SplitMix};
+use flashgen::{DType, KernelSpec};
+use flashgen_runtime::tensor::{decode, from_bits, to_bits};
+use flashgen_runtime::{Flash, Gradients, Layout, RowStats, Tensor};
+use std::io::Write;
+
+/// Relative error bound of each gradient (the bar).
+pub const GRAD_TOL: f64 = 2e-2;
+
+/// backward_f64 with the heads split over all cores (each head is independent).
+fn reference_parallel(q: &[f32], k: &[f32], v: &[f32], d_o: &[f32], s: Shape, causal: bool, scale: f64) -> [Vec<f64>; 3] {
+    let per_head = s.n * s.d;
+    let one = Shape { z: 1, h: 1, n: s.n, d: s.d };
+    let heads: Vec<_> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..s.heads())
+            .map(|hz| {
+                let r = hz * per_head..(hz + 1) * per_head;
+                let (q, k, v, d_o) = (&q[r.clone()], &k[r.clone()], &v[r.clone()], &d_o[r]);
+                sc.spawn(move || backward_f64(q, k, v, d_o, one, causal, scale))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("reference thread")).collect()
+    });
+    let cat = |f: &dyn Fn(&flashgen::reference::Gradients<f64>) -> &Vec<f64>| heads.iter().flat_map(|g| f(g).iter().copied()).collect::<Vec<f64>>();
+    [cat(&|g| &g.dq), cat(&|g| &g.dk), cat(&|g| &g.dv)]
+}
+
+struct Case {
+    z: usize,
+    h: usize,
+    n: usize,
+    bshd: bool,
+    /// Pass the natural-log LSE (converted by the runtime) instead of the base-2 M.
+    lse: bool,
+}
+
+/// (errors of dQ, dK, dV; guard zones intact)
+fn run_case(flash: &Flash, dtype: DType, d: usize, causal: bool, c: &Case, seed: u64) -> Result<([f64; 3], bool), String> {
+    let e = |x: flashgen_runtime::RuntimeError| x.to_string();
+    let dr = |x: cudarc::driver::DriverError| x.to_string();
+    let gpu = &flash.gpu;
+    let s = Shape { z: c.z, h: c.h, n: c.n, d };
+    let layout = if c.bshd { Layout::bshd(c.z, c.h, c.n, d) } else { Layout::contiguous(c.z, c.h, c.n, d) };
+    let mut rng = SplitMix(seed);
+    let mut gen = || -> Vec<f32> { (0..s.len()).map(|_| from_bits(dtype, to_bits(dtype, rng.normal()))).collect() };
+    let (q, k, v, d_o) = (gen(), gen(), gen(), gen());
+    let scale = 1.0 / (d as f64).sqrt();
+    let up = |x: &[f32]| Tensor::from_f32(gpu, x, dtype, layout).map_err(e);
+    let (tq, tk, tv, tdo) = (up(&q)?, up(&k)?, up(&v)?, up(&d_o)?);
+    let fwd = KernelSpec::default_for(gpu.arch, dtype, d as u32, causal).map_err(|x| x.to_string())?;
+    let out = flash.attention_forward_spec(&fwd, &tq, &tk, &tv, Some(scale as f32)).map_err(e)?;
+    let poisoned = || -> Result<Tensor, String> { Ok(Tensor { data: gpu.stream.clone_htod(&vec![nan_bits(dtype); layout.extent() + GUARD]).map_err(dr)?, dtype, layout }) };
+    let mut g = Gradients { dq: poisoned()?, dk: poisoned()?, dv: poisoned()? };
+    let specs = KernelSpec::backward_defaults(gpu.arch, dtype, d as u32, causal).map_err(|x| x.to_string())?;
+    let stats = if c.lse { RowStats::Lse(&out.lse) } else { RowStats::M(&out.m) };
+    flash.backward_into(&specs, &tq, &tk, &tv, &out.o, stats, &tdo, Some(scale as f32), &mut g).map_err(e)?;
+    gpu.stream.synchronize().map_err(dr)?;
+    let reference = reference_parallel(&q, &k, &v, &d_o, s, causal, scale);
+    let mut errors = [0f64; 3];
+    let mut guards = true;
+    for (i, t) in [&g.dq, &g.dk, &g.dv].into_iter().enumerate() {
+        let mem: Vec<u16> = gpu.stream.clone_dtoh(&t.data).map_err(dr)?;
+        guards &= mem[layout.extent()..].iter().all(|&b| b == nan_bits(dtype));
+        errors[i] = relative_error(&decode(&mem, dtype, layout), &reference[i]);
+    }
+    Ok((errors, guards))
+}
+
+/// Every (dtype, HEAD_DIM, causal) of the default backward kernels on ragged lengths, strided layouts and
+/// both forms of the row statistics. Returns (passed, failed).
+pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>) -> Result<(usize, usize), String> {
+    let mut cases = vec![
+        Case { z: 1, h: 1, n: 1, bshd: false, lse: false },
+        Case { z: 1, h: 2, n: 17, bshd: false, lse: true },
+        Case { z: 1, h: 2, n: 64, bshd: false, lse: false },
+        Case { z: 1, h: 4, n: 127, bshd: false, lse: false },
+        Case { z: 2, h: 3, n: 333, bshd: true, lse: true },
+    ];
+    if !a.quick {
+        cases.push(Case { z: 1, h: 16, n: 1000, bshd: false, lse: false });
+        cases.push(Case { z: 2, h: 8, n: 2047, bshd: false, lse: false });
+    }
+    let (mut passed, mut failed) = (0, 0);
+    let mut seed = a.seed ^ 0xbacc;
+    for dtype in [DType::Bf16, DType::F16] {
+        for d in flashgen::spec::HEAD_DIMS {
+            for causal in [false, true] {
+                let specs = KernelSpec::backward_defaults(flash.gpu.arch, dtype, d, causal).map_err(|x| x.to_string())?;
+                let names = format!("{} + {} + {}", specs.preprocess.name(), specs.dkdv.name(), specs.dq.name());
+                if a.filter.as_ref().is_some_and(|f| !names.contains(f.as_str())) {
+                    continue;
+                }
+                let mut worst = [0f64; 3];
+                for c in &cases {
+                    seed = seed.wrapping_add(0x9E37_79B9);
+                    let (err, guards) = run_case(flash, dtype, d as usize, causal, c, seed)?;
+                    let ok = err.iter().all(|&x| x <= GRAD_TOL) && guards;
+                    for i in 0..3 {
+                        worst[i] = worst[i].max(err[i]);
+                    }
+                    if ok { passed += 1 } else { failed += 1 }
+                    let line = format!(
+                        "{{\"kind\":\"check_bwd\",\"specs\":\"{names}\",\"Z\":{},\"H\":{},\"N\":{},\"layout\":\"{}\",\"stats\":\"{}\",\"rel_err_dq\":{:.3e},\"rel_err_dk\":{:.3e},\"rel_err_dv\":{:.3e},\"guards_intact\":{guards},\"pass\":{ok}}}",
+                        c.z, c.h, c.n, if c.bshd { "bshd" } else { "bhsd" }, if c.lse { "lse" } else { "m" }, err[0], err[1], err[2]
+                    );
+                    if !ok {
+                        println!("FAIL {line}");
+                    }
+                    if let Some(f) = json.as_mut() {
+                        writeln!(f, "{line}").map_err(|e| e.to_string())?;
+                    }
+                }
+                println!("backward {} d{d} causal={}: {} cases, worst dQ {:.1e} dK {:.1e} dV {:.1e}", dtype.name(), causal as u8, cases.len(), worst[0], worst[1], worst[2]);
+            }
+        }
+    }
+    Ok((passed, failed))
+}

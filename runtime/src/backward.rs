@@ -1,0 +1,97 @@
+//! Launching the backward pass: Δ = rowsum(dO ⊙ O), then dK/dV, then dQ, in order on one stream.
+
+use crate::kernel::{check_problem, expect_kind, launch_config, strides, LoadedKernel};
+use crate::{Gpu, Layout, RuntimeError};
+use cudarc::driver::{CudaSlice, PushKernelArg};
+use flashgen::KernelKind;
+
+/// The three loaded kernels of one backward pass.
+pub struct BackwardKernels<'a> {
+    pub preprocess: &'a LoadedKernel,
+    pub dkdv: &'a LoadedKernel,
+    pub dq: &'a LoadedKernel,
+}
+
+/// Operands of one backward pass: inputs Q, K, V, O, dO and the forward's base-2 M (f32 [Z·H·N]);
+/// scratch Δ (f32 [Z·H·N]); outputs dQ, dK, dV (any valid layouts).
+pub struct BackwardArgs<'a> {
+    pub q: (&'a CudaSlice<u16>, Layout),
+    pub k: (&'a CudaSlice<u16>, Layout),
+    pub v: (&'a CudaSlice<u16>, Layout),
+    pub o: (&'a CudaSlice<u16>, Layout),
+    pub d_o: (&'a CudaSlice<u16>, Layout),
+    pub m: &'a CudaSlice<f32>,
+    pub delta: &'a mut CudaSlice<f32>,
+    pub dq: (&'a mut CudaSlice<u16>, Layout),
+    pub dk: (&'a mut CudaSlice<u16>, Layout),
+    pub dv: (&'a mut CudaSlice<u16>, Layout),
+    pub sm_scale: f32,
+}
+
+impl BackwardKernels<'_> {
+    /// Check every operand against every kernel, then launch the three kernels.
+    pub fn launch(&self, gpu: &Gpu, a: BackwardArgs<'_>) -> Result<(), RuntimeError> {
+        expect_kind(self.preprocess, KernelKind::BwdPre)?;
+        expect_kind(self.dkdv, KernelKind::BwdDkdv)?;
+        expect_kind(self.dq, KernelKind::BwdDq)?;
+        let tensors = [
+            ("Q", a.q.1, a.q.0.len()),
+            ("K", a.k.1, a.k.0.len()),
+            ("V", a.v.1, a.v.0.len()),
+            ("O", a.o.1, a.o.0.len()),
+            ("dO", a.d_o.1, a.d_o.0.len()),
+            ("dQ", a.dq.1, a.dq.0.len()),
+            ("dK", a.dk.1, a.dk.0.len()),
+            ("dV", a.dv.1, a.dv.0.len()),
+        ];
+        let rows = [("M", a.m.len()), ("Δ", a.delta.len())];
+        let mut problem = (0, 0, 0);
+        for k in [self.preprocess, self.dkdv, self.dq] {
+            problem = check_problem(&k.spec, &tensors, &rows, Some(a.sm_scale))?;
+        }
+        let (z, h, n) = problem;
+        let (zi, hi, ni) = (z as i32, h as i32, n as i32);
+
+        // 1. Δ = rowsum(dO ⊙ O)
+        let mut b = gpu.stream.launch_builder(&self.preprocess.function);
+        b.arg(a.o.0).arg(a.d_o.0).arg(&mut *a.delta);
+        let pre_strides = [strides(&a.o.1), strides(&a.d_o.1)];
+        for s in pre_strides.iter().flatten() {
+            b.arg(s);
+        }
+        b.arg(&zi).arg(&hi).arg(&ni);
+        // # Safety
+        // 1. The argument list matches the preprocess ABI (docs/ABI.md): O, dO, Delta, 8 i64 strides, Z, H, N_CTX.
+        // 2. Every element read or written lies inside its buffer: layouts checked above, Δ holds Z·H·N floats.
+        unsafe { b.launch(launch_config(self.preprocess, z, h, n)) }?;
+
+        // 2. dK, dV
+        let mut b = gpu.stream.launch_builder(&self.dkdv.function);
+        b.arg(a.q.0).arg(a.k.0).arg(a.v.0).arg(&a.sm_scale).arg(a.d_o.0).arg(&mut *a.dk.0).arg(&mut *a.dv.0).arg(a.m).arg(&*a.delta);
+        let dkdv_strides = [strides(&a.q.1), strides(&a.k.1), strides(&a.v.1), strides(&a.d_o.1), strides(&a.dk.1), strides(&a.dv.1)];
+        for s in dkdv_strides.iter().flatten() {
+            b.arg(s);
+        }
+        b.arg(&zi).arg(&hi).arg(&ni);
+        // # Safety
+        // 1. The argument list matches the dK/dV ABI (docs/ABI.md): Q, K, V, sm_scale, dO, dK, dV, M, Delta,
+        //    24 i64 strides, Z, H, N_CTX.
+        // 2. As above; block size and dynamic shared memory are the spec's own, raised at load.
+        unsafe { b.launch(launch_config(self.dkdv, z, h, n)) }?;
+
+        // 3. dQ
+        let mut b = gpu.stream.launch_builder(&self.dq.function);
+        b.arg(a.q.0).arg(a.k.0).arg(a.v.0).arg(&a.sm_scale).arg(a.d_o.0).arg(&mut *a.dq.0).arg(a.m).arg(&*a.delta);
+        let dq_strides = [strides(&a.q.1), strides(&a.k.1), strides(&a.v.1), strides(&a.d_o.1), strides(&a.dq.1)];
+        for s in dq_strides.iter().flatten() {
+            b.arg(s);
+        }
+        b.arg(&zi).arg(&hi).arg(&ni);
+        // # Safety
+        // 1. The argument list matches the dQ ABI (docs/ABI.md): Q, K, V, sm_scale, dO, dQ, M, Delta,
+        //    20 i64 strides, Z, H, N_CTX.
+        // 2. As above.
+        unsafe { b.launch(launch_config(self.dq, z, h, n)) }?;
+        Ok(())
+    }
+}
