@@ -54,14 +54,19 @@ fn emit_defaults_writes_the_default_set() {
     let dir = tmp("defaults");
     assert!(flashgen().args(["emit", "--defaults", "--out-dir"]).arg(&dir).status().unwrap().success());
     let files: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    assert_eq!(files.iter().filter(|f| f.ends_with(".ptx")).count(), 16);
-    assert_eq!(files.iter().filter(|f| f.ends_with(".json")).count(), 16);
+    // per arch × dtype × head dim: forward, dK/dV and dQ for both stages, and one preprocess
+    assert_eq!(files.iter().filter(|f| f.ends_with(".ptx")).count(), 56);
+    assert_eq!(files.iter().filter(|f| f.ends_with(".json")).count(), 56);
     for arch in ["sm80", "sm90a"] {
         for dt in ["bf16", "fp16"] {
             for d in ["d64", "d128"] {
                 for st in ["st1", "st3"] {
-                    assert!(files.iter().any(|f| f.contains(dt) && f.contains(&format!("_{d}_")) && f.contains(st) && f.ends_with(&format!("{arch}.ptx"))), "{arch} {dt} {d} {st}");
+                    for kind in ["fwd", "bwd_dkdv", "bwd_dq"] {
+                        let found = files.iter().any(|f| f.starts_with(&format!("fa2_{kind}_{dt}_{d}_{st}_")) && f.ends_with(&format!("{arch}.ptx")));
+                        assert!(found, "{kind} {arch} {dt} {d} {st}");
+                    }
                 }
+                assert!(files.iter().any(|f| f.starts_with(&format!("fa2_bwd_pre_{dt}_{d}_")) && f.ends_with(&format!("{arch}.ptx"))));
             }
         }
     }

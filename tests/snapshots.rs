@@ -4,14 +4,20 @@
 use flashgen::{compile, Arch, CompileOptions, DType, KernelKind, KernelSpec, SpecParams};
 
 fn spec(dtype: DType, d: u32, bm: u32, bn: u32, stage: u32, w: u32, ns: u32, arch: Arch) -> KernelSpec {
-    KernelSpec::new(SpecParams { kind: KernelKind::Fwd, dtype, head_dim: d, block_m: bm, block_n: bn, stage, num_warps: w, num_stages: ns, arch }).unwrap()
+    kernel(KernelKind::Fwd, dtype, d, bm, bn, stage, w, ns, arch)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn kernel(kind: KernelKind, dtype: DType, d: u32, bm: u32, bn: u32, stage: u32, w: u32, ns: u32, arch: Arch) -> KernelSpec {
+    KernelSpec::new(SpecParams { kind, dtype, head_dim: d, block_m: bm, block_n: bn, stage, num_warps: w, num_stages: ns, arch }).unwrap()
 }
 
 fn check_ptx(s: KernelSpec) {
     let a = compile(&s, CompileOptions::default()).unwrap();
     // The snapshot name encodes the parameters: fa2_fwd@stage3_bm128_bn64_d64 style.
     let name = format!(
-        "fa2_fwd@{}_d{}_stage{}_bm{}_bn{}_w{}_ns{}_{}",
+        "fa2_{}@{}_d{}_stage{}_bm{}_bn{}_w{}_ns{}_{}",
+        s.kind().name(),
         s.dtype().name(),
         s.head_dim(),
         s.stage() as u32,
@@ -47,6 +53,20 @@ fn ptx_bf16_d64_causal_block_n_over_block_m_sm86() {
 }
 
 #[test]
+fn ptx_backward_bf16_d64_causal_sm90a() {
+    check_ptx(kernel(KernelKind::BwdDkdv, DType::Bf16, 64, 32, 128, 3, 8, 3, Arch::Sm90a));
+    check_ptx(kernel(KernelKind::BwdDq, DType::Bf16, 64, 128, 64, 3, 8, 3, Arch::Sm90a));
+    check_ptx(KernelSpec::backward_preprocess(Arch::Sm90a, DType::Bf16, 64));
+}
+
+#[test]
+fn ptx_backward_fp16_d128_noncausal_sm80() {
+    check_ptx(kernel(KernelKind::BwdDkdv, DType::F16, 128, 32, 128, 1, 8, 2, Arch::Sm80));
+    check_ptx(kernel(KernelKind::BwdDq, DType::F16, 128, 128, 32, 1, 8, 2, Arch::Sm80));
+    check_ptx(KernelSpec::backward_preprocess(Arch::Sm80, DType::F16, 128));
+}
+
+#[test]
 fn rule_errors() {
     let base = SpecParams { kind: KernelKind::Fwd, dtype: DType::Bf16, head_dim: 128, block_m: 128, block_n: 64, stage: 3, num_warps: 8, num_stages: 2, arch: Arch::Sm90a };
     let cases = [
@@ -60,6 +80,11 @@ fn rule_errors() {
         SpecParams { num_stages: 1, ..base },
         SpecParams { block_n: 128, num_stages: 4, ..base },
         SpecParams { num_warps: 4, ..base },
+        // the backward kernels: dK/dV owns BLOCK_N key rows and streams BLOCK_M; the preprocess has fixed tiles
+        SpecParams { kind: KernelKind::BwdDkdv, block_m: 64, block_n: 96, num_warps: 4, ..base },
+        SpecParams { kind: KernelKind::BwdDkdv, block_m: 64, block_n: 128, ..base },
+        SpecParams { kind: KernelKind::BwdDq, head_dim: 128, block_m: 128, block_n: 64, ..base },
+        SpecParams { kind: KernelKind::BwdPre, ..base },
     ];
     let text: Vec<String> = cases.iter().map(|p| KernelSpec::new(*p).unwrap_err().to_string()).collect();
     insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {

@@ -202,10 +202,10 @@ impl KernelKind {
     }
     /// The names of the block sizes of the rows a program owns (split over its warps) and of the rows it
     /// streams through the cp.async ring. dK/dV swaps them: it owns K/V rows (BLOCK_N) and streams Q (BLOCK_M).
-    fn block_names(self) -> (&'static str, &'static str) {
+    fn block_names(self) -> (&'static str, &'static str, &'static str) {
         match self {
-            KernelKind::BwdDkdv => ("BLOCK_N", "BLOCK_M"),
-            _ => ("BLOCK_M", "BLOCK_N"),
+            KernelKind::BwdDkdv => ("BLOCK_N", "BLOCK_M", "key rows"),
+            _ => ("BLOCK_M", "BLOCK_N", "query rows"),
         }
     }
 }
@@ -248,12 +248,12 @@ impl KernelSpec {
         }
         let spec = KernelSpec(p);
         let (res, strm) = (spec.resident_rows(), spec.streamed_rows());
-        let (res_name, strm_name) = p.kind.block_names();
+        let (res_name, strm_name, rows) = p.kind.block_names();
         rule(res > 0 && res % (16 * w) == 0, || {
-            format!("{res_name}={res} must be a multiple of 16 × num_warps={w} = {} (each warp owns whole m16 tiles of rows)", 16 * w)
+            format!("{res_name}={res} must be a multiple of 16 × num_warps={w} = {} (each warp owns whole m16 tiles of {rows})", 16 * w)
         })?;
         rule(res / w <= MAX_ROWS_PER_WARP, || {
-            format!("{res_name}={res} gives each of num_warps={w} warps {} rows; at most {MAX_ROWS_PER_WARP} fit in registers: raise num_warps or lower {res_name}", res / w)
+            format!("{res_name}={res} gives each of num_warps={w} warps {} {rows}; at most {MAX_ROWS_PER_WARP} fit in registers: raise num_warps or lower {res_name}", res / w)
         })?;
         rule(BLOCK_NS.contains(&strm), || {
             format!("{strm_name}={strm} is not supported: use one of {BLOCK_NS:?} (the streamed rows are consumed in k16 steps; other heights spill)")
