@@ -2,9 +2,9 @@
 //! machine (bench/device_run.sh runs this binary with --ignored; results in bench/results/). Run without a
 //! GPU they fail: they never pass silently.
 
-use flashgen::reference::{naive_f64, relative_error, Shape, SplitMix};
+use flashgen::reference::{backward_f64, naive_f64, relative_error, Shape, SplitMix};
 use flashgen::DType;
-use flashgen_runtime::{Flash, Gpu, KernelCache, Layout, Tensor};
+use flashgen_runtime::{Flash, Gpu, KernelCache, Layout, RowStats, Tensor};
 
 fn flash() -> Flash {
     Flash::new(Gpu::open(0).expect("a CUDA GPU is required for this test"), KernelCache::new(None, flashgen_runtime::KernelSource::default_source()))
@@ -54,4 +54,49 @@ fn bad_arguments_are_errors_not_crashes() {
     assert!(e.contains("equal sequence lengths"), "{e}");
     let e = f.attention_forward(&q, &q, &q, false, Some(-1.0)).err().unwrap().to_string();
     assert!(e.contains("sm_scale"), "{e}");
+}
+
+#[test]
+#[ignore = "needs a GPU: run on the device machine with --ignored"]
+fn attention_backward_matches_f64_from_lse_or_m() {
+    let f = flash();
+    let mut rng = SplitMix(12);
+    for (dtype, d, causal, natural) in [(DType::Bf16, 128, true, true), (DType::F16, 64, false, false)] {
+        let s = Shape { z: 1, h: 2, n: 200, d };
+        let layout = Layout::bshd(1, 2, 200, d);
+        let round = |x: f32| flashgen_runtime::tensor::from_bits(dtype, flashgen_runtime::tensor::to_bits(dtype, x));
+        let mut gen = || -> Vec<f32> { (0..s.len()).map(|_| round(rng.normal())).collect() };
+        let (q, k, v, d_o) = (gen(), gen(), gen(), gen());
+        let up = |x: &[f32]| Tensor::from_f32(&f.gpu, x, dtype, layout).unwrap();
+        let (tq, tk, tv, tdo) = (up(&q), up(&k), up(&v), up(&d_o));
+        let out = f.attention_forward(&tq, &tk, &tv, causal, None).unwrap();
+        let stats = if natural { RowStats::Lse(&out.lse) } else { RowStats::M(&out.m) };
+        let g = f.attention_backward(&tq, &tk, &tv, &out.o, stats, &tdo, causal, None).unwrap();
+        let r = backward_f64(&q, &k, &v, &d_o, s, causal, 1.0 / (d as f64).sqrt());
+        for (name, got, want) in [("dQ", &g.dq, &r.dq), ("dK", &g.dk, &r.dk), ("dV", &g.dv, &r.dv)] {
+            let e = relative_error(&got.to_f32(&f.gpu).unwrap(), want);
+            assert!(e <= 2e-2, "{name} relative error {e:.3e} ({} d{d} causal={causal})", dtype.name());
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: run on the device machine with --ignored"]
+fn bad_backward_arguments_are_errors_not_crashes() {
+    let f = flash();
+    let l = Layout::contiguous(1, 2, 64, 64);
+    let x = vec![0.5f32; 2 * 64 * 64];
+    let t = |dtype| Tensor::from_f32(&f.gpu, &x, dtype, l).unwrap();
+    let (q, k16) = (t(DType::Bf16), t(DType::F16));
+    let m = f.gpu.stream.alloc_zeros::<f32>(2 * 64).unwrap();
+    let e = f.attention_backward(&q, &q, &q, &q, RowStats::M(&m), &k16, false, None).err().unwrap().to_string();
+    assert!(e.contains("tensor dO is fp16 but Q is bf16"), "{e}");
+    let short_m = f.gpu.stream.alloc_zeros::<f32>(64).unwrap();
+    let e = f.attention_backward(&q, &q, &q, &q, RowStats::M(&short_m), &q, false, None).err().unwrap().to_string();
+    assert!(e.contains("tensor M") && e.contains("needs Z·H·N = 128"), "{e}");
+    let e = f.attention_backward(&q, &q, &q, &q, RowStats::Lse(&short_m), &q, true, None).err().unwrap().to_string();
+    assert!(e.contains("tensor LSE"), "{e}");
+    let short = Tensor::from_f32(&f.gpu, &x[..2 * 32 * 64], DType::Bf16, Layout::contiguous(1, 2, 32, 64)).unwrap();
+    let e = f.attention_backward(&q, &short, &short, &q, RowStats::M(&m), &q, false, None).err().unwrap().to_string();
+    assert!(e.contains("equal query and key lengths"), "{e}");
 }
