@@ -34,7 +34,7 @@ if [ "${AUTOTUNE:-1}" = 1 ]; then
   cp -r /tmp/flashgen-tune-cache/autotune "$FLASHGEN_CACHE_DIR/"
   $B emit --tuned /tmp/tuning.json --out-dir /tmp/tuned-kernels > /dev/null && echo "emit --tuned: $(ls /tmp/tuned-kernels/*.ptx | wc -l) tuned kernels generated"
 fi
-if [ "${BENCH:-1}" = 1 ]; then echo "== bench"; $B bench ${TUNED_FLAG:---tuned} ${BACKWARD_FLAG:---backward} --configs "$BENCH_CONFIGS" --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"; fi
+if [ "${BENCH:-1}" = 1 ]; then echo "== bench"; $B bench ${TUNED_FLAG:---tuned} ${BACKWARD_FLAG:---backward} --bwd-configs "${BWD_CONFIGS:-;}" --reps ${REPS:-15} --configs "$BENCH_CONFIGS" --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"; fi
 if [ "${SANITIZE:-1}" = 1 ]; then
   echo "== compute-sanitizer memcheck (default specs, ragged lengths)"
   timeout ${SANITIZE_TIMEOUT:-240} compute-sanitizer --tool memcheck $B check --quick > /tmp/sanitizer.log 2>&1; echo "memcheck rc=$?" | tee -a "$OUT/extras.log"; grep -E "passed|ERROR SUMMARY" /tmp/sanitizer.log | tail -2 | tee -a "$OUT/extras.log"

@@ -28,6 +28,10 @@ pub struct BenchArgs {
     /// Also time the backward pass (the three default kernels, Δ included), kind "bwd".
     #[arg(long)]
     backward: bool,
+    /// Backward tile configs to time besides the default, "dkdv bm,bn,warps,stages|dq bm,bn,warps,stages;..."
+    /// (dK/dV: BLOCK_M = streamed query rows, BLOCK_N = owned key rows).
+    #[arg(long)]
+    bwd_configs: Option<String>,
     /// Timed batches (median reported); each batch is 10 launches between two CUDA events.
     #[arg(long, default_value_t = 15)]
     reps: usize,
@@ -66,6 +70,22 @@ fn time_launches(gpu: &Gpu, reps: usize, mut launch: impl FnMut() -> Result<(), 
     }
     times.sort_by(f64::total_cmp);
     Ok(times)
+}
+
+/// "bm,bn,warps,stages|bm,bn,warps,stages" -> the default backward specs with those dK/dV and dQ tiles.
+fn backward_variant(item: &str, default: &flashgen::BackwardSpecs) -> Result<flashgen::BackwardSpecs, String> {
+    let parts: Vec<&str> = item.split('|').collect();
+    if parts.len() != 2 {
+        return Err(format!("`{item}` must be dkdv|dq tiles: bm,bn,warps,stages|bm,bn,warps,stages"));
+    }
+    let tiles = |text: &str, base: &KernelSpec| -> Result<KernelSpec, String> {
+        let f = list(text)?;
+        if f.len() != 4 {
+            return Err(format!("`{text}` must be bm,bn,warps,stages"));
+        }
+        KernelSpec::new(SpecParams { block_m: f[0], block_n: f[1], num_warps: f[2], num_stages: f[3], ..*base.params() }).map_err(|e| e.to_string())
+    };
+    Ok(flashgen::BackwardSpecs { preprocess: default.preprocess, dkdv: tiles(parts[0], &default.dkdv)?, dq: tiles(parts[1], &default.dq)? })
 }
 
 /// One measured row, printed and written in anchor_bench.py's format.
@@ -156,7 +176,6 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 }
                 if a.backward {
                     // each input set's own forward O and M, and its own dO, rotated like the forward's inputs
-                    let specs = KernelSpec::backward_defaults(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?;
                     let fwd = KernelSpec::default_for(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?;
                     let mut saved = Vec::new();
                     for (q, k, v) in &sets {
@@ -165,16 +184,25 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                         saved.push((out, d_o));
                     }
                     let mut g = Gradients { dq: tensor(&vec![0u16; len])?, dk: tensor(&vec![0u16; len])?, dv: tensor(&vec![0u16; len])? };
-                    let mut turn = 0usize;
-                    let times = time_launches(gpu, a.reps, || {
-                        let (q, k, v) = &sets[turn % INPUT_SETS];
-                        let (out, d_o) = &saved[turn % INPUT_SETS];
-                        turn += 1;
-                        flash.backward_into(&specs, q, k, v, &out.o, RowStats::M(&out.m), d_o, None, &mut g).map_err(|e| e.to_string())
-                    })?;
-                    let names = format!("{}+{}+{}", specs.preprocess.name(), specs.dkdv.name(), specs.dq.name());
-                    let row = Row { kind: "bwd", z, h, n: n_us, d: d_us, causal, label: "default", spec: names };
-                    table.push(row.emit(&times, &mut json)?);
+                    let mut variants = vec![("default".to_string(), KernelSpec::backward_defaults(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?)];
+                    for item in a.bwd_configs.iter().flat_map(|c| c.split(';')).filter(|c| !c.trim().is_empty()) {
+                        match backward_variant(item, &variants[0].1) {
+                            Ok(v) => variants.push((format!("bwd:{item}"), v)),
+                            Err(e) => println!("skip backward {item} at D={d}: {e}"),
+                        }
+                    }
+                    for (label, specs) in variants {
+                        let mut turn = 0usize;
+                        let times = time_launches(gpu, a.reps, || {
+                            let (q, k, v) = &sets[turn % INPUT_SETS];
+                            let (out, d_o) = &saved[turn % INPUT_SETS];
+                            turn += 1;
+                            flash.backward_into(&specs, q, k, v, &out.o, RowStats::M(&out.m), d_o, None, &mut g).map_err(|e| e.to_string())
+                        })?;
+                        let names = format!("{}+{}+{}", specs.preprocess.name(), specs.dkdv.name(), specs.dq.name());
+                        let row = Row { kind: "bwd", z, h, n: n_us, d: d_us, causal, label: &label, spec: names };
+                        table.push(row.emit(&times, &mut json)?);
+                    }
                 }
             }
         }
