@@ -22,6 +22,9 @@ pub struct AutotuneArgs {
     /// Time only the k best configs by the performance model (Triton's top_k); default: all that survive pruning.
     #[arg(long)]
     top_k: Option<usize>,
+    /// Z·H of the tuning inputs (default: the anchors' shape, 16384 tokens × H·D = 2048).
+    #[arg(long)]
+    heads: Option<usize>,
     /// Also write the results as a tuning file for `flashgen emit --tuned`.
     #[arg(long)]
     out: Option<std::path::PathBuf>,
@@ -39,7 +42,7 @@ pub fn run(a: &AutotuneArgs) -> Result<(), String> {
         for n in list(&a.n)? {
             for causal in list(&a.causal)? {
                 let key = TuneKey::new(flash.gpu.arch, dtype, d, causal == 1, n as usize);
-                let r = flash.autotune(&key, a.top_k).map_err(|e| e.to_string())?;
+                let r = flash.autotune_heads(&key, a.top_k, a.heads).map_err(|e| e.to_string())?;
                 let default = key.default_config().map_err(|e| e.to_string())?;
                 let t = |c| r.outcomes.iter().find(|o| o.config == c).map(|o| o.timing.median_ms).unwrap_or(f64::NAN);
                 println!("\n{}: {} timed, {} pruned, {:.2} s; best {} ({:.4} ms), default {} ({:.4} ms, {:.2}x)", key.id(), r.outcomes.len(), r.pruned.len(), r.seconds, r.best, t(r.best), default, t(default), t(default) / t(r.best));

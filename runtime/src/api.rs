@@ -71,7 +71,12 @@ impl Flash {
     /// Tune one key now over the whole config space (or the `keep` best by the performance model),
     /// compiling on all but one core while this thread times; store and use the winner.
     pub fn autotune(&self, key: &TuneKey, keep: Option<usize>) -> Result<TuneResult, RuntimeError> {
-        let candidates = autotune::gpu::GpuCandidates::new(self, key).map_err(RuntimeError::Argument)?;
+        self.autotune_heads(key, keep, None)
+    }
+
+    /// As `autotune`, on inputs with `heads` = Z·H heads (default: the anchors' shape, 2^25 elements).
+    pub fn autotune_heads(&self, key: &TuneKey, keep: Option<usize>, heads: Option<usize>) -> Result<TuneResult, RuntimeError> {
+        let candidates = autotune::gpu::GpuCandidates::new(self, key, heads).map_err(RuntimeError::Argument)?;
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).saturating_sub(1).max(1);
         let result = autotune::tune(key, &autotune::config_space(), &candidates, threads, keep).map_err(RuntimeError::Argument)?;
         if let Err(e) = self.tunes.save(&result) {
@@ -98,7 +103,8 @@ impl Flash {
         };
         let config = match stored {
             Some(c) => c,
-            None if self.autotune => self.autotune(&key, None)?.best,
+            // tuned on this call's own batch × heads, as Triton tunes on the call's tensors
+            None if self.autotune => self.autotune_heads(&key, None, Some(q.layout.shape[0] * q.layout.shape[1]))?.best,
             None => return Ok(default),
         };
         self.tuned.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), config);

@@ -11,10 +11,11 @@ use std::sync::{Mutex, OnceLock};
 
 /// Timed launches per candidate (after warm-up); Timing takes median and 20th/80th percentiles of them.
 const TIMED_RUNS: usize = 10;
-/// Query rows (Z·H·N) of the tuning inputs: enough programs to fill the GPU several times over at any N
-/// (half the anchors' 16384·H rows). With 32768 rows, N = 16384 had 2 heads: too few programs, and causal
-/// tuning then preferred 64-row tiles for parallelism that real batch sizes do not need.
-const TUNING_ROWS: usize = 1 << 17;
+/// Elements per tensor (Z·H·N·D) of the tuning inputs when the caller gives no head count: the anchors'
+/// shape (16384 tokens × H·D = 2048). The tuning shape decides the winner: with 32768 rows, N = 16384 had
+/// 2 heads and causal tuning preferred 64-row tiles for parallelism that real batches do not need; with
+/// 131072 rows a winner 3% faster at 8 heads was 13% slower at the anchors' 32 (bench/NOTES.md, v7).
+const TUNING_ELEMENTS: usize = 1 << 25;
 const WARMUP_RUNS: usize = 2;
 
 /// Distinct random values behind the tuning inputs (repeated to fill them): generating 3 × 131072 × D
@@ -35,12 +36,13 @@ pub struct GpuCandidates<'a> {
 }
 
 impl<'a> GpuCandidates<'a> {
-    /// Random normal inputs of shape [1, H, N, D] with N = the key's bucket and H = TUNING_ROWS / N.
-    pub fn new(flash: &'a Flash, key: &TuneKey) -> Result<GpuCandidates<'a>, String> {
+    /// Random normal inputs of shape [1, H, N, D] with N = the key's bucket and H = `heads` (the calling
+    /// problem's Z·H, as Triton tunes on the call's own tensors), else the anchors' shape.
+    pub fn new(flash: &'a Flash, key: &TuneKey, heads: Option<usize>) -> Result<GpuCandidates<'a>, String> {
         let dr = |x: cudarc::driver::DriverError| x.to_string();
         let n = key.n_bucket as usize;
         let d = key.head_dim as usize;
-        let h = (TUNING_ROWS / n).max(1);
+        let h = heads.unwrap_or(TUNING_ELEMENTS / (n * d)).max(1);
         let layout = Layout::contiguous(1, h, n, d);
         let mut rng = SplitMix(0x7a11 ^ n as u64);
         let pattern: Vec<u16> = (0..RANDOM_VALUES).map(|_| crate::tensor::to_bits(key.dtype, rng.normal())).collect();
@@ -52,7 +54,7 @@ impl<'a> GpuCandidates<'a> {
             Ok(Tensor { data: flash.gpu.stream.clone_htod(&bits).map_err(dr)?, dtype: key.dtype, layout })
         };
         let (q, k, v) = (random()?, random()?, random()?);
-        let o = random()?;
+        let o = Tensor { data: flash.gpu.stream.alloc_zeros::<u16>(h * n * d).map_err(dr)?, dtype: key.dtype, layout };
         let m = flash.gpu.stream.alloc_zeros::<f32>(h * n).map_err(|x| x.to_string())?;
         let default = KernelSpec::default_for(key.arch, key.dtype, key.head_dim, key.causal).map_err(|x| x.to_string())?;
         Ok(GpuCandidates { flash, q, k, v, scratch: Mutex::new((o, m)), reference: OnceLock::new(), default })
