@@ -463,21 +463,26 @@ impl KernelSpec {
         KernelSpec(SpecParams { kind: KernelKind::BwdPre, dtype, head_dim, block_m: 64, block_n: 0, stage: 1, num_warps: 4, num_stages: 1, arch })
     }
 
-    /// The default backward kernels for a target, dtype, head dim and causality, shaped like the seed's:
-    /// dK/dV owns 128 K/V rows (8 warps of 16) and streams Q/dO blocks of 32 rows (at 64 the scores, dPᵀ
-    /// and their per-column M and Δ spill next to the two f32 accumulators); dQ owns 128 query rows (8 warps
-    /// of 16) and streams K/V blocks of 64 rows (32 at HEAD_DIM 128). 3 stages, 2 where 99 KB of shared
-    /// memory must hold them.
+    /// The default backward kernels for a target, dtype, head dim and causality: the best of five measured
+    /// on the H200 (bench/results/2026-11-30-bwd-v2.jsonl). 4-warp programs win (+1-14% over the seed's
+    /// 8-warp shape): at ≤ 255 registers two fit on an SM, so one's loads hide under the other's math.
+    /// HEAD_DIM 128: dK/dV owns 64 key rows (16 per warp) and streams 32 query rows; dQ owns 64 query rows
+    /// and streams 32 key rows. HEAD_DIM 64 non-causal: 32 rows per warp (each K/V or Q/dO fragment then
+    /// feeds two m16 tiles): dK/dV 128 key rows × 16-row query blocks, dQ 128 query rows × 32-row key
+    /// blocks; causal: dK/dV 64 × 32, dQ 64 × 64 (shorter programs balance the diagonal). 3 stages; every
+    /// default fits every target's shared memory (at most 82688 B).
     pub fn backward_defaults(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
-        let small_smem = arch.shared_memory_limit() < 160_000;
-        let dq_streamed = if head_dim > 64 { 32 } else { 64 };
-        let num_stages = if small_smem && head_dim > 64 { 2 } else { 3 };
+        let ((dkdv_m, dkdv_n), (dq_m, dq_n)) = match (head_dim, causal) {
+            (64, false) => ((16, 128), (128, 32)),
+            (64, true) => ((32, 64), (64, 64)),
+            _ => ((32, 64), (64, 32)),
+        };
         let stage = if causal { 3 } else { 1 };
-        let kernel = |kind, block_m, block_n| KernelSpec::new(SpecParams { kind, dtype, head_dim, block_m, block_n, stage, num_warps: 8, num_stages, arch });
+        let kernel = |kind, block_m, block_n| KernelSpec::new(SpecParams { kind, dtype, head_dim, block_m, block_n, stage, num_warps: 4, num_stages: 3, arch });
         Ok(BackwardSpecs {
             preprocess: KernelSpec::backward_preprocess(arch, dtype, head_dim),
-            dkdv: kernel(KernelKind::BwdDkdv, 32, 128)?,
-            dq: kernel(KernelKind::BwdDq, 128, dq_streamed)?,
+            dkdv: kernel(KernelKind::BwdDkdv, dkdv_m, dkdv_n)?,
+            dq: kernel(KernelKind::BwdDq, dq_m, dq_n)?,
         })
     }
 

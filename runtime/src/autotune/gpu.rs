@@ -9,8 +9,12 @@ use flashgen::reference::{relative_error, SplitMix};
 use flashgen::KernelSpec;
 use std::sync::{Mutex, OnceLock};
 
-/// Timed launches per candidate (after warm-up); Timing takes median and 20th/80th percentiles of them.
+/// Timed launches per candidate (after warm-up): TIMED_RUNS, or fewer when the warm-up shows that they
+/// would take longer than TIMED_BUDGET_MS (never fewer than MIN_TIMED_RUNS), like Triton's time-based
+/// do_bench. Timing takes median and 20th/80th percentiles of them.
 const TIMED_RUNS: usize = 10;
+const MIN_TIMED_RUNS: usize = 5;
+const TIMED_BUDGET_MS: f64 = 15.0;
 /// Elements per tensor (Z·H·N·D) of the tuning inputs when the caller gives no head count: the anchors'
 /// shape (16384 tokens × H·D = 2048). The tuning shape decides the winner: with 32768 rows, N = 16384 had
 /// 2 heads and causal tuning preferred 64-row tiles for parallelism that real batches do not need; with
@@ -95,11 +99,15 @@ impl Candidates for GpuCandidates<'_> {
         let (o, m) = &mut *guard;
         let gpu = &self.flash.gpu;
         let mut launch = || self.flash.forward_into(spec, &self.q, &self.k, &self.v, None, o, m).map_err(|e| e.to_string());
+        let warm = std::time::Instant::now();
         for _ in 0..WARMUP_RUNS {
             launch()?;
         }
-        let mut samples = Vec::with_capacity(TIMED_RUNS);
-        for _ in 0..TIMED_RUNS {
+        gpu.stream.synchronize().map_err(dr)?;
+        let per_run_ms = warm.elapsed().as_secs_f64() * 1e3 / WARMUP_RUNS as f64;
+        let runs = ((TIMED_BUDGET_MS / per_run_ms) as usize).clamp(MIN_TIMED_RUNS, TIMED_RUNS);
+        let mut samples = Vec::with_capacity(runs);
+        for _ in 0..runs {
             let start = gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(dr)?;
             let end = gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(dr)?;
             start.record(&gpu.stream).map_err(dr)?;
