@@ -29,7 +29,7 @@ if [ "${AUTOTUNE:-1}" = 1 ]; then
   echo "== autotune (cold: every config compiled, JIT-ed, verified and timed), then a tuned call"
   # a fresh cache, so every config is compiled and JIT-ed inside the measured time; winners then join the run's cache
   rm -rf /tmp/flashgen-tune-cache
-  FLASHGEN_CACHE_DIR=/tmp/flashgen-tune-cache FLASHGEN_PRINT_AUTOTUNING=1 $B autotune --out /tmp/tuning.json > /tmp/autotune.log 2>&1; echo "autotune rc=$?"
+  FLASHGEN_CACHE_DIR=/tmp/flashgen-tune-cache FLASHGEN_PRINT_AUTOTUNING=1 $B autotune --kernel ${TUNE_KERNELS:-fwd,bwd_dkdv,bwd_dq} --out /tmp/tuning.json > /tmp/autotune.log 2>&1; echo "autotune rc=$?"
   grep '"kind": "autotune"' /tmp/autotune.log | tee -a "$OUT/runtime.jsonl"; cat /tmp/autotune.log >> "$OUT/extras.log"
   cp -r /tmp/flashgen-tune-cache/autotune "$FLASHGEN_CACHE_DIR/"
   $B emit --tuned /tmp/tuning.json --out-dir /tmp/tuned-kernels > /dev/null && echo "emit --tuned: $(ls /tmp/tuned-kernels/*.ptx | wc -l) tuned kernels generated"

@@ -13,7 +13,7 @@ export FLASHGEN_CACHE_DIR=/tmp/flashgen-cache-run; rm -rf $FLASHGEN_CACHE_DIR
 echo "== check --quick"; $B check --quick --json "$OUT/check.jsonl" 2>&1 | tee "$OUT/extras.log" | grep -E "^backward|passed, |FAIL|error" | tail -20
 echo "== GPU tests"; $BIN/gpu_test --ignored 2>&1 | tee -a "$OUT/extras.log" | grep -E "^test |test result"
 echo "== autotune (cold)"; rm -rf /tmp/flashgen-tune-cache
-FLASHGEN_CACHE_DIR=/tmp/flashgen-tune-cache $B autotune > /tmp/autotune.log 2>&1; echo "autotune rc=$?"
+FLASHGEN_CACHE_DIR=/tmp/flashgen-tune-cache $B autotune --kernel ${TUNE_KERNELS:-fwd,bwd_dkdv,bwd_dq} > /tmp/autotune.log 2>&1; echo "autotune rc=$?"
 grep '"kind": "autotune"' /tmp/autotune.log | tee "$OUT/runtime.jsonl"; cat /tmp/autotune.log >> "$OUT/extras.log"
 cp -r /tmp/flashgen-tune-cache/autotune "$FLASHGEN_CACHE_DIR/"
 echo "== bench"; $B bench --tuned --backward --reps ${REPS:-6} --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"

@@ -1,9 +1,9 @@
 //! The autotuner on the CPU with a fake device: key bucketing, the named prune step, failure scoring,
 //! output checks against the default config, parallel compilation overlapping timing, persistence.
 
-use flashgen::{Arch, DType, KernelSpec};
+use flashgen::{Arch, DType, KernelKind, KernelSpec};
 use flashgen_runtime::autotune::store::{TuneFile, TuneStore};
-use flashgen_runtime::autotune::{bucket, config_space, early_prune, top_k, tune, Candidates, Config, Timing, TuneKey, TuneResult};
+use flashgen_runtime::autotune::{bucket, config_space, config_space_for, early_prune, top_k, tune, Candidates, Config, Timing, TuneKey, TuneResult, TUNABLE};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -30,8 +30,8 @@ fn early_prune_names_its_step_and_reason() {
     }
     assert!(pruned.iter().any(|p| p.step == "validate" && p.reason.contains("shared memory")), "smem-pruned configs are named");
     assert!(pruned.iter().any(|p| p.step == "validate" && p.reason.contains("registers")));
-    assert!(pruned.iter().any(|p| p.step == "dominated" && p.reason.contains("stages for 2 K/V blocks")));
-    assert!(pruned.iter().any(|p| p.step == "dominated" && p.reason.contains("BLOCK_M=256 exceeds N=64")));
+    assert!(pruned.iter().any(|p| p.step == "dominated" && p.reason.contains("stages for 2 streamed blocks")));
+    assert!(pruned.iter().any(|p| p.step == "dominated" && p.reason.contains("256 owned rows exceed N=64")));
     assert_eq!(kept.len() + pruned.len(), config_space().len());
     // a long sequence keeps the deep pipelines
     let (kept_long, _) = early_prune(&key(16384), &config_space());
@@ -179,17 +179,63 @@ fn results_persist_and_untrusted_files_are_rejected() {
 #[test]
 fn emit_tuned_generates_exactly_the_winners() {
     let (r, _) = run_tune();
+    // and a backward key's winner beside it
+    let bk = TuneKey::for_kind(KernelKind::BwdDkdv, Arch::Sm90a, DType::Bf16, 64, true, 4096);
+    let rb = tune(&bk, &config_space_for(KernelKind::BwdDkdv), &fake(), 2, None).unwrap();
     let dir = tmp("emit");
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("tuning.json");
-    std::fs::write(&file, serde_json::to_string(&vec![TuneFile::of(&r)]).unwrap()).unwrap();
+    std::fs::write(&file, serde_json::to_string(&vec![TuneFile::of(&r), TuneFile::of(&rb)]).unwrap()).unwrap();
     let exe = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target").join(if cfg!(debug_assertions) { "debug" } else { "release" }).join("flashgen");
     let out = dir.join("kernels");
     let st = std::process::Command::new(exe).args(["emit", "--tuned"]).arg(&file).arg("--out-dir").arg(&out).status().unwrap();
     assert!(st.success());
     let names: Vec<String> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    let want = r.key.spec(r.best).unwrap().name();
-    assert_eq!(names.len(), 2, "{names:?}");
-    assert!(names.contains(&format!("{want}.ptx")) && names.contains(&format!("{want}.json")));
+    assert_eq!(names.len(), 4, "{names:?}");
+    for want in [r.key.spec(r.best).unwrap().name(), rb.key.spec(rb.best).unwrap().name()] {
+        assert!(names.contains(&format!("{want}.ptx")) && names.contains(&format!("{want}.json")), "{want} in {names:?}");
+    }
+    assert!(names.iter().any(|n| n.starts_with("fa2_bwd_dkdv_")));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn backward_keys_name_their_kernel_and_old_files_are_forward_keys() {
+    let dkdv = TuneKey::for_kind(KernelKind::BwdDkdv, Arch::Sm90a, DType::Bf16, 128, true, 4000);
+    assert_eq!(dkdv.id(), "bwd_dkdv-sm90a-bf16-d128-causal-n4096-r1");
+    assert_ne!(dkdv, TuneKey::for_kind(KernelKind::BwdDq, Arch::Sm90a, DType::Bf16, 128, true, 4000));
+    assert_eq!(TuneKey::new(Arch::Sm90a, DType::Bf16, 128, true, 4000).id(), "sm90a-bf16-d128-causal-n4096-r1");
+    // a key written before the backward existed has no "kind": it is a forward key
+    let old = r#"{"arch": "sm90a", "dtype": "bf16", "head_dim": 128, "causal": true, "n_bucket": 4096, "kv_ratio": 1}"#;
+    assert_eq!(serde_json::from_str::<TuneKey>(old).unwrap(), key(4096));
+}
+
+#[test]
+fn backward_spaces_own_and_stream_the_right_rows() {
+    for kind in TUNABLE {
+        let k = TuneKey::for_kind(kind, Arch::Sm90a, DType::Bf16, 64, false, 16384);
+        let (kept, pruned) = early_prune(&k, &config_space_for(kind));
+        assert!(kept.len() >= 10, "{}: {} kept", kind.name(), kept.len());
+        assert_eq!(kept.len() + pruned.len(), config_space_for(kind).len());
+        for (c, s) in &kept {
+            assert_eq!(s.kind(), kind);
+            assert!([64, 128, 256].contains(&s.resident_rows()), "{c}");
+            assert!([16, 32, 64, 128].contains(&s.streamed_rows()), "{c}");
+        }
+        // the default is in the space, so the tuner can only match or beat it
+        let default = k.default_config().unwrap();
+        assert!(kept.iter().any(|(c, _)| *c == default), "{}: default {default} pruned", kind.name());
+    }
+    // dK/dV owns BLOCK_N key rows: its space puts the owned sizes in BLOCK_N
+    assert!(config_space_for(KernelKind::BwdDkdv).iter().all(|c| [64, 128, 256].contains(&c.block_n)));
+}
+
+#[test]
+fn backward_tuning_picks_a_valid_backward_spec() {
+    let f = fake();
+    let k = TuneKey::for_kind(KernelKind::BwdDq, Arch::Sm90a, DType::Bf16, 64, true, 4096);
+    let r = tune(&k, &config_space_for(KernelKind::BwdDq), &f, 2, None).unwrap();
+    let best = k.spec(r.best).unwrap();
+    assert_eq!(best.kind(), KernelKind::BwdDq);
+    assert!(r.outcomes.iter().any(|o| o.config == k.default_config().unwrap()));
 }

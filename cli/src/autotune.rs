@@ -1,9 +1,9 @@
-//! `flashgen autotune`: tune the forward kernel for a list of shapes on the GPU and print each key's table;
+//! `flashgen autotune`: tune the forward (and with --kernel, the backward's dK/dV and dQ) kernels for a list of shapes on the GPU and print each key's table;
 //! the winners are stored beside the kernel cache (used by later calls) and, with --out, written as a
 //! tuning file that `flashgen emit --tuned FILE` turns into exactly those kernels.
 
 use clap::Args;
-use flashgen::DType;
+use flashgen::{DType, KernelKind};
 use flashgen_runtime::autotune::store::TuneFile;
 use flashgen_runtime::autotune::TuneKey;
 use flashgen_runtime::{Flash, Gpu, KernelCache};
@@ -19,6 +19,9 @@ pub struct AutotuneArgs {
     causal: String,
     #[arg(long, default_value = "bf16")]
     dtype: String,
+    /// Kernels to tune: fwd, bwd_dkdv, bwd_dq (comma-separated).
+    #[arg(long, default_value = "fwd")]
+    kernel: String,
     /// Time only the k best configs by the performance model (Triton's top_k); default: all that survive pruning.
     #[arg(long)]
     top_k: Option<usize>,
@@ -37,34 +40,40 @@ fn list(s: &str) -> Result<Vec<u32>, String> {
 pub fn run(a: &AutotuneArgs) -> Result<(), String> {
     let flash = Flash::new(Gpu::open(0).map_err(|e| format!("autotune needs a GPU: {e}"))?, KernelCache::from_env());
     let dtype = DType::parse(&a.dtype).map_err(|e| e.to_string())?;
-    let mut files = Vec::new();
-    for d in list(&a.d)? {
-        for n in list(&a.n)? {
-            for causal in list(&a.causal)? {
-                let key = TuneKey::new(flash.gpu.arch, dtype, d, causal == 1, n as usize);
-                let r = flash.autotune_heads(&key, a.top_k, a.heads).map_err(|e| e.to_string())?;
-                let default = key.default_config().map_err(|e| e.to_string())?;
-                let t = |c| r.outcomes.iter().find(|o| o.config == c).map(|o| o.timing.median_ms).unwrap_or(f64::NAN);
-                println!("\n{}: {} timed, {} pruned, {:.2} s; best {} ({:.4} ms), default {} ({:.4} ms, {:.2}x)", key.id(), r.outcomes.len(), r.pruned.len(), r.seconds, r.best, t(r.best), default, t(default), t(default) / t(r.best));
-                for o in &r.outcomes {
-                    match &o.failure {
-                        None => println!("  {:<64} median {:.4} ms  p20 {:.4}  p80 {:.4}", o.config.to_string(), o.timing.median_ms, o.timing.p20_ms, o.timing.p80_ms),
-                        Some(f) => println!("  {:<64} inf ({f})", o.config.to_string()),
-                    }
+    let kinds = a.kernel.split(',').map(|k| KernelKind::parse(k).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
+    let mut keys = Vec::new();
+    for kind in kinds {
+        for d in list(&a.d)? {
+            for n in list(&a.n)? {
+                for causal in list(&a.causal)? {
+                    keys.push(TuneKey::for_kind(kind, flash.gpu.arch, dtype, d, causal == 1, n as usize));
                 }
-                println!(
-                    "{{\"kind\": \"autotune\", \"key\": \"{}\", \"seconds\": {:.3}, \"timed\": {}, \"pruned\": {}, \"best\": \"{}\", \"best_ms\": {:.5}, \"default_ms\": {:.5}}}",
-                    key.id(),
-                    r.seconds,
-                    r.outcomes.len(),
-                    r.pruned.len(),
-                    r.best,
-                    t(r.best),
-                    t(default)
-                );
-                files.push(TuneFile::of(&r));
             }
         }
+    }
+    let mut files = Vec::new();
+    for key in keys {
+        let r = flash.autotune_heads(&key, a.top_k, a.heads).map_err(|e| e.to_string())?;
+        let default = key.default_config().map_err(|e| e.to_string())?;
+        let t = |c| r.outcomes.iter().find(|o| o.config == c).map(|o| o.timing.median_ms).unwrap_or(f64::NAN);
+        println!("\n{}: {} timed, {} pruned, {:.2} s; best {} ({:.4} ms), default {} ({:.4} ms, {:.2}x)", key.id(), r.outcomes.len(), r.pruned.len(), r.seconds, r.best, t(r.best), default, t(default), t(default) / t(r.best));
+        for o in &r.outcomes {
+            match &o.failure {
+                None => println!("  {:<64} median {:.4} ms  p20 {:.4}  p80 {:.4}", o.config.to_string(), o.timing.median_ms, o.timing.p20_ms, o.timing.p80_ms),
+                Some(f) => println!("  {:<64} inf ({f})", o.config.to_string()),
+            }
+        }
+        println!(
+            "{{\"kind\": \"autotune\", \"key\": \"{}\", \"seconds\": {:.3}, \"timed\": {}, \"pruned\": {}, \"best\": \"{}\", \"best_ms\": {:.5}, \"default_ms\": {:.5}}}",
+            key.id(),
+            r.seconds,
+            r.outcomes.len(),
+            r.pruned.len(),
+            r.best,
+            t(r.best),
+            t(default)
+        );
+        files.push(TuneFile::of(&r));
     }
     if let Some(out) = &a.out {
         std::fs::write(out, serde_json::to_string_pretty(&files).map_err(|e| e.to_string())?).map_err(|e| format!("{}: {e}", out.display()))?;

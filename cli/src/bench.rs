@@ -185,6 +185,15 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     }
                     let mut g = Gradients { dq: tensor(&vec![0u16; len])?, dk: tensor(&vec![0u16; len])?, dv: tensor(&vec![0u16; len])? };
                     let mut variants = vec![("default".to_string(), KernelSpec::backward_defaults(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?)];
+                    if a.tuned {
+                        // the kernels attention_backward would pick for this shape: the stored winners, if any
+                        let tuned = flash.backward_specs(&sets[0].0, causal).map_err(|e| e.to_string())?;
+                        if tuned != variants[0].1 {
+                            variants.push(("tuned".to_string(), tuned));
+                        } else {
+                            println!("tuned backward for D={d} N={n} causal={causal} is the default");
+                        }
+                    }
                     for item in a.bwd_configs.iter().flat_map(|c| c.split(';')).filter(|c| !c.trim().is_empty()) {
                         match backward_variant(item, &variants[0].1) {
                             Ok(v) => variants.push((format!("bwd:{item}"), v)),

@@ -8,7 +8,7 @@ use crate::kernel::LoadedKernel;
 use crate::{lse, Gpu, Layout, RuntimeError, Tensor};
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
-use flashgen::{BackwardSpecs, KernelSpec};
+use flashgen::{BackwardSpecs, KernelKind, KernelSpec};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -46,7 +46,9 @@ pub struct Flash {
     /// FLASHGEN_AUTOTUNE=1 or `set_autotune(true)`).
     autotune: bool,
     tunes: TuneStore,
-    tuned: Mutex<HashMap<TuneKey, Config>>,
+    /// Each key's tuned config as first looked up (None: nothing stored and not tuning), so a call reads
+    /// the tuning store at most once per key and process.
+    tuned: Mutex<HashMap<TuneKey, Option<Config>>>,
     /// Kernels loaded into this context. One Flash has one device and one kernel source, so the spec alone
     /// identifies a kernel here: a launch of a loaded kernel never reaches the cache (nor hashes a key).
     loaded: Mutex<HashMap<KernelSpec, Arc<LoadedKernel>>>,
@@ -76,23 +78,35 @@ impl Flash {
 
     /// As `autotune`, on inputs with `heads` = Z·H heads (default: the anchors' shape, 2^25 elements).
     pub fn autotune_heads(&self, key: &TuneKey, keep: Option<usize>, heads: Option<usize>) -> Result<TuneResult, RuntimeError> {
-        let candidates = autotune::gpu::GpuCandidates::new(self, key, heads).map_err(RuntimeError::Argument)?;
+        let candidates: Box<dyn autotune::Candidates + '_> = match key.kind {
+            KernelKind::Fwd => Box::new(autotune::gpu::GpuCandidates::new(self, key, heads).map_err(RuntimeError::Argument)?),
+            KernelKind::BwdDkdv | KernelKind::BwdDq => Box::new(autotune::gpu_backward::BackwardCandidates::new(self, key, heads).map_err(RuntimeError::Argument)?),
+            KernelKind::BwdPre => return Err(RuntimeError::Argument("the backward preprocess has no configs to tune".into())),
+        };
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).saturating_sub(1).max(1);
-        let result = autotune::tune(key, &autotune::config_space(), &candidates, threads, keep).map_err(RuntimeError::Argument)?;
+        let result = autotune::tune(key, &autotune::config_space_for(key.kind), candidates.as_ref(), threads, keep).map_err(RuntimeError::Argument)?;
         if let Err(e) = self.tunes.save(&result) {
             self.cache.warn(format!("tuning result for {} not saved: {e}", key.id()));
         }
-        self.tuned.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), result.best);
+        self.tuned.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), Some(result.best));
         Ok(result)
     }
 
-    /// The spec a call on these inputs uses: the tuned config for its key when one is stored (tuning it
-    /// first if autotuning is on), else the default.
+    /// The forward spec a call on these inputs uses: the tuned config for its key when one is stored (tuning
+    /// it first if autotuning is on), else the default.
     pub fn spec_for(&self, q: &Tensor, causal: bool) -> Result<KernelSpec, RuntimeError> {
         let default = self.default_spec(q, causal)?;
-        let key = TuneKey::new(self.gpu.arch, q.dtype, q.layout.shape[3] as u32, causal, q.layout.shape[2]);
-        if let Some(c) = self.tuned.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-            return key.spec(*c).map_err(|e| RuntimeError::Argument(e.to_string()));
+        self.tuned_or(KernelKind::Fwd, default, q, causal)
+    }
+
+    /// The stored winner of `kind`'s key for these inputs (tuned first if autotuning is on), else `default`.
+    fn tuned_or(&self, kind: KernelKind, default: KernelSpec, q: &Tensor, causal: bool) -> Result<KernelSpec, RuntimeError> {
+        let key = TuneKey::for_kind(kind, self.gpu.arch, q.dtype, q.layout.shape[3] as u32, causal, q.layout.shape[2]);
+        let known = self.tuned.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied();
+        match known {
+            Some(Some(c)) => return key.spec(c).map_err(|e| RuntimeError::Argument(e.to_string())),
+            Some(None) if !self.autotune => return Ok(default),
+            _ => {}
         }
         let stored = match self.tunes.load(&key) {
             Ok(found) => found.map(|f| f.best),
@@ -105,9 +119,12 @@ impl Flash {
             Some(c) => c,
             // tuned on this call's own batch × heads, as Triton tunes on the call's tensors
             None if self.autotune => self.autotune_heads(&key, None, Some(q.layout.shape[0] * q.layout.shape[1]))?.best,
-            None => return Ok(default),
+            None => {
+                self.tuned.lock().unwrap_or_else(|p| p.into_inner()).insert(key, None);
+                return Ok(default);
+            }
         };
-        self.tuned.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), config);
+        self.tuned.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), Some(config));
         key.spec(config).map_err(|e| RuntimeError::Argument(e.to_string()))
     }
 
@@ -196,11 +213,17 @@ impl Flash {
         kernel.launch(&self.gpu, ForwardArgs { q: (&q.data, q.layout), k: (&k.data, k.layout), v: (&v.data, v.layout), o: (&mut o.data, o.layout), m, sm_scale })
     }
 
-    /// The default backward kernels for these inputs (see `KernelSpec::backward_defaults`).
+    /// The backward kernels a call on these inputs uses: dK/dV and dQ each the stored winner of its key
+    /// (tuned first if autotuning is on), else the defaults of `KernelSpec::backward_defaults`.
     pub fn backward_specs(&self, q: &Tensor, causal: bool) -> Result<BackwardSpecs, RuntimeError> {
         let d = q.layout.shape[3] as u32;
-        KernelSpec::backward_defaults(self.gpu.arch, q.dtype, d, causal)
-            .map_err(|e| RuntimeError::Argument(format!("tensor Q: no backward kernels for head dim {d} and {}: {e}", q.dtype.name())))
+        let defaults = KernelSpec::backward_defaults(self.gpu.arch, q.dtype, d, causal)
+            .map_err(|e| RuntimeError::Argument(format!("tensor Q: no backward kernels for head dim {d} and {}: {e}", q.dtype.name())))?;
+        Ok(BackwardSpecs {
+            preprocess: defaults.preprocess,
+            dkdv: self.tuned_or(KernelKind::BwdDkdv, defaults.dkdv, q, causal)?,
+            dq: self.tuned_or(KernelKind::BwdDq, defaults.dq, q, causal)?,
+        })
     }
 
     /// Gradients of softmax(Q·Kᵀ·sm_scale [causal])·V with respect to Q, K and V, given the forward's O and

@@ -30,7 +30,27 @@ pub struct BackwardArgs<'a> {
 
 impl BackwardKernels<'_> {
     /// Check every operand against every kernel, then launch the three kernels.
-    pub fn launch(&self, gpu: &Gpu, a: BackwardArgs<'_>) -> Result<(), RuntimeError> {
+    pub fn launch(&self, gpu: &Gpu, mut a: BackwardArgs<'_>) -> Result<(), RuntimeError> {
+        let problem = self.check(&a)?;
+        self.launch_preprocess(gpu, &mut a, problem)?;
+        self.launch_dkdv(gpu, &mut a, problem)?;
+        self.launch_dq(gpu, &mut a, problem)
+    }
+
+    /// Check every operand, then launch only the kernel of `kind` (the autotuner times dK/dV and dQ alone,
+    /// on a Δ computed once).
+    pub fn launch_only(&self, gpu: &Gpu, mut a: BackwardArgs<'_>, kind: KernelKind) -> Result<(), RuntimeError> {
+        let problem = self.check(&a)?;
+        match kind {
+            KernelKind::BwdPre => self.launch_preprocess(gpu, &mut a, problem),
+            KernelKind::BwdDkdv => self.launch_dkdv(gpu, &mut a, problem),
+            KernelKind::BwdDq => self.launch_dq(gpu, &mut a, problem),
+            KernelKind::Fwd => Err(RuntimeError::Argument("the forward is not a backward kernel".into())),
+        }
+    }
+
+    /// The kinds, then every operand against every kernel (`check_problem`). Returns (Z, H, N).
+    fn check(&self, a: &BackwardArgs<'_>) -> Result<(usize, usize, usize), RuntimeError> {
         expect_kind(self.preprocess, KernelKind::BwdPre)?;
         expect_kind(self.dkdv, KernelKind::BwdDkdv)?;
         expect_kind(self.dq, KernelKind::BwdDq)?;
@@ -49,10 +69,12 @@ impl BackwardKernels<'_> {
         for k in [self.preprocess, self.dkdv, self.dq] {
             problem = check_problem(&k.spec, &tensors, &rows, Some(a.sm_scale))?;
         }
-        let (z, h, n) = problem;
-        let (zi, hi, ni) = (z as i32, h as i32, n as i32);
+        Ok(problem)
+    }
 
-        // 1. Δ = rowsum(dO ⊙ O)
+    /// Δ = rowsum(dO ⊙ O).
+    fn launch_preprocess(&self, gpu: &Gpu, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
+        let (zi, hi, ni) = (z as i32, h as i32, n as i32);
         let mut b = gpu.stream.launch_builder(&self.preprocess.function);
         b.arg(a.o.0).arg(a.d_o.0).arg(&mut *a.delta);
         let pre_strides = [strides(&a.o.1), strides(&a.d_o.1)];
@@ -62,10 +84,15 @@ impl BackwardKernels<'_> {
         b.arg(&zi).arg(&hi).arg(&ni);
         // # Safety
         // 1. The argument list matches the preprocess ABI (docs/ABI.md): O, dO, Delta, 8 i64 strides, Z, H, N_CTX.
-        // 2. Every element read or written lies inside its buffer: layouts checked above, Δ holds Z·H·N floats.
+        // 2. Every element read or written lies inside its buffer: `check` ran first (layouts against their
+        //    buffers, Δ holds Z·H·N floats).
         unsafe { b.launch(launch_config(self.preprocess, z, h, n)) }?;
+        Ok(())
+    }
 
-        // 2. dK, dV
+    /// dK, dV.
+    fn launch_dkdv(&self, gpu: &Gpu, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
+        let (zi, hi, ni) = (z as i32, h as i32, n as i32);
         let mut b = gpu.stream.launch_builder(&self.dkdv.function);
         b.arg(a.q.0).arg(a.k.0).arg(a.v.0).arg(&a.sm_scale).arg(a.d_o.0).arg(&mut *a.dk.0).arg(&mut *a.dv.0).arg(a.m).arg(&*a.delta);
         let dkdv_strides = [strides(&a.q.1), strides(&a.k.1), strides(&a.v.1), strides(&a.d_o.1), strides(&a.dk.1), strides(&a.dv.1)];
@@ -76,10 +103,14 @@ impl BackwardKernels<'_> {
         // # Safety
         // 1. The argument list matches the dK/dV ABI (docs/ABI.md): Q, K, V, sm_scale, dO, dK, dV, M, Delta,
         //    24 i64 strides, Z, H, N_CTX.
-        // 2. As above; block size and dynamic shared memory are the spec's own, raised at load.
+        // 2. As for the preprocess; block size and dynamic shared memory are the spec's own, raised at load.
         unsafe { b.launch(launch_config(self.dkdv, z, h, n)) }?;
+        Ok(())
+    }
 
-        // 3. dQ
+    /// dQ.
+    fn launch_dq(&self, gpu: &Gpu, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
+        let (zi, hi, ni) = (z as i32, h as i32, n as i32);
         let mut b = gpu.stream.launch_builder(&self.dq.function);
         b.arg(a.q.0).arg(a.k.0).arg(a.v.0).arg(&a.sm_scale).arg(a.d_o.0).arg(&mut *a.dq.0).arg(a.m).arg(&*a.delta);
         let dq_strides = [strides(&a.q.1), strides(&a.k.1), strides(&a.v.1), strides(&a.d_o.1), strides(&a.dq.1)];
@@ -90,7 +121,7 @@ impl BackwardKernels<'_> {
         // # Safety
         // 1. The argument list matches the dQ ABI (docs/ABI.md): Q, K, V, sm_scale, dO, dQ, M, Delta,
         //    20 i64 strides, Z, H, N_CTX.
-        // 2. As above.
+        // 2. As for the preprocess.
         unsafe { b.launch(launch_config(self.dq, z, h, n)) }?;
         Ok(())
     }

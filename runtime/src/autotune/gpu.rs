@@ -39,45 +39,81 @@ pub struct GpuCandidates<'a> {
     default: KernelSpec,
 }
 
+/// `count` random normal [1, H, N, D] tensors with N = the key's bucket and H = `heads` (the calling
+/// problem's Z·H, as Triton tunes on the call's own tensors), else the anchors' shape; plus a zeroed one.
+pub(crate) fn tuning_inputs(flash: &Flash, key: &TuneKey, heads: Option<usize>, count: usize) -> Result<(Vec<Tensor>, Tensor), String> {
+    let dr = |x: cudarc::driver::DriverError| x.to_string();
+    let n = key.n_bucket as usize;
+    let d = key.head_dim as usize;
+    let h = heads.unwrap_or(TUNING_ELEMENTS / (n * d)).max(1);
+    let layout = Layout::contiguous(1, h, n, d);
+    let mut rng = SplitMix(0x7a11 ^ n as u64);
+    let pattern: Vec<u16> = (0..RANDOM_VALUES).map(|_| crate::tensor::to_bits(key.dtype, rng.normal())).collect();
+    let mut tensors = Vec::with_capacity(count);
+    for t in 1..=count {
+        // each tensor starts at another offset of the pattern (a prime stride), so Q, K, V, ... differ
+        let bits: Vec<u16> = (0..h * n * d).map(|i| pattern[(i + 7919 * t) % RANDOM_VALUES]).collect();
+        tensors.push(Tensor { data: flash.gpu.stream.clone_htod(&bits).map_err(dr)?, dtype: key.dtype, layout });
+    }
+    let zeros = Tensor { data: flash.gpu.stream.alloc_zeros::<u16>(h * n * d).map_err(dr)?, dtype: key.dtype, layout };
+    Ok((tensors, zeros))
+}
+
+/// Three heads of a [1, H, N, D] tensor (first, middle, last: every program position of a head, and both
+/// ends of the grid), on the host; downloading all of a long output cost ~0.1 s per candidate.
+pub(crate) fn three_heads(flash: &Flash, t: &Tensor) -> Result<Vec<f32>, String> {
+    let [_, h, n, d] = t.layout.shape;
+    let mut out = Vec::with_capacity(3 * n * d);
+    for head in [0, h / 2, h - 1] {
+        let bits: Vec<u16> = flash.gpu.stream.clone_dtoh(&t.data.slice(head * n * d..(head + 1) * n * d)).map_err(|x| x.to_string())?;
+        out.extend(bits.iter().map(|&b| crate::tensor::from_bits(t.dtype, b)));
+    }
+    Ok(out)
+}
+
+/// Time `launch` with CUDA events: warm-up, then TIMED_RUNS launches, or fewer (≥ MIN_TIMED_RUNS) when
+/// they would take longer than TIMED_BUDGET_MS.
+pub(crate) fn time_launches(flash: &Flash, mut launch: impl FnMut() -> Result<(), String>) -> Result<Timing, String> {
+    let dr = |x: cudarc::driver::DriverError| x.to_string();
+    let gpu = &flash.gpu;
+    let warm = std::time::Instant::now();
+    for _ in 0..WARMUP_RUNS {
+        launch()?;
+    }
+    gpu.stream.synchronize().map_err(dr)?;
+    let per_run_ms = warm.elapsed().as_secs_f64() * 1e3 / WARMUP_RUNS as f64;
+    let runs = ((TIMED_BUDGET_MS / per_run_ms) as usize).clamp(MIN_TIMED_RUNS, TIMED_RUNS);
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(dr)?;
+        let end = gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(dr)?;
+        start.record(&gpu.stream).map_err(dr)?;
+        launch()?;
+        end.record(&gpu.stream).map_err(dr)?;
+        end.synchronize().map_err(dr)?;
+        samples.push(start.elapsed_ms(&end).map_err(dr)? as f64);
+    }
+    Ok(Timing::of(samples))
+}
+
 impl<'a> GpuCandidates<'a> {
-    /// Random normal inputs of shape [1, H, N, D] with N = the key's bucket and H = `heads` (the calling
-    /// problem's Z·H, as Triton tunes on the call's own tensors), else the anchors' shape.
+    /// Inputs as `tuning_inputs` makes them.
     pub fn new(flash: &'a Flash, key: &TuneKey, heads: Option<usize>) -> Result<GpuCandidates<'a>, String> {
-        let dr = |x: cudarc::driver::DriverError| x.to_string();
-        let n = key.n_bucket as usize;
-        let d = key.head_dim as usize;
-        let h = heads.unwrap_or(TUNING_ELEMENTS / (n * d)).max(1);
-        let layout = Layout::contiguous(1, h, n, d);
-        let mut rng = SplitMix(0x7a11 ^ n as u64);
-        let pattern: Vec<u16> = (0..RANDOM_VALUES).map(|_| crate::tensor::to_bits(key.dtype, rng.normal())).collect();
-        let mut offset = 0;
-        let mut random = || -> Result<Tensor, String> {
-            // each tensor starts at another offset of the pattern (coprime stride), so Q, K and V differ
-            offset += 7919;
-            let bits: Vec<u16> = (0..h * n * d).map(|i| pattern[(i + offset) % RANDOM_VALUES]).collect();
-            Ok(Tensor { data: flash.gpu.stream.clone_htod(&bits).map_err(dr)?, dtype: key.dtype, layout })
-        };
-        let (q, k, v) = (random()?, random()?, random()?);
-        let o = Tensor { data: flash.gpu.stream.alloc_zeros::<u16>(h * n * d).map_err(dr)?, dtype: key.dtype, layout };
-        let m = flash.gpu.stream.alloc_zeros::<f32>(h * n).map_err(|x| x.to_string())?;
+        let (t, o) = tuning_inputs(flash, key, heads, 3)?;
+        let [q, k, v]: [Tensor; 3] = t.try_into().map_err(|_| "tuning inputs: expected Q, K, V".to_string())?;
+        let rows = o.layout.shape[1] * o.layout.shape[2];
+        let m = flash.gpu.stream.alloc_zeros::<f32>(rows).map_err(|x| x.to_string())?;
         let default = KernelSpec::default_for(key.arch, key.dtype, key.head_dim, key.causal).map_err(|x| x.to_string())?;
         Ok(GpuCandidates { flash, q, k, v, scratch: Mutex::new((o, m)), reference: OnceLock::new(), default })
     }
 
-    /// Run a spec and download O of three heads (first, middle, last: every program position of a head,
-    /// and both ends of the grid) and all of M; downloading all of O cost ~0.1 s per candidate.
+    /// Run a spec; O of three heads and all of M on the host.
     fn run(&self, spec: &KernelSpec) -> Result<Outputs, String> {
-        let dr = |x: cudarc::driver::DriverError| x.to_string();
         let mut guard = self.scratch.lock().map_err(|_| "scratch buffers poisoned".to_string())?;
         let (o, m) = &mut *guard;
         self.flash.forward_into(spec, &self.q, &self.k, &self.v, None, o, m).map_err(|e| e.to_string())?;
-        let [_, h, n, d] = o.layout.shape;
-        let mut out = Vec::with_capacity(3 * n * d);
-        for head in [0, h / 2, h - 1] {
-            let bits: Vec<u16> = self.flash.gpu.stream.clone_dtoh(&o.data.slice(head * n * d..(head + 1) * n * d)).map_err(dr)?;
-            out.extend(bits.iter().map(|&b| crate::tensor::from_bits(o.dtype, b)));
-        }
-        let lse: Vec<f32> = self.flash.gpu.stream.clone_dtoh(m).map_err(dr)?;
+        let out = three_heads(self.flash, o)?;
+        let lse: Vec<f32> = self.flash.gpu.stream.clone_dtoh(m).map_err(|x| x.to_string())?;
         Ok((out, lse))
     }
 }
@@ -94,28 +130,8 @@ impl Candidates for GpuCandidates<'_> {
     }
 
     fn time(&self, spec: &KernelSpec) -> Result<Timing, String> {
-        let dr = |x: cudarc::driver::DriverError| x.to_string();
         let mut guard = self.scratch.lock().map_err(|_| "scratch buffers poisoned".to_string())?;
         let (o, m) = &mut *guard;
-        let gpu = &self.flash.gpu;
-        let mut launch = || self.flash.forward_into(spec, &self.q, &self.k, &self.v, None, o, m).map_err(|e| e.to_string());
-        let warm = std::time::Instant::now();
-        for _ in 0..WARMUP_RUNS {
-            launch()?;
-        }
-        gpu.stream.synchronize().map_err(dr)?;
-        let per_run_ms = warm.elapsed().as_secs_f64() * 1e3 / WARMUP_RUNS as f64;
-        let runs = ((TIMED_BUDGET_MS / per_run_ms) as usize).clamp(MIN_TIMED_RUNS, TIMED_RUNS);
-        let mut samples = Vec::with_capacity(runs);
-        for _ in 0..runs {
-            let start = gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(dr)?;
-            let end = gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(dr)?;
-            start.record(&gpu.stream).map_err(dr)?;
-            launch()?;
-            end.record(&gpu.stream).map_err(dr)?;
-            end.synchronize().map_err(dr)?;
-            samples.push(start.elapsed_ms(&end).map_err(dr)? as f64);
-        }
-        Ok(Timing::of(samples))
+        time_launches(self.flash, || self.flash.forward_into(spec, &self.q, &self.k, &self.v, None, o, m).map_err(|e| e.to_string()))
     }
 }

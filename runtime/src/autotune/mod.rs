@@ -1,4 +1,5 @@
-//! Triton-style autotuning of the forward kernel: a config space, a key per which the best config is
+//! Triton-style autotuning of the forward kernel and of the two backward tile kernels (dK/dV and dQ, each
+//! tuned on its own: they are separate launches): a config space, a key per which the best config is
 //! measured once, a named early-prune step, timings as median with 20th/80th percentiles, and the winner
 //! persisted beside the kernel cache so the next process does not tune again.
 //!
@@ -10,6 +11,7 @@
 //! matches the default config's before it may win.
 
 pub mod gpu;
+pub mod gpu_backward;
 pub mod store;
 
 use flashgen::{Arch, DType, KernelKind, KernelSpec, SpecParams};
@@ -34,6 +36,9 @@ impl std::fmt::Display for Config {
 /// next power of two (tuning every length would never end) and the Q/KV length ratio (always 1 today).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TuneKey {
+    /// Which kernel (files written before the backward existed are forward keys).
+    #[serde(default = "forward_kind")]
+    pub kind: KernelKind,
     pub arch: Arch,
     pub dtype: DType,
     pub head_dim: u32,
@@ -42,15 +47,30 @@ pub struct TuneKey {
     pub kv_ratio: u32,
 }
 
+fn forward_kind() -> KernelKind {
+    KernelKind::Fwd
+}
+
+/// The kernels the tuner searches: the forward and the backward's two tile kernels (the preprocess has
+/// nothing to tune).
+pub const TUNABLE: [KernelKind; 3] = [KernelKind::Fwd, KernelKind::BwdDkdv, KernelKind::BwdDq];
+
 impl TuneKey {
+    /// A forward key.
     pub fn new(arch: Arch, dtype: DType, head_dim: u32, causal: bool, n_ctx: usize) -> TuneKey {
-        TuneKey { arch, dtype, head_dim, causal, n_bucket: bucket(n_ctx), kv_ratio: 1 }
+        TuneKey::for_kind(KernelKind::Fwd, arch, dtype, head_dim, causal, n_ctx)
     }
 
-    /// "sm_90a-bf16-d128-causal-n4096-r1": the key as a file-name-safe string.
+    pub fn for_kind(kind: KernelKind, arch: Arch, dtype: DType, head_dim: u32, causal: bool, n_ctx: usize) -> TuneKey {
+        TuneKey { kind, arch, dtype, head_dim, causal, n_bucket: bucket(n_ctx), kv_ratio: 1 }
+    }
+
+    /// "sm90a-bf16-d128-causal-n4096-r1" (forward) or "bwd_dq-sm90a-bf16-d128-causal-n4096-r1": the key as a
+    /// file-name-safe string.
     pub fn id(&self) -> String {
+        let kind = if self.kind == KernelKind::Fwd { String::new() } else { format!("{}-", self.kind.name()) };
         format!(
-            "{}-{}-d{}-{}-n{}-r{}",
+            "{kind}{}-{}-d{}-{}-n{}-r{}",
             self.arch.name().replace('_', ""),
             self.dtype.name(),
             self.head_dim,
@@ -63,7 +83,7 @@ impl TuneKey {
     /// The spec of `config` under this key.
     pub fn spec(&self, c: Config) -> Result<KernelSpec, flashgen::SpecError> {
         KernelSpec::new(SpecParams {
-            kind: KernelKind::Fwd,
+            kind: self.kind,
             dtype: self.dtype,
             head_dim: self.head_dim,
             block_m: c.block_m,
@@ -76,7 +96,7 @@ impl TuneKey {
     }
 
     pub fn default_config(&self) -> Result<Config, flashgen::SpecError> {
-        let s = KernelSpec::default_for(self.arch, self.dtype, self.head_dim, self.causal)?;
+        let s = KernelSpec::default_of(self.kind, self.arch, self.dtype, self.head_dim, self.causal)?;
         Ok(Config { block_m: s.block_m(), block_n: s.block_n(), num_warps: s.num_warps(), num_stages: s.num_stages() })
     }
 }
@@ -86,14 +106,21 @@ pub fn bucket(n_ctx: usize) -> u32 {
     (n_ctx.max(16) as u32).next_power_of_two()
 }
 
-/// The search space: the Triton tutorial's (BLOCK_M {64, 128}, BLOCK_N {32, 64, 128}, num_stages {2, 3, 4},
-/// num_warps {4, 8}) plus flashgen's own 256-row tiles and 16-wide K/V blocks.
+/// The forward's search space: the Triton tutorial's (BLOCK_M {64, 128}, BLOCK_N {32, 64, 128}, num_stages
+/// {2, 3, 4}, num_warps {4, 8}) plus flashgen's own 256-row tiles and 16-wide K/V blocks.
 pub fn config_space() -> Vec<Config> {
+    config_space_for(KernelKind::Fwd)
+}
+
+/// The search space of a kernel: owned rows {64, 128, 256} × streamed rows {16, 32, 64, 128} × num_stages
+/// {2, 3, 4} × num_warps {4, 8}; dK/dV owns BLOCK_N (key) rows and streams BLOCK_M, the others the reverse.
+pub fn config_space_for(kind: KernelKind) -> Vec<Config> {
     let mut out = Vec::new();
-    for block_m in [64, 128, 256] {
-        for block_n in [16, 32, 64, 128] {
+    for owned in [64, 128, 256] {
+        for streamed in [16, 32, 64, 128] {
             for num_stages in [2, 3, 4] {
                 for num_warps in [4, 8] {
+                    let (block_m, block_n) = if kind == KernelKind::BwdDkdv { (streamed, owned) } else { (owned, streamed) };
                     out.push(Config { block_m, block_n, num_warps, num_stages });
                 }
             }
@@ -112,7 +139,7 @@ pub struct Pruned {
 
 /// The named early-prune step (Triton's `early_config_prune`): drop what fails validation (shape rules,
 /// shared memory, registers), and what is dominated for this key: more pipeline stages than the longest
-/// program has K/V blocks (the extra slots would hold nothing), and BLOCK_M beyond the sequence.
+/// program has streamed blocks (the extra slots would hold nothing), and owned rows beyond the sequence.
 pub fn early_prune(key: &TuneKey, space: &[Config]) -> (Vec<(Config, KernelSpec)>, Vec<Pruned>) {
     let mut kept = Vec::new();
     let mut pruned = Vec::new();
@@ -121,10 +148,10 @@ pub fn early_prune(key: &TuneKey, space: &[Config]) -> (Vec<(Config, KernelSpec)
         let drop = |step: &str, reason: String| Pruned { config: c, step: step.into(), reason };
         match key.spec(c) {
             Err(e) => pruned.push(drop("validate", e.to_string())),
-            Ok(_) if c.num_stages > 2 && n.div_ceil(c.block_n) < c.num_stages => {
-                pruned.push(drop("dominated", format!("{} stages for {} K/V blocks of N={n}", c.num_stages, n.div_ceil(c.block_n))))
+            Ok(s) if c.num_stages > 2 && n.div_ceil(s.streamed_rows()) < c.num_stages => {
+                pruned.push(drop("dominated", format!("{} stages for {} streamed blocks of N={n}", c.num_stages, n.div_ceil(s.streamed_rows()))))
             }
-            Ok(_) if c.block_m > n.max(64) => pruned.push(drop("dominated", format!("BLOCK_M={} exceeds N={n}", c.block_m))),
+            Ok(s) if s.resident_rows() > n.max(64) => pruned.push(drop("dominated", format!("{} owned rows exceed N={n}", s.resident_rows()))),
             Ok(s) => kept.push((c, s)),
         }
     }
@@ -139,8 +166,9 @@ pub fn top_k(kept: Vec<(Config, KernelSpec)>, k: usize) -> Vec<(Config, KernelSp
         .into_iter()
         .map(|(c, s)| {
             let m_tiles = (s.rows_per_warp() / 16) as f64;
-            let fragment_traffic = 1.0 / m_tiles + 16.0 / c.block_n as f64;
-            let barriers = 32.0 / c.block_n as f64;
+            let streamed = s.streamed_rows() as f64;
+            let fragment_traffic = 1.0 / m_tiles + 16.0 / streamed;
+            let barriers = 32.0 / streamed;
             (fragment_traffic + 0.25 * barriers, (c, s))
         })
         .collect();

@@ -1,0 +1,102 @@
+//! The real `Candidates` of the backward's tile kernels: each dK/dV or dQ candidate runs alone (with the
+//! default kernels beside it only for the argument checks) on Δ computed once, is verified against the
+//! default config's dK and dV (or dQ), and timed with CUDA events, all on scratch buffers.
+
+use super::gpu::{three_heads, time_launches, tuning_inputs};
+use super::{Candidates, Timing, TuneKey};
+use crate::backward::{BackwardArgs, BackwardKernels};
+use crate::{Flash, Gradients, Tensor};
+use cudarc::driver::CudaSlice;
+use flashgen::reference::relative_error;
+use flashgen::{BackwardSpecs, KernelKind, KernelSpec};
+use std::sync::{Mutex, OnceLock};
+
+pub struct BackwardCandidates<'a> {
+    flash: &'a Flash,
+    kind: KernelKind,
+    defaults: BackwardSpecs,
+    inputs: [Tensor; 4],
+    o: Tensor,
+    m: CudaSlice<f32>,
+    /// The outputs, and Δ (written once by the preprocess, read by every candidate).
+    scratch: Mutex<(Gradients, CudaSlice<f32>)>,
+    reference: OnceLock<Result<Vec<f32>, String>>,
+}
+
+impl<'a> BackwardCandidates<'a> {
+    /// Q, K, V, dO as `tuning_inputs` makes them; O and M from the default forward; Δ from the preprocess.
+    pub fn new(flash: &'a Flash, key: &TuneKey, heads: Option<usize>) -> Result<BackwardCandidates<'a>, String> {
+        let e = |x: crate::RuntimeError| x.to_string();
+        if !matches!(key.kind, KernelKind::BwdDkdv | KernelKind::BwdDq) {
+            return Err(format!("{} is not a backward tile kernel", key.kind.name()));
+        }
+        let (t, zeros) = tuning_inputs(flash, key, heads, 4)?;
+        let inputs: [Tensor; 4] = t.try_into().map_err(|_| "tuning inputs: expected Q, K, V, dO".to_string())?;
+        let out = flash.attention_forward_spec(&KernelSpec::default_for(key.arch, key.dtype, key.head_dim, key.causal).map_err(|x| x.to_string())?, &inputs[0], &inputs[1], &inputs[2], None).map_err(e)?;
+        let defaults = KernelSpec::backward_defaults(key.arch, key.dtype, key.head_dim, key.causal).map_err(|x| x.to_string())?;
+        let rows = zeros.layout.shape[1] * zeros.layout.shape[2];
+        let delta = flash.gpu.stream.alloc_zeros::<f32>(rows).map_err(|x| x.to_string())?;
+        let like = |t: &Tensor| -> Result<Tensor, String> { Ok(Tensor { data: flash.gpu.stream.alloc_zeros::<u16>(t.data.len()).map_err(|x| x.to_string())?, dtype: t.dtype, layout: t.layout }) };
+        let scratch = Gradients { dq: like(&zeros)?, dk: like(&zeros)?, dv: zeros };
+        let c = BackwardCandidates { flash, kind: key.kind, defaults, inputs, o: out.o, m: out.m, scratch: Mutex::new((scratch, delta)), reference: OnceLock::new() };
+        c.launch(&defaults.preprocess, KernelKind::BwdPre)?;
+        Ok(c)
+    }
+
+    /// Launch one kernel: `spec` in its role, the defaults in the others.
+    fn launch(&self, spec: &KernelSpec, kind: KernelKind) -> Result<(), String> {
+        let e = |x: crate::RuntimeError| x.to_string();
+        let d = &self.defaults;
+        let load = |s: &KernelSpec| self.flash.kernel(s).map_err(e);
+        let (pre, dkdv, dq) = match kind {
+            KernelKind::BwdDkdv => (load(&d.preprocess)?, load(spec)?, load(&d.dq)?),
+            KernelKind::BwdDq => (load(&d.preprocess)?, load(&d.dkdv)?, load(spec)?),
+            _ => (load(spec)?, load(&d.dkdv)?, load(&d.dq)?),
+        };
+        let kernels = BackwardKernels { preprocess: &pre, dkdv: &dkdv, dq: &dq };
+        let mut guard = self.scratch.lock().map_err(|_| "scratch buffers poisoned".to_string())?;
+        let (g, delta) = &mut *guard;
+        let [q, k, v, d_o] = &self.inputs;
+        let args = BackwardArgs {
+            q: (&q.data, q.layout),
+            k: (&k.data, k.layout),
+            v: (&v.data, v.layout),
+            o: (&self.o.data, self.o.layout),
+            d_o: (&d_o.data, d_o.layout),
+            m: &self.m,
+            delta,
+            dq: (&mut g.dq.data, g.dq.layout),
+            dk: (&mut g.dk.data, g.dk.layout),
+            dv: (&mut g.dv.data, g.dv.layout),
+            sm_scale: 1.0 / (q.layout.shape[3] as f32).sqrt(),
+        };
+        kernels.launch_only(&self.flash.gpu, args, kind).map_err(e)
+    }
+
+    /// The candidate's outputs (dK and dV, or dQ) of three heads, on the host.
+    fn run(&self, spec: &KernelSpec) -> Result<Vec<f32>, String> {
+        self.launch(spec, self.kind)?;
+        let guard = self.scratch.lock().map_err(|_| "scratch buffers poisoned".to_string())?;
+        let g = &guard.0;
+        match self.kind {
+            KernelKind::BwdDkdv => Ok([three_heads(self.flash, &g.dk)?, three_heads(self.flash, &g.dv)?].concat()),
+            _ => three_heads(self.flash, &g.dq),
+        }
+    }
+}
+
+impl Candidates for BackwardCandidates<'_> {
+    fn prepare(&self, spec: &KernelSpec) -> Result<(), String> {
+        self.flash.kernel(spec).map(|_| ()).map_err(|e| e.to_string())
+    }
+
+    fn verify(&self, spec: &KernelSpec) -> Result<f64, String> {
+        let default = if self.kind == KernelKind::BwdDkdv { self.defaults.dkdv } else { self.defaults.dq };
+        let reference = self.reference.get_or_init(|| self.run(&default)).as_ref().map_err(|e| format!("default config: {e}"))?;
+        Ok(relative_error(&self.run(spec)?, reference))
+    }
+
+    fn time(&self, spec: &KernelSpec) -> Result<Timing, String> {
+        time_launches(self.flash, || self.launch(spec, self.kind))
+    }
+}
