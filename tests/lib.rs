@@ -19,6 +19,7 @@ pub fn in_ci() -> bool {
 /// What ptxas reports for one kernel.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct PtxasReport {
+    pub warnings: Vec<String>,
     pub registers: u32,
     pub stack_frame: u32,
     pub spill_stores: u32,
@@ -45,6 +46,8 @@ pub fn ptxas(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<PtxasRepo
         text[..i].split_whitespace().last()?.parse().ok()
     };
     Ok(PtxasReport {
+        // ptxas's own warnings, e.g. C7515 / C7511 "wgmma serialized" on Hopper
+        warnings: text.lines().filter(|l| l.contains("warning")).map(str::to_string).collect(),
         registers: text.find("Used ").and_then(|i| text[i + 5..].split_whitespace().next()?.parse().ok()).ok_or(format!("no register count in:\n{text}"))?,
         stack_frame: num_before("bytes stack frame").ok_or(format!("no stack frame in:\n{text}"))?,
         spill_stores: num_before("bytes spill stores").ok_or(format!("no spill stores in:\n{text}"))?,

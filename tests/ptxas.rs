@@ -29,6 +29,7 @@ fn assemble_clean(tool: &std::path::Path, spec: &KernelSpec) {
         r.spill_loads
     );
     assert_eq!((r.stack_frame, r.spill_stores, r.spill_loads), (0, 0, 0), "{} spills: {r:?}", spec.name());
+    assert!(r.warnings.is_empty(), "{}: ptxas warns (a serialized wgmma would say C7515/C7511): {:?}", spec.name(), r.warnings);
     assert!(r.registers <= 255);
 }
 
@@ -92,4 +93,42 @@ fn lse_scale_kernel_assembles() {
         let r = ptxas(&tool, flashgen_runtime::lse::SCALE_PTX, arch).unwrap();
         assert_eq!((r.stack_frame, r.spill_stores), (0, 0));
     }
+}
+
+/// The Hopper forward (fwd_wgmma, sm_90a only): every admitted tile shape assembles without spills and
+/// without ptxas warnings (a wgmma that ptxas had to serialize is reported as warning C7515/C7511), and
+/// the PTX holds the wgmma pipeline: fences, asynchronous MMAs, commit and wait, and the async-proxy fence
+/// after the cp.async writes.
+#[test]
+fn wgmma_forward_assembles_without_spills_or_serialization() {
+    let Some(tool) = ptxas_or_skip() else { return };
+    let mut specs = Vec::new();
+    for dtype in [DType::Bf16, DType::F16] {
+        for d in flashgen::spec::HEAD_DIMS {
+            for w in flashgen::spec::NUM_WARPS {
+                for bn in flashgen::spec::BLOCK_NS {
+                    for stage in [1, 3] {
+                        let p = SpecParams { kind: KernelKind::FwdWgmma, dtype, head_dim: d, block_m: 16 * w, block_n: bn, stage, num_warps: w, num_stages: 3, arch: Arch::Sm90a };
+                        if let Ok(s) = KernelSpec::new(p) {
+                            specs.push(s);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(specs.len() >= 24, "{} wgmma shapes admitted", specs.len());
+    for spec in &specs {
+        let ptx = compile(spec, CompileOptions::default()).unwrap().ptx;
+        for needle in ["wgmma.fence.sync.aligned", "wgmma.mma_async.sync.aligned.m64n", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned 0", "fence.proxy.async.shared::cta", ".shared .align 1024"] {
+            assert!(ptx.contains(needle), "{}: no `{needle}`", spec.name());
+        }
+    }
+    let (a, b) = specs.split_at(specs.len() / 2);
+    std::thread::scope(|s| {
+        for half in [a, b] {
+            let tool = &tool;
+            s.spawn(move || half.iter().for_each(|spec| assemble_clean(tool, spec)));
+        }
+    });
 }

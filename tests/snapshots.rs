@@ -67,6 +67,11 @@ fn ptx_backward_fp16_d128_noncausal_sm80() {
 }
 
 #[test]
+fn ptx_wgmma_bf16_d128_causal_sm90a() {
+    check_ptx(kernel(KernelKind::FwdWgmma, DType::Bf16, 128, 128, 64, 3, 8, 3, Arch::Sm90a));
+}
+
+#[test]
 fn rule_errors() {
     let base = SpecParams { kind: KernelKind::Fwd, dtype: DType::Bf16, head_dim: 128, block_m: 128, block_n: 64, stage: 3, num_warps: 8, num_stages: 2, arch: Arch::Sm90a };
     let cases = [

@@ -25,6 +25,9 @@ pub struct BenchArgs {
     /// Also time the stored autotuned config of each key (`flashgen autotune` first), labelled "tuned".
     #[arg(long)]
     tuned: bool,
+    /// Also time the Hopper forward (fwd_wgmma, sm_90a), labelled "wgmma".
+    #[arg(long)]
+    wgmma: bool,
     /// Also time the backward pass (the three default kernels, Δ included), kind "bwd".
     #[arg(long)]
     backward: bool,
@@ -152,6 +155,9 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     } else {
                         println!("tuned config for D={d} N={n} causal={causal} is the default");
                     }
+                }
+                if a.wgmma {
+                    specs.push(("wgmma".to_string(), KernelSpec::default_of(flashgen::KernelKind::FwdWgmma, gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
                 }
                 for cfg in a.configs.iter().flat_map(|c| c.split(';')).filter(|c| !c.trim().is_empty()) {
                     let f = list(cfg)?;

@@ -33,6 +33,10 @@ pub struct CheckArgs {
     /// Skip the backward checks.
     #[arg(long)]
     pub forward_only: bool,
+    /// Check the Hopper forward (fwd_wgmma, sm_90a) instead of the default kernels; run it as its own
+    /// process, since a kernel not yet proven on the GPU may fault.
+    #[arg(long)]
+    pub wgmma: bool,
     /// Extra specs to check beside the defaults, as "dtype,d,bm,bn,stage,warps,stages;..." (target = the GPU's).
     #[arg(long)]
     specs: Option<String>,
@@ -275,10 +279,11 @@ fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
     let gpu = &flash.gpu;
     println!("GPU: {} ({})", gpu.name, gpu.arch);
     let mut specs = Vec::new();
+    let kind = if a.wgmma { flashgen::KernelKind::FwdWgmma } else { flashgen::KernelKind::Fwd };
     for dtype in [DType::Bf16, DType::F16] {
         for d in flashgen::spec::HEAD_DIMS {
             for causal in [false, true] {
-                specs.push(KernelSpec::default_for(gpu.arch, dtype, d, causal).map_err(|e| e.to_string())?);
+                specs.push(KernelSpec::default_of(kind, gpu.arch, dtype, d, causal).map_err(|e| e.to_string())?);
             }
         }
     }
@@ -325,7 +330,7 @@ fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
     if let Some(dir) = &a.parity_dir {
         write_parity(flash, &specs[..8.min(specs.len())], dir)?;
     }
-    if !a.forward_only {
+    if !a.forward_only && !a.wgmma {
         let (p, f) = crate::check_backward::gpu_check(flash, a, &mut json)?;
         passed += p;
         failed += f;

@@ -10,6 +10,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("lib/verbs.ll.tera", include_str!("../../templates/lib/verbs.ll.tera")),
     ("lib/fwd_block.ll.tera", include_str!("../../templates/lib/fwd_block.ll.tera")),
     ("lib/gemm.ll.tera", include_str!("../../templates/lib/gemm.ll.tera")),
+    ("lib/wgmma.ll.tera", include_str!("../../templates/lib/wgmma.ll.tera")),
     ("lib/stream.ll.tera", include_str!("../../templates/lib/stream.ll.tera")),
     ("fa2_bwd_pre.ll.tera", include_str!("../../templates/fa2_bwd_pre.ll.tera")),
     ("fa2_bwd_dkdv.ll.tera", include_str!("../../templates/fa2_bwd_dkdv.ll.tera")),
@@ -22,6 +23,13 @@ pub struct RenderError {
     pub template: &'static str,
     pub spec: String,
     pub detail: String,
+}
+
+/// The fixed fields of a wgmma shared-memory matrix descriptor: stride byte offset 1024 B (8 rows of a
+/// 128-byte swizzle atom) in bits 32-45, 128B swizzle (1) in bits 62-63, and `lbo_field` (the leading byte
+/// offset in 16-B units) in bits 16-29; the start address (bits 0-13) is or-ed in by the kernel.
+fn descriptor_constant(lbo_field: u32) -> u64 {
+    (1u64 << 62) | ((1024u64 >> 4) << 32) | ((lbo_field as u64 & 0x3FFF) << 16)
 }
 
 /// RCP_LN2 = 1/ln 2 = log2(e), rounded to f32 and written as LLVM's hexadecimal double literal.
@@ -45,6 +53,8 @@ struct KernelConstants {
     causal: bool,
     /// Q fragments live in registers across the loop (else re-read from shared memory per block).
     Q_IN_REGS: bool,
+    /// The Hopper forward: wgmma from shared-memory descriptors, tiles in 128B-swizzle panels.
+    WGMMA: bool,
     STAGE: u32,
     /// The mask of the blocks j >= n_full: "causal" (inner stage 2) or "edge" (N_CTX bound only).
     MASK: &'static str,
@@ -88,6 +98,12 @@ struct KernelConstants {
     STAT_ITERS: u32,
     /// Preprocess: 16-byte chunks of O (and dO) per thread.
     PRE_ITERS: u32,
+    // ---- wgmma (sm_90a): the constant high part of the shared-memory descriptors (SBO = 1024 B, 128B
+    // swizzle) with the LBO field of K-major operands (unused: 1) and of V (MN-major: the next 64-column
+    // panel, BLOCK_N·128 B), as decimal i64 literals; the ptx type of the operands ----
+    DESC_K: String,
+    DESC_V: String,
+    WG_TY: &'static str,
 }
 
 impl KernelConstants {
@@ -117,6 +133,7 @@ impl KernelConstants {
             },
             causal: spec.causal(),
             Q_IN_REGS: spec.q_in_registers(),
+            WGMMA: spec.kind() == KernelKind::FwdWgmma,
             STAGE: spec.stage() as u32,
             MASK: if spec.causal() { "causal" } else { "edge" },
             D: d,
@@ -156,6 +173,12 @@ impl KernelConstants {
             RING_OFF: 2 * br * row_bytes,
             STAT_ITERS: (2 * bs).div_ceil(threads),
             PRE_ITERS: bm * cpr / threads,
+            DESC_K: descriptor_constant(1).to_string(),
+            DESC_V: descriptor_constant(bn * 128 / 16).to_string(),
+            WG_TY: match spec.dtype() {
+                DType::Bf16 => "bf16.bf16",
+                DType::F16 => "f16.f16",
+            },
         }
     }
 }
@@ -205,7 +228,7 @@ fn describe(e: &tera::Error) -> String {
 /// The template that implements a kernel kind.
 pub fn template_for(kind: KernelKind) -> &'static str {
     match kind {
-        KernelKind::Fwd => "fa2_fwd.ll.tera",
+        KernelKind::Fwd | KernelKind::FwdWgmma => "fa2_fwd.ll.tera",
         KernelKind::BwdPre => "fa2_bwd_pre.ll.tera",
         KernelKind::BwdDkdv => "fa2_bwd_dkdv.ll.tera",
         KernelKind::BwdDq => "fa2_bwd_dq.ll.tera",

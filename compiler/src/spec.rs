@@ -10,6 +10,9 @@ use std::fmt;
 pub enum KernelKind {
     /// The forward pass: O and the base-2 log-sum-exp M.
     Fwd,
+    /// The same forward (same ABI and outputs) on Hopper's wgmma (sm_90a only): one warpgroup per 64 query
+    /// rows, S = Q·Kᵀ and O += P·V from shared-memory descriptors. Not yet run on a GPU: not a default.
+    FwdWgmma,
     /// Backward preprocess: Δ_i = rowsum(dO_i ⊙ O_i) in f32.
     BwdPre,
     /// Backward dK/dV: a program owns BLOCK_N rows of K/V and streams the Q/dO blocks of BLOCK_M rows.
@@ -184,17 +187,18 @@ impl DType {
 }
 
 impl KernelKind {
-    pub const ALL: [KernelKind; 4] = [KernelKind::Fwd, KernelKind::BwdPre, KernelKind::BwdDkdv, KernelKind::BwdDq];
+    pub const ALL: [KernelKind; 5] = [KernelKind::Fwd, KernelKind::FwdWgmma, KernelKind::BwdPre, KernelKind::BwdDkdv, KernelKind::BwdDq];
 
     pub fn parse(s: &str) -> Result<KernelKind, SpecError> {
         KernelKind::ALL
             .into_iter()
             .find(|k| k.name() == s.trim())
-            .ok_or_else(|| SpecError(format!("kernel `{s}` is unknown: use one of fwd, bwd_pre, bwd_dkdv, bwd_dq")))
+            .ok_or_else(|| SpecError(format!("kernel `{s}` is unknown: use one of fwd, fwd_wgmma, bwd_pre, bwd_dkdv, bwd_dq")))
     }
     pub fn name(self) -> &'static str {
         match self {
             KernelKind::Fwd => "fwd",
+            KernelKind::FwdWgmma => "fwd_wgmma",
             KernelKind::BwdPre => "bwd_pre",
             KernelKind::BwdDkdv => "bwd_dkdv",
             KernelKind::BwdDq => "bwd_dq",
@@ -245,6 +249,12 @@ impl KernelSpec {
                 )
             })?;
             return Ok(canonical);
+        }
+        if p.kind == KernelKind::FwdWgmma {
+            rule(p.arch == Arch::Sm90a, || format!("fwd_wgmma needs sm_90a (wgmma is an sm_90a instruction): use kernel fwd on {}", p.arch))?;
+            rule(p.block_m == 16 * w, || {
+                format!("fwd_wgmma: BLOCK_M={} must be 16 × num_warps={w} = {} (one warpgroup of 4 warps per 64 query rows, 16 per warp)", p.block_m, 16 * w)
+            })?;
         }
         let spec = KernelSpec(p);
         let (res, strm) = (spec.resident_rows(), spec.streamed_rows());
@@ -338,10 +348,10 @@ impl KernelSpec {
 
     /// Resident tiles whose mma A fragments the loop reads: Q (forward), Q and dO (dQ), K and V (dK/dV).
     fn a_operands(&self) -> u32 {
-        if self.0.kind == KernelKind::Fwd {
-            1
-        } else {
-            2
+        match self.0.kind {
+            KernelKind::Fwd => 1,
+            KernelKind::FwdWgmma => 0,
+            _ => 2,
         }
     }
 
@@ -350,7 +360,7 @@ impl KernelSpec {
     /// both operands); beyond that they are re-read from shared memory each block, which frees the
     /// registers for the accumulators (and in the forward lets one K/V fragment feed two m16 tiles).
     pub fn q_in_registers(&self) -> bool {
-        self.a_operands() * (self.rows_per_warp() / 16) * self.0.head_dim / 4 <= 32
+        self.a_operands() > 0 && self.a_operands() * (self.rows_per_warp() / 16) * self.0.head_dim / 4 <= 32
     }
 
     /// Dynamic shared memory: the resident tiles plus num_stages slots of streamed tiles (dK/dV's slots
@@ -359,7 +369,7 @@ impl KernelSpec {
         let row = self.0.head_dim * self.0.dtype.bytes();
         let (res, strm, ns) = (self.resident_rows(), self.streamed_rows(), self.0.num_stages);
         match self.0.kind {
-            KernelKind::Fwd => res * row + ns * 2 * strm * row,
+            KernelKind::Fwd | KernelKind::FwdWgmma => res * row + ns * 2 * strm * row,
             KernelKind::BwdDq => 2 * res * row + ns * 2 * strm * row,
             KernelKind::BwdDkdv => 2 * res * row + ns * (2 * strm * row + 8 * strm),
             KernelKind::BwdPre => 0,
@@ -370,7 +380,7 @@ impl KernelSpec {
     fn shared_memory_layout(&self) -> String {
         let (d, res, strm, ns) = (self.0.head_dim, self.resident_rows(), self.streamed_rows(), self.0.num_stages);
         match self.0.kind {
-            KernelKind::Fwd => format!("Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
+            KernelKind::Fwd | KernelKind::FwdWgmma => format!("Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
             KernelKind::BwdDq => format!("Q and dO {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
             KernelKind::BwdDkdv => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm})"),
             KernelKind::BwdPre => "none".into(),
@@ -387,9 +397,17 @@ impl KernelSpec {
     pub fn register_estimate(&self) -> u32 {
         let m_tiles = self.rows_per_warp() / 16;
         let (d, strm) = (self.0.head_dim, self.streamed_rows());
-        let a_fragments = if self.q_in_registers() { self.a_operands() * m_tiles * d / 4 } else { 16 };
+        let a_fragments = if self.q_in_registers() {
+            self.a_operands() * m_tiles * d / 4
+        } else if self.a_operands() == 0 {
+            0
+        } else {
+            16
+        };
         let (per_tile, overhead) = match self.0.kind {
             KernelKind::Fwd => (d / 2 + strm / 2, REGISTER_OVERHEAD),
+            // Q is read through a descriptor: no fragments; S (BLOCK_N/2), O (D/2) and packed P (BLOCK_N/4)
+            KernelKind::FwdWgmma => (d / 2 + strm / 2 + strm / 4, REGISTER_OVERHEAD),
             KernelKind::BwdDq => (d / 2 + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
             KernelKind::BwdDkdv => (d + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
             KernelKind::BwdPre => (0, 0),
@@ -451,6 +469,17 @@ impl KernelSpec {
     pub fn default_of(kind: KernelKind, arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<KernelSpec, SpecError> {
         match kind {
             KernelKind::Fwd => KernelSpec::default_for(arch, dtype, head_dim, causal),
+            KernelKind::FwdWgmma => KernelSpec::new(SpecParams {
+                kind,
+                dtype,
+                head_dim,
+                block_m: 128,
+                block_n: if head_dim > 64 { 64 } else { 128 },
+                stage: if causal { 3 } else { 1 },
+                num_warps: 8,
+                num_stages: 3,
+                arch,
+            }),
             KernelKind::BwdPre => KernelSpec::new(*KernelSpec::backward_preprocess(arch, dtype, head_dim).params()),
             KernelKind::BwdDkdv => Ok(KernelSpec::backward_defaults(arch, dtype, head_dim, causal)?.dkdv),
             KernelKind::BwdDq => Ok(KernelSpec::backward_defaults(arch, dtype, head_dim, causal)?.dq),

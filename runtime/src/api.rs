@@ -79,7 +79,7 @@ impl Flash {
     /// As `autotune`, on inputs with `heads` = Z·H heads (default: the anchors' shape, 2^25 elements).
     pub fn autotune_heads(&self, key: &TuneKey, keep: Option<usize>, heads: Option<usize>) -> Result<TuneResult, RuntimeError> {
         let candidates: Box<dyn autotune::Candidates + '_> = match key.kind {
-            KernelKind::Fwd => Box::new(autotune::gpu::GpuCandidates::new(self, key, heads).map_err(RuntimeError::Argument)?),
+            KernelKind::Fwd | KernelKind::FwdWgmma => Box::new(autotune::gpu::GpuCandidates::new(self, key, heads).map_err(RuntimeError::Argument)?),
             KernelKind::BwdDkdv | KernelKind::BwdDq => Box::new(autotune::gpu_backward::BackwardCandidates::new(self, key, heads).map_err(RuntimeError::Argument)?),
             KernelKind::BwdPre => return Err(RuntimeError::Argument("the backward preprocess has no configs to tune".into())),
         };

@@ -45,7 +45,7 @@ impl BackwardKernels<'_> {
             KernelKind::BwdPre => self.launch_preprocess(gpu, &mut a, problem),
             KernelKind::BwdDkdv => self.launch_dkdv(gpu, &mut a, problem),
             KernelKind::BwdDq => self.launch_dq(gpu, &mut a, problem),
-            KernelKind::Fwd => Err(RuntimeError::Argument("the forward is not a backward kernel".into())),
+            KernelKind::Fwd | KernelKind::FwdWgmma => Err(RuntimeError::Argument("the forward is not a backward kernel".into())),
         }
     }
 
