@@ -208,6 +208,8 @@ fn wgmma_forward_is_sm90a_only_with_one_warpgroup_per_64_rows() {
     let s = KernelSpec::new(p).unwrap();
     assert_eq!((s.rows_per_warp(), s.threads()), (16, 256));
     assert!(!s.q_in_registers(), "Q is read through a descriptor");
+    // the tiles plus 1 KB, which the kernel uses to align them to 1024 B itself
+    assert_eq!(s.shared_memory_bytes(), 128 * 256 + 3 * 2 * 64 * 256 + 1024);
     assert_eq!(s.name(), "fa2_fwd_wgmma_bf16_d128_st3_bm128_bn64_w8_ns3_sm90a");
     let e = KernelSpec::new(SpecParams { arch: Arch::Sm90, ..p }).unwrap_err().to_string();
     assert!(e.contains("fwd_wgmma needs sm_90a"), "{e}");

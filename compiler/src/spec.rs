@@ -369,7 +369,9 @@ impl KernelSpec {
         let row = self.0.head_dim * self.0.dtype.bytes();
         let (res, strm, ns) = (self.resident_rows(), self.streamed_rows(), self.0.num_stages);
         match self.0.kind {
-            KernelKind::Fwd | KernelKind::FwdWgmma => res * row + ns * 2 * strm * row,
+            KernelKind::Fwd => res * row + ns * 2 * strm * row,
+            // + 1 KB: the kernel aligns its tiles to 1024 B itself (128B-swizzle atoms)
+            KernelKind::FwdWgmma => res * row + ns * 2 * strm * row + 1024,
             KernelKind::BwdDq => 2 * res * row + ns * 2 * strm * row,
             KernelKind::BwdDkdv => 2 * res * row + ns * (2 * strm * row + 8 * strm),
             KernelKind::BwdPre => 0,
