@@ -9,16 +9,11 @@
 # Steps can be left out: BENCH=0, AUTOTUNE=0, SANITIZE=0, ANCHORS=0.
 # Writes everything under $OUT; prints short tables last.
 set -u -o pipefail
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-BIN=/tmp/flashgen-bin; mkdir -p $BIN
-for f in .carry/*.xz; do python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$f" "$BIN/$(basename "$f" .xz)"; chmod +x "$BIN/$(basename "$f" .xz)"; done
-B=$BIN/flashgen
+source bench/device_common.sh
 # Tile shapes beyond the defaults: BLOCK_N > BLOCK_M (the seed's failing case), 2 m16 tiles per warp,
 # BLOCK_N 16/32/128, 2 and 4 stages, both dtypes.
 EXTRA_SPECS=${EXTRA_SPECS:-"bf16,64,64,128,3,4,3;bf16,128,64,32,1,4,4;bf16,64,128,32,3,4,4;fp16,128,64,64,3,4,3;fp16,64,128,128,1,8,2;bf16,128,128,16,3,8,2;fp16,64,64,128,3,4,2"}
 BENCH_CONFIGS=${BENCH_CONFIGS:-"128,64,8,3;128,64,4,3;64,64,4,3;128,32,4,4;64,128,4,2;128,32,4,2"}
-{ date -u; echo "commit ${COMMIT:-unknown}"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader; } | tee "$OUT/env.txt"
-export FLASHGEN_CACHE_DIR=/tmp/flashgen-cache-run; rm -rf $FLASHGEN_CACHE_DIR
 echo "== first call, cold cache then warm (a second process must not run LLVM or the PTX JIT)"
 $B first-call | tee "$OUT/runtime.jsonl"; $B first-call | tee -a "$OUT/runtime.jsonl"
 echo "== check"; $B check --specs "$EXTRA_SPECS" --json "$OUT/check.jsonl" --parity-dir /tmp/parity 2>&1 | tee -a "$OUT/extras.log" | grep -E "^backward|passed, |FAIL|error" | tail -30
@@ -34,16 +29,7 @@ if [ "${AUTOTUNE:-1}" = 1 ]; then
   cp -r /tmp/flashgen-tune-cache/autotune "$FLASHGEN_CACHE_DIR/"
   $B emit --tuned /tmp/tuning.json --out-dir /tmp/tuned-kernels > /dev/null && echo "emit --tuned: $(ls /tmp/tuned-kernels/*.ptx | wc -l) tuned kernels generated"
 fi
-# The Hopper forward (fwd_wgmma) is checked in its own process (a kernel not yet proven on the GPU may
-# fault); the bench times it (label "wgmma") only when every check passed.
-WGMMA_BENCH=""
-if [ "${WGMMA:-1}" = 1 ]; then
-  echo "== wgmma forward check (own process)"
-  timeout 240 $B check --wgmma --quick --json /tmp/check_wgmma.jsonl > /tmp/check_wgmma.log 2>&1; rc=$?
-  cat /tmp/check_wgmma.log >> "$OUT/extras.log"; cat /tmp/check_wgmma.jsonl >> "$OUT/check.jsonl" 2>/dev/null
-  grep -E "passed, |FAIL|error" /tmp/check_wgmma.log | tail -12; echo "wgmma check rc=$rc"
-  [ $rc = 0 ] && WGMMA_BENCH="--wgmma"
-fi
+wgmma_check
 if [ "${BENCH:-1}" = 1 ]; then echo "== bench"; $B bench $WGMMA_BENCH ${TUNED_FLAG:---tuned} ${BACKWARD_FLAG:---backward} --bwd-configs "${BWD_CONFIGS:-;}" --reps ${REPS:-15} --configs "$BENCH_CONFIGS" --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"; fi
 if [ "${SANITIZE:-1}" = 1 ]; then
   echo "== compute-sanitizer memcheck (default specs, ragged lengths)"

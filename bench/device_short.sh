@@ -2,33 +2,23 @@
 # A short device session for a change that needs GPU confirmation but not the whole of device_run.sh:
 # the quick correctness suite (forward and backward), the GPU tests, autotune from a cold cache, the bench
 # with tuned configs and the backward, compute-sanitizer on the backward defaults, and the anchors on
-# ANCHOR_N only. Same .carry/ as device_run.sh; writes under $OUT; prints short tables last.
+# ANCHOR_N only; the Hopper forward (fwd_wgmma) in its own process, benched and memchecked only if it passes.
+# Same .carry/ as device_run.sh; writes under $OUT; prints short tables last.
 set -u -o pipefail
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-BIN=/tmp/flashgen-bin; mkdir -p $BIN
-for f in .carry/*.xz; do python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$f" "$BIN/$(basename "$f" .xz)"; chmod +x "$BIN/$(basename "$f" .xz)"; done
-B=$BIN/flashgen
-{ date -u; echo "commit ${COMMIT:-unknown}"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader; } | tee "$OUT/env.txt"
-export FLASHGEN_CACHE_DIR=/tmp/flashgen-cache-run; rm -rf $FLASHGEN_CACHE_DIR
+source bench/device_common.sh
 echo "== check --quick"; $B check --quick --json "$OUT/check.jsonl" 2>&1 | tee "$OUT/extras.log" | grep -E "^backward|passed, |FAIL|error" | tail -20
 echo "== GPU tests"; $BIN/gpu_test --ignored 2>&1 | tee -a "$OUT/extras.log" | grep -E "^test |test result"
 echo "== autotune (cold)"; rm -rf /tmp/flashgen-tune-cache
 FLASHGEN_CACHE_DIR=/tmp/flashgen-tune-cache $B autotune --kernel ${TUNE_KERNELS:-fwd,bwd_dkdv,bwd_dq} > /tmp/autotune.log 2>&1; echo "autotune rc=$?"
 grep '"kind": "autotune"' /tmp/autotune.log | tee "$OUT/runtime.jsonl"; cat /tmp/autotune.log >> "$OUT/extras.log"
 cp -r /tmp/flashgen-tune-cache/autotune "$FLASHGEN_CACHE_DIR/"
-# The Hopper forward (fwd_wgmma) is checked in its own process (a kernel not yet proven on the GPU may
-# fault); the bench times it (label "wgmma") only when every check passed.
-WGMMA_BENCH=""
-if [ "${WGMMA:-1}" = 1 ]; then
-  echo "== wgmma forward check (own process)"
-  timeout 240 $B check --wgmma --quick --json /tmp/check_wgmma.jsonl > /tmp/check_wgmma.log 2>&1; rc=$?
-  cat /tmp/check_wgmma.log >> "$OUT/extras.log"; cat /tmp/check_wgmma.jsonl >> "$OUT/check.jsonl" 2>/dev/null
-  grep -E "passed, |FAIL|error" /tmp/check_wgmma.log | tail -12; echo "wgmma check rc=$rc"
-  [ $rc = 0 ] && WGMMA_BENCH="--wgmma"
-fi
+wgmma_check
 echo "== bench"; $B bench $WGMMA_BENCH --tuned --backward --reps ${REPS:-6} --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
 echo "== memcheck / racecheck (backward defaults)"
 timeout 120 compute-sanitizer --tool memcheck $B check --quick --filter dkdv_bf16 > /tmp/mc.log 2>&1; echo "memcheck rc=$?" | tee -a "$OUT/extras.log"; grep -E "passed, |ERROR SUMMARY" /tmp/mc.log | tail -2 | tee -a "$OUT/extras.log"
 timeout 120 compute-sanitizer --tool racecheck $B check --quick --filter dkdv_bf16_d64 > /tmp/rc.log 2>&1; echo "racecheck rc=$?" | tee -a "$OUT/extras.log"; grep -E "passed, |RACECHECK SUMMARY" /tmp/rc.log | tail -2 | tee -a "$OUT/extras.log"
+if [ -n "$WGMMA_BENCH" ]; then
+  timeout 120 compute-sanitizer --tool memcheck $B check --wgmma --quick --filter bf16_d128 > /tmp/mcw.log 2>&1; echo "wgmma memcheck rc=$?" | tee -a "$OUT/extras.log"; grep -E "passed, |ERROR SUMMARY" /tmp/mcw.log | tail -2 | tee -a "$OUT/extras.log"
+fi
 echo "== anchors (N=${ANCHOR_N:=16384})"; PYTHONUNBUFFERED=1 OUT=$OUT ANCHOR_N=$ANCHOR_N timeout 200 python3 .carry/anchor_bench.py > "$OUT/anchors.log" 2>&1; echo "anchors rc=$?"; rm -f "$OUT/anchors.json"
 echo "== tables"; grep -A40 "=== flashgen" "$OUT/bench.log"; grep -A40 "=== table" "$OUT/anchors.log" | grep -v efficient
