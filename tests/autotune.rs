@@ -55,6 +55,7 @@ struct Fake {
     max_parallel: AtomicUsize,
     first_time_call: Mutex<Option<Instant>>,
     last_prepare_end: Mutex<Option<Instant>>,
+    stopped_early: AtomicUsize,
 }
 
 impl Candidates for Fake {
@@ -76,11 +77,15 @@ impl Candidates for Fake {
     fn verify(&self, spec: &KernelSpec) -> Result<f64, String> {
         Ok(if config_of(spec) == self.wrong_output { 0.3 } else { 1e-3 })
     }
-    fn time(&self, spec: &KernelSpec) -> Result<Timing, String> {
+    fn time(&self, spec: &KernelSpec, cutoff_ms: f64) -> Result<Timing, String> {
         self.first_time_call.lock().unwrap().get_or_insert(Instant::now());
         let c = config_of(spec);
         // fastest: 128 rows, BLOCK_N 64, 3 stages
         let ms = 1.0 + (c.block_m as f64 - 128.0).abs() / 64.0 + (c.block_n as f64 - 64.0).abs() / 32.0 + (c.num_stages as f64 - 3.0).abs() * 0.1 + c.num_warps as f64 * 0.01;
+        if ms > cutoff_ms {
+            self.stopped_early.fetch_add(1, Ordering::SeqCst);
+            return Ok(Timing::of(vec![ms]));
+        }
         Ok(Timing::of(vec![ms * 0.99, ms, ms * 1.01]))
     }
 }
@@ -99,6 +104,7 @@ fn fake() -> Fake {
         max_parallel: AtomicUsize::new(0),
         first_time_call: Mutex::new(None),
         last_prepare_end: Mutex::new(None),
+        stopped_early: AtomicUsize::new(0),
     }
 }
 
@@ -120,6 +126,8 @@ fn failures_score_infinity_and_are_reported_never_fatal() {
     assert!(wrong.failure.as_deref().unwrap().contains("differs from the default config's by 3.00e-1"));
     assert_ne!(r.best, f.wrong_output);
     assert_eq!(r.best, Config { block_m: 128, block_n: 64, num_warps: 4, num_stages: 3 });
+    // configs far slower than the best so far stopped after one launch, and still rank behind it
+    assert!(f.stopped_early.load(Ordering::SeqCst) > 0);
     // sorted fastest first, failures last
     assert!(r.outcomes.windows(2).all(|w| w[0].timing.median_ms <= w[1].timing.median_ms));
 }

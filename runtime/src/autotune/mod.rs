@@ -205,8 +205,9 @@ pub trait Candidates: Sync {
     fn prepare(&self, spec: &KernelSpec) -> Result<(), String>;
     /// Relative error of the candidate's O (and M) against the default config's, on the tuning inputs.
     fn verify(&self, spec: &KernelSpec) -> Result<f64, String>;
-    /// Time the candidate on scratch buffers.
-    fn time(&self, spec: &KernelSpec) -> Result<Timing, String>;
+    /// Time the candidate on scratch buffers. A candidate whose warm-up launch already takes longer than
+    /// `cutoff_ms` cannot win: it may stop there and report that one time.
+    fn time(&self, spec: &KernelSpec, cutoff_ms: f64) -> Result<Timing, String>;
 }
 
 /// A candidate's outcome.
@@ -227,6 +228,10 @@ pub struct TuneResult {
     pub pruned: Vec<Pruned>,
     pub seconds: f64,
 }
+
+/// A candidate whose warm-up launch takes this many times the best median so far stops there (timings
+/// on the H200 spread under 0.2% between p20 and p80, so it could not have won).
+pub const EARLY_STOP_RATIO: f64 = 1.5;
 
 /// Largest relative difference from the default config's output a candidate may show.
 pub const MAX_DISAGREEMENT: f64 = 1e-2;
@@ -249,7 +254,7 @@ pub fn tune(key: &TuneKey, space: &[Config], candidates: &dyn Candidates, compil
 
     let (tx, rx) = std::sync::mpsc::channel::<(Config, KernelSpec, Result<(), String>)>();
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut outcomes = Vec::new();
+    let mut outcomes: Vec<Outcome> = Vec::new();
     std::thread::scope(|s| {
         for _ in 0..compile_threads.max(1) {
             let (tx, kept, next) = (tx.clone(), &kept, &next);
@@ -267,7 +272,10 @@ pub fn tune(key: &TuneKey, space: &[Config], candidates: &dyn Candidates, compil
             let scored = prepared
                 .and_then(|()| candidates.verify(&spec))
                 .and_then(|err| if err <= MAX_DISAGREEMENT { Ok(()) } else { Err(format!("output differs from the default config's by {err:.2e}")) })
-                .and_then(|()| candidates.time(&spec));
+                .and_then(|()| {
+                    let best = outcomes.iter().filter(|o| o.failure.is_none()).map(|o| o.timing.median_ms).fold(f64::INFINITY, f64::min);
+                    candidates.time(&spec, best * EARLY_STOP_RATIO)
+                });
             outcomes.push(match scored {
                 Ok(timing) if timing.median_ms.is_finite() => Outcome { config, timing, failure: None },
                 Ok(_) => Outcome { config, timing: Timing::FAILED, failure: Some("no finite time".into()) },
