@@ -95,29 +95,35 @@ fn lse_scale_kernel_assembles() {
     }
 }
 
-/// The Hopper forward (fwd_wgmma, sm_90a only): every admitted tile shape assembles without spills and
-/// without ptxas warnings (a wgmma that ptxas had to serialize is reported as warning C7515/C7511), and
-/// the PTX holds the wgmma pipeline: fences, asynchronous MMAs, commit and wait, and the async-proxy fence
-/// after the cp.async writes.
+/// The Hopper kernels (fwd_wgmma, bwd_dkdv_wgmma, bwd_dq_wgmma; sm_90a only): every admitted tile shape
+/// assembles without spills and without ptxas warnings (a wgmma that ptxas had to serialize is reported as
+/// warning C7515/C7511), and the PTX holds the wgmma pipeline: fences, asynchronous MMAs, commit and wait,
+/// and the async-proxy fence after the cp.async writes.
 #[test]
-fn wgmma_forward_assembles_without_spills_or_serialization() {
+fn wgmma_kernels_assemble_without_spills_or_serialization() {
     let Some(tool) = ptxas_or_skip() else { return };
     let mut specs = Vec::new();
-    for dtype in [DType::Bf16, DType::F16] {
-        for d in flashgen::spec::HEAD_DIMS {
-            for w in flashgen::spec::NUM_WARPS {
-                for bn in flashgen::spec::BLOCK_NS {
-                    for stage in [1, 3] {
-                        let p = SpecParams { kind: KernelKind::FwdWgmma, dtype, head_dim: d, block_m: 16 * w, block_n: bn, stage, num_warps: w, num_stages: 3, arch: Arch::Sm90a };
-                        if let Ok(s) = KernelSpec::new(p) {
-                            specs.push(s);
+    for kind in [KernelKind::FwdWgmma, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma] {
+        for dtype in [DType::Bf16, DType::F16] {
+            for d in flashgen::spec::HEAD_DIMS {
+                for w in flashgen::spec::NUM_WARPS {
+                    for streamed in flashgen::spec::BLOCK_NS {
+                        for stage in [1, 3] {
+                            let (block_m, block_n) = if kind == KernelKind::BwdDkdvWgmma { (streamed, 16 * w) } else { (16 * w, streamed) };
+                            let p = SpecParams { kind, dtype, head_dim: d, block_m, block_n, stage, num_warps: w, num_stages: 3, arch: Arch::Sm90a };
+                            if let Ok(s) = KernelSpec::new(p) {
+                                specs.push(s);
+                            }
                         }
                     }
                 }
             }
         }
     }
-    assert!(specs.len() >= 24, "{} wgmma shapes admitted", specs.len());
+    for kind in [KernelKind::FwdWgmma, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma] {
+        let n = specs.iter().filter(|s| s.kind() == kind).count();
+        assert!(n >= 16, "{}: {n} shapes admitted", kind.name());
+    }
     for spec in &specs {
         let ptx = compile(spec, CompileOptions::default()).unwrap().ptx;
         for needle in ["wgmma.fence.sync.aligned", "wgmma.mma_async.sync.aligned.m64n", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned 0", "fence.proxy.async.shared::cta"] {

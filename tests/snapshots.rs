@@ -69,6 +69,8 @@ fn ptx_backward_fp16_d128_noncausal_sm80() {
 #[test]
 fn ptx_wgmma_bf16_d128_causal_sm90a() {
     check_ptx(kernel(KernelKind::FwdWgmma, DType::Bf16, 128, 128, 64, 3, 8, 3, Arch::Sm90a));
+    check_ptx(kernel(KernelKind::BwdDkdvWgmma, DType::Bf16, 128, 32, 128, 3, 8, 3, Arch::Sm90a));
+    check_ptx(kernel(KernelKind::BwdDqWgmma, DType::Bf16, 128, 128, 32, 3, 8, 3, Arch::Sm90a));
 }
 
 #[test]

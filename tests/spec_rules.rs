@@ -98,7 +98,7 @@ fn block_n_larger_than_block_m_is_supported() {
 fn parsers_name_the_choices() {
     assert!(Arch::parse("sm_75").unwrap_err().to_string().contains("sm_80, sm_86, sm_89, sm_90, sm_90a"));
     assert!(DType::parse("fp8").unwrap_err().to_string().contains("bf16 or fp16"));
-    assert!(KernelKind::parse("bwd").unwrap_err().to_string().contains("use one of fwd, fwd_wgmma, bwd_pre, bwd_dkdv, bwd_dq"));
+    assert!(KernelKind::parse("bwd").unwrap_err().to_string().contains("use one of fwd, fwd_wgmma, bwd_pre, bwd_dkdv, bwd_dq, bwd_dkdv_wgmma, bwd_dq_wgmma"));
     for kind in KernelKind::ALL {
         assert_eq!(KernelKind::parse(kind.name()).unwrap(), kind);
     }
@@ -111,7 +111,7 @@ fn default_set_is_complete_and_names_are_unique() {
     let set = KernelSpec::default_set();
     // per arch × dtype × head dim: forward and dK/dV and dQ for both stages, one preprocess
     assert_eq!(set.len(), 2 * 2 * 2 * 7);
-    for kind in KernelKind::ALL.into_iter().filter(|&k| k != KernelKind::FwdWgmma) {
+    for kind in KernelKind::ALL.into_iter().filter(|k| !k.uses_wgmma()) {
         assert!(set.iter().any(|s| s.kind() == kind), "default set lacks {}", kind.name());
     }
     let mut names: Vec<String> = set.iter().map(|s| s.name()).collect();
@@ -215,8 +215,32 @@ fn wgmma_forward_is_sm90a_only_with_one_warpgroup_per_64_rows() {
     assert!(e.contains("fwd_wgmma needs sm_90a"), "{e}");
     let e = KernelSpec::new(SpecParams { block_m: 256, ..p }).unwrap_err().to_string();
     assert!(e.contains("BLOCK_M=256 must be 16 × num_warps=8 = 128"), "{e}");
-    // the wgmma forward is not a default yet: nothing selects it unless asked
-    assert!(KernelSpec::default_set().iter().all(|s| s.kind() != KernelKind::FwdWgmma));
+    // the wgmma kernels are not defaults yet: nothing selects them unless asked
+    assert!(KernelSpec::default_set().iter().all(|s| !s.kind().uses_wgmma()));
     let d = KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::Bf16, 64, false).unwrap();
     assert_eq!(d.kind(), KernelKind::FwdWgmma);
+}
+
+#[test]
+fn wgmma_backward_keeps_its_roles() {
+    for kind in [KernelKind::FwdWgmma, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma] {
+        assert!(kind.uses_wgmma() && !kind.role().uses_wgmma());
+        assert_eq!(KernelKind::parse(kind.name()).unwrap(), kind);
+    }
+    for d in [64, 128] {
+        for causal in [false, true] {
+            let b = KernelSpec::backward_wgmma(Arch::Sm90a, DType::Bf16, d, causal).unwrap();
+            assert_eq!((b.dkdv.kind(), b.dq.kind()), (KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma));
+            // dK/dV owns BLOCK_N key rows (one warpgroup per 64), like its mma.sync role
+            assert_eq!((b.dkdv.resident_rows(), b.dkdv.streamed_rows(), b.dkdv.rows_per_warp()), (128, 32, 16));
+            // wgmma slots are whole multiples of 1024 B (the stats after the tiles are padded)
+            assert_eq!(b.dkdv.slot_bytes() % 1024, 0);
+            assert!(b.dkdv.shared_memory_bytes() <= Arch::Sm90a.shared_memory_limit());
+        }
+    }
+    let p = *KernelSpec::backward_wgmma(Arch::Sm90a, DType::Bf16, 64, true).unwrap().dkdv.params();
+    let e = KernelSpec::new(SpecParams { block_n: 64, ..p }).unwrap_err().to_string();
+    assert!(e.contains("bwd_dkdv_wgmma: BLOCK_N=64 must be 16 × num_warps=8 = 128"), "{e}");
+    let e = KernelSpec::new(SpecParams { arch: Arch::Sm80, ..p }).unwrap_err().to_string();
+    assert!(e.contains("use kernel bwd_dkdv on sm_80"), "{e}");
 }

@@ -25,7 +25,7 @@ pub struct BenchArgs {
     /// Also time the stored autotuned config of each key (`flashgen autotune` first), labelled "tuned".
     #[arg(long)]
     tuned: bool,
-    /// Also time the Hopper forward (fwd_wgmma, sm_90a), labelled "wgmma".
+    /// Also time the Hopper kernels (fwd_wgmma; with --backward, bwd_*_wgmma; sm_90a), labelled "wgmma".
     #[arg(long)]
     wgmma: bool,
     /// Also time the backward pass (the three default kernels, Δ included), kind "bwd".
@@ -191,6 +191,9 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     }
                     let mut g = Gradients { dq: tensor(&vec![0u16; len])?, dk: tensor(&vec![0u16; len])?, dv: tensor(&vec![0u16; len])? };
                     let mut variants = vec![("default".to_string(), KernelSpec::backward_defaults(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?)];
+                    if a.wgmma {
+                        variants.push(("wgmma".to_string(), KernelSpec::backward_wgmma(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
+                    }
                     if a.tuned {
                         // the kernels attention_backward would pick for this shape: the stored winners, if any
                         let tuned = flash.backward_specs(&sets[0].0, causal).map_err(|e| e.to_string())?;

@@ -33,8 +33,8 @@ pub struct CheckArgs {
     /// Skip the backward checks.
     #[arg(long)]
     pub forward_only: bool,
-    /// Check the Hopper forward (fwd_wgmma, sm_90a) instead of the default kernels; run it as its own
-    /// process, since a kernel not yet proven on the GPU may fault.
+    /// Check the Hopper kernels (fwd_wgmma, bwd_dkdv_wgmma, bwd_dq_wgmma; sm_90a) instead of the defaults;
+    /// run it as its own process, since a kernel not yet proven on the GPU may fault.
     #[arg(long)]
     pub wgmma: bool,
     /// Extra specs to check beside the defaults, as "dtype,d,bm,bn,stage,warps,stages;..." (target = the GPU's).
@@ -330,7 +330,7 @@ fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
     if let Some(dir) = &a.parity_dir {
         write_parity(flash, &specs[..8.min(specs.len())], dir)?;
     }
-    if !a.forward_only && !a.wgmma {
+    if !a.forward_only {
         let (p, f) = crate::check_backward::gpu_check(flash, a, &mut json)?;
         passed += p;
         failed += f;

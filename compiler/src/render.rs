@@ -98,11 +98,12 @@ struct KernelConstants {
     STAT_ITERS: u32,
     /// Preprocess: 16-byte chunks of O (and dO) per thread.
     PRE_ITERS: u32,
-    // ---- wgmma (sm_90a): the constant high part of the shared-memory descriptors (SBO = 1024 B, 128B
-    // swizzle) with the LBO field of K-major operands (unused: 1) and of V (MN-major: the next 64-column
-    // panel, BLOCK_N·128 B), as decimal i64 literals; the ptx type of the operands ----
+    // ---- wgmma (sm_90a): the constant fields of the shared-memory descriptors (SBO = 1024 B, 128B
+    // swizzle) with the LBO field of K-major operands (unused: 1) and of MN-major ones, the streamed tiles
+    // read transposed (the next 64-column panel: streamed rows·128 B), as decimal i64 literals; the ptx type
+    // of the operands ----
     DESC_K: String,
-    DESC_V: String,
+    DESC_MN: String,
     WG_TY: &'static str,
 }
 
@@ -133,7 +134,7 @@ impl KernelConstants {
             },
             causal: spec.causal(),
             Q_IN_REGS: spec.q_in_registers(),
-            WGMMA: spec.kind() == KernelKind::FwdWgmma,
+            WGMMA: spec.kind().uses_wgmma(),
             STAGE: spec.stage() as u32,
             MASK: if spec.causal() { "causal" } else { "edge" },
             D: d,
@@ -157,10 +158,7 @@ impl KernelConstants {
             KV_ITERS: bn * cpr / threads,
             KV_OFF: bm * row_bytes,
             V_OFF: bn * row_bytes,
-            SLOT_BYTES: match spec.kind() {
-                KernelKind::BwdDkdv => 2 * bs * row_bytes + 8 * bs,
-                _ => 2 * bs * row_bytes,
-            },
+            SLOT_BYTES: spec.slot_bytes(),
             RCP_LN2: rcp_ln2_literal(),
             BR: br,
             BS: bs,
@@ -174,7 +172,7 @@ impl KernelConstants {
             STAT_ITERS: (2 * bs).div_ceil(threads),
             PRE_ITERS: bm * cpr / threads,
             DESC_K: descriptor_constant(1).to_string(),
-            DESC_V: descriptor_constant(bn * 128 / 16).to_string(),
+            DESC_MN: descriptor_constant(bs * 128 / 16).to_string(),
             WG_TY: match spec.dtype() {
                 DType::Bf16 => "bf16.bf16",
                 DType::F16 => "f16.f16",
@@ -227,11 +225,12 @@ fn describe(e: &tera::Error) -> String {
 
 /// The template that implements a kernel kind.
 pub fn template_for(kind: KernelKind) -> &'static str {
-    match kind {
-        KernelKind::Fwd | KernelKind::FwdWgmma => "fa2_fwd.ll.tera",
+    match kind.role() {
+        KernelKind::Fwd => "fa2_fwd.ll.tera",
         KernelKind::BwdPre => "fa2_bwd_pre.ll.tera",
         KernelKind::BwdDkdv => "fa2_bwd_dkdv.ll.tera",
         KernelKind::BwdDq => "fa2_bwd_dq.ll.tera",
+        _ => unreachable!("role() is one of the four roles"),
     }
 }
 

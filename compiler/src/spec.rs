@@ -19,6 +19,10 @@ pub enum KernelKind {
     BwdDkdv,
     /// Backward dQ: a program owns BLOCK_M rows of Q/dO and streams the K/V blocks of BLOCK_N rows.
     BwdDq,
+    /// bwd_dkdv on Hopper's wgmma (sm_90a only; same ABI): one warpgroup per 64 key rows. Not yet run on a GPU.
+    BwdDkdvWgmma,
+    /// bwd_dq on Hopper's wgmma (sm_90a only; same ABI): one warpgroup per 64 query rows. Not yet run on a GPU.
+    BwdDqWgmma,
 }
 
 /// Element type of Q, K, V and O. Accumulation is always f32.
@@ -187,13 +191,14 @@ impl DType {
 }
 
 impl KernelKind {
-    pub const ALL: [KernelKind; 5] = [KernelKind::Fwd, KernelKind::FwdWgmma, KernelKind::BwdPre, KernelKind::BwdDkdv, KernelKind::BwdDq];
+    pub const ALL: [KernelKind; 7] =
+        [KernelKind::Fwd, KernelKind::FwdWgmma, KernelKind::BwdPre, KernelKind::BwdDkdv, KernelKind::BwdDq, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma];
 
     pub fn parse(s: &str) -> Result<KernelKind, SpecError> {
         KernelKind::ALL
             .into_iter()
             .find(|k| k.name() == s.trim())
-            .ok_or_else(|| SpecError(format!("kernel `{s}` is unknown: use one of fwd, fwd_wgmma, bwd_pre, bwd_dkdv, bwd_dq")))
+            .ok_or_else(|| SpecError(format!("kernel `{s}` is unknown: use one of fwd, fwd_wgmma, bwd_pre, bwd_dkdv, bwd_dq, bwd_dkdv_wgmma, bwd_dq_wgmma")))
     }
     pub fn name(self) -> &'static str {
         match self {
@@ -202,12 +207,28 @@ impl KernelKind {
             KernelKind::BwdPre => "bwd_pre",
             KernelKind::BwdDkdv => "bwd_dkdv",
             KernelKind::BwdDq => "bwd_dq",
+            KernelKind::BwdDkdvWgmma => "bwd_dkdv_wgmma",
+            KernelKind::BwdDqWgmma => "bwd_dq_wgmma",
         }
+    }
+    /// The kernel's role in the pass, whichever instructions implement it: a wgmma kind has the role (and
+    /// the ABI, grid and tile meaning) of its mma.sync kind.
+    pub fn role(self) -> KernelKind {
+        match self {
+            KernelKind::FwdWgmma => KernelKind::Fwd,
+            KernelKind::BwdDkdvWgmma => KernelKind::BwdDkdv,
+            KernelKind::BwdDqWgmma => KernelKind::BwdDq,
+            k => k,
+        }
+    }
+    /// Whether the kernel's matrix products are Hopper's wgmma (sm_90a).
+    pub fn uses_wgmma(self) -> bool {
+        self != self.role()
     }
     /// The names of the block sizes of the rows a program owns (split over its warps) and of the rows it
     /// streams through the cp.async ring. dK/dV swaps them: it owns K/V rows (BLOCK_N) and streams Q (BLOCK_M).
     fn block_names(self) -> (&'static str, &'static str, &'static str) {
-        match self {
+        match self.role() {
             KernelKind::BwdDkdv => ("BLOCK_N", "BLOCK_M", "key rows"),
             _ => ("BLOCK_M", "BLOCK_N", "query rows"),
         }
@@ -250,13 +271,16 @@ impl KernelSpec {
             })?;
             return Ok(canonical);
         }
-        if p.kind == KernelKind::FwdWgmma {
-            rule(p.arch == Arch::Sm90a, || format!("fwd_wgmma needs sm_90a (wgmma is an sm_90a instruction): use kernel fwd on {}", p.arch))?;
-            rule(p.block_m == 16 * w, || {
-                format!("fwd_wgmma: BLOCK_M={} must be 16 × num_warps={w} = {} (one warpgroup of 4 warps per 64 query rows, 16 per warp)", p.block_m, 16 * w)
+        let spec = KernelSpec(p);
+        if p.kind.uses_wgmma() {
+            let (kind, role) = (p.kind.name(), p.kind.role().name());
+            rule(p.arch == Arch::Sm90a, || format!("{kind} needs sm_90a (wgmma is an sm_90a instruction): use kernel {role} on {}", p.arch))?;
+            let (res_name, _, rows) = p.kind.block_names();
+            let res = spec.resident_rows();
+            rule(res == 16 * w, || {
+                format!("{kind}: {res_name}={res} must be 16 × num_warps={w} = {} (one warpgroup of 4 warps per 64 {rows}, 16 per warp)", 16 * w)
             })?;
         }
-        let spec = KernelSpec(p);
         let (res, strm) = (spec.resident_rows(), spec.streamed_rows());
         let (res_name, strm_name, rows) = p.kind.block_names();
         rule(res > 0 && res % (16 * w) == 0, || {
@@ -329,14 +353,14 @@ impl KernelSpec {
     }
     /// Rows a program owns, split over its warps: query rows (forward, dQ) or K/V rows (dK/dV).
     pub fn resident_rows(&self) -> u32 {
-        match self.0.kind {
+        match self.0.kind.role() {
             KernelKind::BwdDkdv => self.0.block_n,
             _ => self.0.block_m,
         }
     }
     /// Rows of each block streamed through the cp.async ring: K/V rows (forward, dQ) or Q/dO rows (dK/dV).
     pub fn streamed_rows(&self) -> u32 {
-        match self.0.kind {
+        match self.0.kind.role() {
             KernelKind::BwdDkdv => self.0.block_m,
             _ => self.0.block_n,
         }
@@ -349,8 +373,8 @@ impl KernelSpec {
     /// Resident tiles whose mma A fragments the loop reads: Q (forward), Q and dO (dQ), K and V (dK/dV).
     fn a_operands(&self) -> u32 {
         match self.0.kind {
+            _ if self.0.kind.uses_wgmma() => 0, // read through descriptors
             KernelKind::Fwd => 1,
-            KernelKind::FwdWgmma => 0,
             _ => 2,
         }
     }
@@ -364,28 +388,44 @@ impl KernelSpec {
     }
 
     /// Dynamic shared memory: the resident tiles plus num_stages slots of streamed tiles (dK/dV's slots
-    /// also carry the block's M and Δ, one f32 each per row).
+    /// also carry the block's M and Δ, one f32 each per row). wgmma kernels: every slot a multiple of
+    /// 1024 B, and 1 KB more, with which the kernel aligns its tiles to 1024 B itself (128B-swizzle atoms).
     pub fn shared_memory_bytes(&self) -> u32 {
         let row = self.0.head_dim * self.0.dtype.bytes();
         let (res, strm, ns) = (self.resident_rows(), self.streamed_rows(), self.0.num_stages);
-        match self.0.kind {
-            KernelKind::Fwd => res * row + ns * 2 * strm * row,
-            // + 1 KB: the kernel aligns its tiles to 1024 B itself (128B-swizzle atoms)
-            KernelKind::FwdWgmma => res * row + ns * 2 * strm * row + 1024,
-            KernelKind::BwdDq => 2 * res * row + ns * 2 * strm * row,
-            KernelKind::BwdDkdv => 2 * res * row + ns * (2 * strm * row + 8 * strm),
-            KernelKind::BwdPre => 0,
+        let (resident, slot) = match self.0.kind.role() {
+            KernelKind::Fwd => (res * row, 2 * strm * row),
+            KernelKind::BwdDq => (2 * res * row, 2 * strm * row),
+            KernelKind::BwdDkdv => (2 * res * row, 2 * strm * row + 8 * strm),
+            _ => return 0,
+        };
+        if self.0.kind.uses_wgmma() {
+            resident + ns * slot.next_multiple_of(1024) + 1024
+        } else {
+            resident + ns * slot
+        }
+    }
+
+    /// Bytes of one ring slot (see `shared_memory_bytes`).
+    pub fn slot_bytes(&self) -> u32 {
+        let row = self.0.head_dim * self.0.dtype.bytes();
+        let strm = self.streamed_rows();
+        let slot = if self.0.kind.role() == KernelKind::BwdDkdv { 2 * strm * row + 8 * strm } else { 2 * strm * row };
+        if self.0.kind.uses_wgmma() {
+            slot.next_multiple_of(1024)
+        } else {
+            slot
         }
     }
 
     /// The shared-memory layout in words, for error messages.
     fn shared_memory_layout(&self) -> String {
         let (d, res, strm, ns) = (self.0.head_dim, self.resident_rows(), self.streamed_rows(), self.0.num_stages);
-        match self.0.kind {
-            KernelKind::Fwd | KernelKind::FwdWgmma => format!("Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
+        match self.0.kind.role() {
+            KernelKind::Fwd => format!("Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
             KernelKind::BwdDq => format!("Q and dO {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
             KernelKind::BwdDkdv => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm})"),
-            KernelKind::BwdPre => "none".into(),
+            _ => "none".into(),
         }
     }
 
@@ -412,6 +452,9 @@ impl KernelSpec {
             KernelKind::FwdWgmma => (d / 2 + strm / 2 + strm / 4, REGISTER_OVERHEAD),
             KernelKind::BwdDq => (d / 2 + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
             KernelKind::BwdDkdv => (d + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
+            // wgmma backward: the accumulators, S (or Sᵀ) and dP (BLOCK/2 each) and their packed copies
+            KernelKind::BwdDqWgmma => (d / 2 + strm + strm / 2 + 4, REGISTER_OVERHEAD),
+            KernelKind::BwdDkdvWgmma => (d + strm + strm / 2, REGISTER_OVERHEAD),
             KernelKind::BwdPre => (0, 0),
         };
         m_tiles * per_tile + a_fragments + strm * d / 256 + overhead
@@ -485,6 +528,8 @@ impl KernelSpec {
             KernelKind::BwdPre => KernelSpec::new(*KernelSpec::backward_preprocess(arch, dtype, head_dim).params()),
             KernelKind::BwdDkdv => Ok(KernelSpec::backward_defaults(arch, dtype, head_dim, causal)?.dkdv),
             KernelKind::BwdDq => Ok(KernelSpec::backward_defaults(arch, dtype, head_dim, causal)?.dq),
+            KernelKind::BwdDkdvWgmma => Ok(KernelSpec::backward_wgmma(arch, dtype, head_dim, causal)?.dkdv),
+            KernelKind::BwdDqWgmma => Ok(KernelSpec::backward_wgmma(arch, dtype, head_dim, causal)?.dq),
         }
     }
 
@@ -514,6 +559,19 @@ impl KernelSpec {
             preprocess: KernelSpec::backward_preprocess(arch, dtype, head_dim),
             dkdv: kernel(KernelKind::BwdDkdv, dkdv_m, dkdv_n)?,
             dq: kernel(KernelKind::BwdDq, dq_m, dq_n)?,
+        })
+    }
+
+    /// The backward on wgmma (sm_90a; not yet run on a GPU, so not the default): dK/dV owns 128 key rows
+    /// (two warpgroups) and streams 32 query rows, dQ owns 128 query rows and streams 64 key rows
+    /// (32 at HEAD_DIM 128), 3 stages.
+    pub fn backward_wgmma(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
+        let stage = if causal { 3 } else { 1 };
+        let kernel = |kind, block_m, block_n| KernelSpec::new(SpecParams { kind, dtype, head_dim, block_m, block_n, stage, num_warps: 8, num_stages: 3, arch });
+        Ok(BackwardSpecs {
+            preprocess: KernelSpec::backward_preprocess(arch, dtype, head_dim),
+            dkdv: kernel(KernelKind::BwdDkdvWgmma, 32, 128)?,
+            dq: kernel(KernelKind::BwdDqWgmma, 128, if head_dim > 64 { 32 } else { 64 })?,
         })
     }
 

@@ -41,11 +41,11 @@ impl BackwardKernels<'_> {
     /// on a Δ computed once).
     pub fn launch_only(&self, gpu: &Gpu, mut a: BackwardArgs<'_>, kind: KernelKind) -> Result<(), RuntimeError> {
         let problem = self.check(&a)?;
-        match kind {
+        match kind.role() {
             KernelKind::BwdPre => self.launch_preprocess(gpu, &mut a, problem),
             KernelKind::BwdDkdv => self.launch_dkdv(gpu, &mut a, problem),
             KernelKind::BwdDq => self.launch_dq(gpu, &mut a, problem),
-            KernelKind::Fwd | KernelKind::FwdWgmma => Err(RuntimeError::Argument("the forward is not a backward kernel".into())),
+            _ => Err(RuntimeError::Argument("the forward is not a backward kernel".into())),
         }
     }
 

@@ -17,9 +17,7 @@ pub struct ForwardArgs<'a> {
 impl LoadedKernel {
     /// Check every operand, then launch the forward kernel on the GPU's stream.
     pub fn launch(&self, gpu: &Gpu, a: ForwardArgs<'_>) -> Result<(), RuntimeError> {
-        if self.spec.kind() != flashgen::KernelKind::FwdWgmma {
-            expect_kind(self, flashgen::KernelKind::Fwd)?; // both forward kinds share the ABI
-        }
+        expect_kind(self, flashgen::KernelKind::Fwd)?;
         let tensors = [("Q", a.q.1, a.q.0.len()), ("K", a.k.1, a.k.0.len()), ("V", a.v.1, a.v.0.len()), ("O", a.o.1, a.o.0.len())];
         let (z, h, n) = check_problem(&self.spec, &tensors, &[("M", a.m.len())], Some(a.sm_scale))?;
         let cfg = launch_config(self, z, h, n);

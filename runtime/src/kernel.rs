@@ -78,9 +78,10 @@ pub fn strides(l: &Layout) -> [i64; 4] {
     l.strides.map(|s| s as i64)
 }
 
-/// A kernel launched through the wrong entry point would get the wrong argument list: refuse it.
+/// A kernel launched through the wrong entry point would get the wrong argument list: refuse it. (A wgmma
+/// kind takes its role's arguments.)
 pub fn expect_kind(k: &LoadedKernel, kind: flashgen::KernelKind) -> Result<(), RuntimeError> {
-    if k.spec.kind() != kind {
+    if k.spec.kind().role() != kind.role() {
         return Err(RuntimeError::Argument(format!("{} is a {} kernel, but this launch needs a {} kernel", k.spec.name(), k.spec.kind().name(), kind.name())));
     }
     Ok(())

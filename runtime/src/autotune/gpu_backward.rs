@@ -27,7 +27,7 @@ impl<'a> BackwardCandidates<'a> {
     /// Q, K, V, dO as `tuning_inputs` makes them; O and M from the default forward; Δ from the preprocess.
     pub fn new(flash: &'a Flash, key: &TuneKey, heads: Option<usize>) -> Result<BackwardCandidates<'a>, String> {
         let e = |x: crate::RuntimeError| x.to_string();
-        if !matches!(key.kind, KernelKind::BwdDkdv | KernelKind::BwdDq) {
+        if !matches!(key.kind.role(), KernelKind::BwdDkdv | KernelKind::BwdDq) {
             return Err(format!("{} is not a backward tile kernel", key.kind.name()));
         }
         let (t, zeros) = tuning_inputs(flash, key, heads, 4)?;
@@ -48,7 +48,7 @@ impl<'a> BackwardCandidates<'a> {
         let e = |x: crate::RuntimeError| x.to_string();
         let d = &self.defaults;
         let load = |s: &KernelSpec| self.flash.kernel(s).map_err(e);
-        let (pre, dkdv, dq) = match kind {
+        let (pre, dkdv, dq) = match kind.role() {
             KernelKind::BwdDkdv => (load(&d.preprocess)?, load(spec)?, load(&d.dq)?),
             KernelKind::BwdDq => (load(&d.preprocess)?, load(&d.dkdv)?, load(spec)?),
             _ => (load(spec)?, load(&d.dkdv)?, load(&d.dq)?),
@@ -78,7 +78,7 @@ impl<'a> BackwardCandidates<'a> {
         self.launch(spec, self.kind)?;
         let guard = self.scratch.lock().map_err(|_| "scratch buffers poisoned".to_string())?;
         let g = &guard.0;
-        match self.kind {
+        match self.kind.role() {
             KernelKind::BwdDkdv => Ok([three_heads(self.flash, &g.dk)?, three_heads(self.flash, &g.dv)?].concat()),
             _ => three_heads(self.flash, &g.dq),
         }
@@ -91,7 +91,7 @@ impl Candidates for BackwardCandidates<'_> {
     }
 
     fn verify(&self, spec: &KernelSpec) -> Result<f64, String> {
-        let default = if self.kind == KernelKind::BwdDkdv { self.defaults.dkdv } else { self.defaults.dq };
+        let default = if self.kind.role() == KernelKind::BwdDkdv { self.defaults.dkdv } else { self.defaults.dq };
         let reference = self.reference.get_or_init(|| self.run(&default)).as_ref().map_err(|e| format!("default config: {e}"))?;
         Ok(relative_error(&self.run(spec)?, reference))
     }

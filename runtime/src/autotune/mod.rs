@@ -120,7 +120,7 @@ pub fn config_space_for(kind: KernelKind) -> Vec<Config> {
         for streamed in [16, 32, 64, 128] {
             for num_stages in [2, 3, 4] {
                 for num_warps in [4, 8] {
-                    let (block_m, block_n) = if kind == KernelKind::BwdDkdv { (streamed, owned) } else { (owned, streamed) };
+                    let (block_m, block_n) = if kind.role() == KernelKind::BwdDkdv { (streamed, owned) } else { (owned, streamed) };
                     out.push(Config { block_m, block_n, num_warps, num_stages });
                 }
             }
