@@ -225,12 +225,12 @@ fn describe(e: &tera::Error) -> String {
 
 /// The template that implements a kernel kind.
 pub fn template_for(kind: KernelKind) -> &'static str {
-    match kind.role() {
-        KernelKind::Fwd => "fa2_fwd.ll.tera",
+    // a wgmma kind shares its role's template (its own branches are under k.WGMMA)
+    match kind {
+        KernelKind::Fwd | KernelKind::FwdWgmma => "fa2_fwd.ll.tera",
         KernelKind::BwdPre => "fa2_bwd_pre.ll.tera",
-        KernelKind::BwdDkdv => "fa2_bwd_dkdv.ll.tera",
-        KernelKind::BwdDq => "fa2_bwd_dq.ll.tera",
-        _ => unreachable!("role() is one of the four roles"),
+        KernelKind::BwdDkdv | KernelKind::BwdDkdvWgmma => "fa2_bwd_dkdv.ll.tera",
+        KernelKind::BwdDq | KernelKind::BwdDqWgmma => "fa2_bwd_dq.ll.tera",
     }
 }
 
