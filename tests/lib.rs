@@ -11,6 +11,33 @@ pub fn find_ptxas() -> Option<PathBuf> {
     Command::new("ptxas").arg("--version").output().ok().filter(|o| o.status.success()).map(|_| PathBuf::from("ptxas"))
 }
 
+/// nvdisasm (FLASHGEN_NVDISASM, else PATH), to read the SASS ptxas made.
+pub fn find_nvdisasm() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("FLASHGEN_NVDISASM").map(PathBuf::from).filter(|p| p.is_file()) {
+        return Some(p);
+    }
+    Command::new("nvdisasm").arg("--version").output().ok().filter(|o| o.status.success()).map(|_| PathBuf::from("nvdisasm"))
+}
+
+/// The SASS of `ptx` assembled for `arch`: ptxas to a cubin, then `nvdisasm -c`.
+pub fn sass(ptxas: &std::path::Path, nvdisasm: &std::path::Path, ptx: &str, arch: &str) -> Result<String, String> {
+    let dir = std::env::temp_dir().join(format!("flashgen-sass-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let (src, cubin) = (dir.join("k.ptx"), dir.join("k.cubin"));
+    std::fs::write(&src, ptx).map_err(|e| e.to_string())?;
+    let asm = Command::new(ptxas).arg(format!("-arch={arch}")).arg(&src).arg("-o").arg(&cubin).output().map_err(|e| format!("running {}: {e}", ptxas.display()))?;
+    let dis = asm.status.success().then(|| Command::new(nvdisasm).arg("-c").arg(&cubin).output());
+    let _ = std::fs::remove_dir_all(&dir);
+    if !asm.status.success() {
+        return Err(format!("ptxas failed: {}", String::from_utf8_lossy(&asm.stderr)));
+    }
+    let out = dis.ok_or("no cubin")?.map_err(|e| format!("running {}: {e}", nvdisasm.display()))?;
+    if !out.status.success() {
+        return Err(format!("nvdisasm failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// In CI a missing tool is a failure, never a skip.
 pub fn in_ci() -> bool {
     std::env::var("CI").map(|v| v == "true" || v == "1").unwrap_or(false)

@@ -2,7 +2,7 @@
 //! target with no spills and no stack frame. Registers and shared memory are reported per spec.
 
 use flashgen::{compile, Arch, CompileOptions, DType, KernelKind, KernelSpec, SpecParams};
-use flashgen_tests::{find_ptxas, in_ci, ptxas};
+use flashgen_tests::{find_nvdisasm, find_ptxas, in_ci, ptxas, sass};
 
 fn ptxas_or_skip() -> Option<std::path::PathBuf> {
     let p = find_ptxas();
@@ -137,4 +137,36 @@ fn wgmma_kernels_assemble_without_spills_or_serialization() {
             s.spawn(move || half.iter().for_each(|spec| assemble_clean(tool, spec)));
         }
     });
+}
+
+/// The SASS of the Hopper kernels' default specs: every matrix product is an HGMMA (as many as the
+/// templates issue: k16 steps over HEAD_DIM for S/dP, over the streamed rows for P·V, dV, dK, dQ), the
+/// warpgroup arrive/depbar pairs are there, no mma.sync (HMMA) is left and nothing touches local memory.
+#[test]
+fn wgmma_kernels_are_hgmma_in_sass() {
+    let Some(tool) = ptxas_or_skip() else { return };
+    let Some(dis) = find_nvdisasm() else {
+        assert!(!in_ci(), "nvdisasm not found (set FLASHGEN_NVDISASM): CI must install it (scripts/setup.sh)");
+        eprintln!("SKIPPED: nvdisasm not found (set FLASHGEN_NVDISASM); outside CI this test is skipped");
+        return;
+    };
+    for d in flashgen::spec::HEAD_DIMS {
+        for causal in [false, true] {
+            let b = KernelSpec::backward_wgmma(Arch::Sm90a, DType::Bf16, d, causal).unwrap();
+            let f = KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::Bf16, d, causal).unwrap();
+            let k16 = |rows: u32| rows / 16;
+            // forward: S (D/16 steps) + P·V (BLOCK_N/16); dK/dV: Sᵀ and dPᵀ (2·D/16) + dV and dK (2·BLOCK_M/16);
+            // dQ: S and dP (2·D/16) + dQ (BLOCK_N/16)
+            let expected = [(f, k16(d) + k16(f.block_n())), (b.dkdv, 2 * k16(d) + 2 * k16(b.dkdv.block_m())), (b.dq, 2 * k16(d) + k16(b.dq.block_n()))];
+            for (spec, hgmma) in expected {
+                let text = sass(&tool, &dis, &compile(&spec, CompileOptions::default()).unwrap().ptx, "sm_90a").unwrap();
+                let count = |needle: &str| text.lines().filter(|l| l.contains(needle)).count() as u32;
+                assert_eq!(count("HGMMA.64x"), hgmma, "{}: HGMMA count", spec.name());
+                assert_eq!(count("HMMA."), 0, "{}: mma.sync left", spec.name());
+                assert!(count("WARPGROUP.ARRIVE") >= 2 && count("WARPGROUP.DEPBAR") >= 2, "{}: warpgroup sync", spec.name());
+                let local = text.lines().filter(|l| l.contains(" LDL") || l.contains(" STL")).count();
+                assert_eq!(local, 0, "{}: local memory", spec.name());
+            }
+        }
+    }
 }
