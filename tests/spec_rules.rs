@@ -219,6 +219,9 @@ fn wgmma_forward_is_sm90a_only_with_one_warpgroup_per_64_rows() {
     assert!(KernelSpec::default_set().iter().all(|s| !s.kind().uses_wgmma()));
     let d = KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::Bf16, 64, false).unwrap();
     assert_eq!(d.kind(), KernelKind::FwdWgmma);
+    // 3 stages keep the next block's S in flight during the softmax; 2 run them in turn
+    assert!(d.overlaps_softmax());
+    assert!(!KernelSpec::new(SpecParams { num_stages: 2, ..*d.params() }).unwrap().overlaps_softmax());
 }
 
 #[test]

@@ -283,7 +283,13 @@ fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
     for dtype in [DType::Bf16, DType::F16] {
         for d in flashgen::spec::HEAD_DIMS {
             for causal in [false, true] {
-                specs.push(KernelSpec::default_of(kind, gpu.arch, dtype, d, causal).map_err(|e| e.to_string())?);
+                let spec = KernelSpec::default_of(kind, gpu.arch, dtype, d, causal).map_err(|e| e.to_string())?;
+                specs.push(spec);
+                if spec.overlaps_softmax() {
+                    // and the same tiles with 2 stages: S, softmax and P·V in turn (tells an overlap bug
+                    // from a layout bug)
+                    specs.push(KernelSpec::new(flashgen::SpecParams { num_stages: 2, ..*spec.params() }).map_err(|e| e.to_string())?);
+                }
             }
         }
     }

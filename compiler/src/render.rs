@@ -53,8 +53,10 @@ struct KernelConstants {
     causal: bool,
     /// Q fragments live in registers across the loop (else re-read from shared memory per block).
     Q_IN_REGS: bool,
-    /// The Hopper forward: wgmma from shared-memory descriptors, tiles in 128B-swizzle panels.
+    /// The Hopper kernels: wgmma from shared-memory descriptors, tiles in 128B-swizzle panels.
     WGMMA: bool,
+    /// fwd_wgmma with 3+ stages: S of block j+1 in flight during the softmax of block j.
+    OVERLAP: bool,
     STAGE: u32,
     /// The mask of the blocks j >= n_full: "causal" (inner stage 2) or "edge" (N_CTX bound only).
     MASK: &'static str,
@@ -135,6 +137,7 @@ impl KernelConstants {
             causal: spec.causal(),
             Q_IN_REGS: spec.q_in_registers(),
             WGMMA: spec.kind().uses_wgmma(),
+            OVERLAP: spec.overlaps_softmax(),
             STAGE: spec.stage() as u32,
             MASK: if spec.causal() { "causal" } else { "edge" },
             D: d,

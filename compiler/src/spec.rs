@@ -406,6 +406,13 @@ impl KernelSpec {
         }
     }
 
+    /// Whether the kernel keeps S of the next K/V block in flight during the softmax of the current one
+    /// (FA3's intra-warpgroup overlap): fwd_wgmma with at least 3 stages (blocks j and j+1 resident while
+    /// block j+2 loads); with 2 stages it runs S, softmax and P·V in turn.
+    pub fn overlaps_softmax(&self) -> bool {
+        self.0.kind == KernelKind::FwdWgmma && self.0.num_stages >= 3
+    }
+
     /// Bytes of one ring slot (see `shared_memory_bytes`).
     pub fn slot_bytes(&self) -> u32 {
         let row = self.0.head_dim * self.0.dtype.bytes();
@@ -448,8 +455,9 @@ impl KernelSpec {
         };
         let (per_tile, overhead) = match self.0.kind {
             KernelKind::Fwd => (d / 2 + strm / 2, REGISTER_OVERHEAD),
-            // Q is read through a descriptor: no fragments; S (BLOCK_N/2), O (D/2) and packed P (BLOCK_N/4)
-            KernelKind::FwdWgmma => (d / 2 + strm / 2 + strm / 4, REGISTER_OVERHEAD),
+            // Q is read through a descriptor: no fragments; S (BLOCK_N/2, twice when the next block's S is
+            // in flight), O (D/2) and packed P (BLOCK_N/4)
+            KernelKind::FwdWgmma => (d / 2 + strm / 2 + strm / 4 + if self.overlaps_softmax() { strm / 2 } else { 0 }, REGISTER_OVERHEAD),
             KernelKind::BwdDq => (d / 2 + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
             KernelKind::BwdDkdv => (d + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
             // wgmma backward: the accumulators, S (or Sᵀ) and dP (BLOCK/2 each) and their packed copies
@@ -519,7 +527,7 @@ impl KernelSpec {
                 dtype,
                 head_dim,
                 block_m: 128,
-                block_n: if head_dim > 64 { 64 } else { 128 },
+                block_n: 64,
                 stage: if causal { 3 } else { 1 },
                 num_warps: 8,
                 num_stages: 3,
