@@ -45,6 +45,9 @@ pub struct Flash {
     /// Tune a key on its first call when no tuned config is stored (opt-in, like Triton's autotune:
     /// FLASHGEN_AUTOTUNE=1 or `set_autotune(true)`).
     autotune: bool,
+    /// Use the Hopper (wgmma) kernels on sm_90a: opt-in (FLASHGEN_WGMMA=1 or `set_wgmma(true)`) until they
+    /// are proven on the GPU; elsewhere it changes nothing.
+    wgmma: bool,
     tunes: TuneStore,
     /// Each key's tuned config as first looked up (None: nothing stored and not tuning), so a call reads
     /// the tuning store at most once per key and process.
@@ -62,12 +65,23 @@ impl Flash {
     pub fn new(gpu: Gpu, cache: KernelCache) -> Flash {
         let tunes = TuneStore::new(cache.dir());
         let autotune = std::env::var_os("FLASHGEN_AUTOTUNE").is_some_and(|v| v != "0");
-        Flash { gpu, cache, autotune, tunes, tuned: Mutex::new(HashMap::new()), loaded: Mutex::new(HashMap::new()), scale: OnceLock::new(), delta: Mutex::new(None) }
+        let wgmma = std::env::var_os("FLASHGEN_WGMMA").is_some_and(|v| v != "0");
+        Flash { gpu, cache, autotune, wgmma, tunes, tuned: Mutex::new(HashMap::new()), loaded: Mutex::new(HashMap::new()), scale: OnceLock::new(), delta: Mutex::new(None) }
     }
 
     /// Tune keys on their first call when nothing is stored for them.
     pub fn set_autotune(&mut self, on: bool) {
         self.autotune = on;
+    }
+
+    /// Use the Hopper (wgmma) kernels where the GPU runs them (sm_90a).
+    pub fn set_wgmma(&mut self, on: bool) {
+        self.wgmma = on;
+    }
+
+    /// Whether calls get the wgmma kernels: asked for, and an sm_90a GPU.
+    fn uses_wgmma(&self) -> bool {
+        self.wgmma && self.gpu.arch == flashgen::Arch::Sm90a
     }
 
     /// Tune one key now over the whole config space (or the `keep` best by the performance model),
@@ -96,7 +110,7 @@ impl Flash {
     /// it first if autotuning is on), else the default.
     pub fn spec_for(&self, q: &Tensor, causal: bool) -> Result<KernelSpec, RuntimeError> {
         let default = self.default_spec(q, causal)?;
-        self.tuned_or(KernelKind::Fwd, default, q, causal)
+        self.tuned_or(default.kind(), default, q, causal)
     }
 
     /// The stored winner of `kind`'s key for these inputs (tuned first if autotuning is on), else `default`.
@@ -156,7 +170,8 @@ impl Flash {
     /// The default spec for these inputs (see `KernelSpec::default_for`).
     pub fn default_spec(&self, q: &Tensor, causal: bool) -> Result<KernelSpec, RuntimeError> {
         let d = q.layout.shape[3] as u32;
-        KernelSpec::default_for(self.gpu.arch, q.dtype, d, causal)
+        let kind = if self.uses_wgmma() { KernelKind::FwdWgmma } else { KernelKind::Fwd };
+        KernelSpec::default_of(kind, self.gpu.arch, q.dtype, d, causal)
             .map_err(|e| RuntimeError::Argument(format!("tensor Q: no kernel for head dim {d} and {}: {e}", q.dtype.name())))
     }
 
@@ -217,12 +232,12 @@ impl Flash {
     /// (tuned first if autotuning is on), else the defaults of `KernelSpec::backward_defaults`.
     pub fn backward_specs(&self, q: &Tensor, causal: bool) -> Result<BackwardSpecs, RuntimeError> {
         let d = q.layout.shape[3] as u32;
-        let defaults = KernelSpec::backward_defaults(self.gpu.arch, q.dtype, d, causal)
+        let defaults = if self.uses_wgmma() { KernelSpec::backward_wgmma(self.gpu.arch, q.dtype, d, causal) } else { KernelSpec::backward_defaults(self.gpu.arch, q.dtype, d, causal) }
             .map_err(|e| RuntimeError::Argument(format!("tensor Q: no backward kernels for head dim {d} and {}: {e}", q.dtype.name())))?;
         Ok(BackwardSpecs {
             preprocess: defaults.preprocess,
-            dkdv: self.tuned_or(KernelKind::BwdDkdv, defaults.dkdv, q, causal)?,
-            dq: self.tuned_or(KernelKind::BwdDq, defaults.dq, q, causal)?,
+            dkdv: self.tuned_or(defaults.dkdv.kind(), defaults.dkdv, q, causal)?,
+            dq: self.tuned_or(defaults.dq.kind(), defaults.dq, q, causal)?,
         })
     }
 
