@@ -3,6 +3,7 @@
 
 use flashgen::{compile, Arch, CompileOptions, DType, KernelKind, KernelSpec, SpecParams};
 
+#[allow(clippy::too_many_arguments)]
 fn spec(dtype: DType, d: u32, bm: u32, bn: u32, stage: u32, w: u32, ns: u32, arch: Arch) -> KernelSpec {
     kernel(KernelKind::Fwd, dtype, d, bm, bn, stage, w, ns, arch)
 }
