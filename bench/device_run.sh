@@ -6,7 +6,9 @@
 #   mkdir -p .carry && cp ../shared/anchors/anchor_bench.py .carry/
 #   xz -T2 -c target/release/flashgen > .carry/flashgen.xz; xz -T2 -c target/release/deps/gpu-<hash> > .carry/gpu_test.xz
 #   cargo build --release -p flashgen-prebuilt-example && xz -c target/release/flashgen-prebuilt-example > .carry/prebuilt.xz
-# Steps can be left out: BENCH=0, AUTOTUNE=0, SANITIZE=0, ANCHORS=0.
+# Steps can be left out: BENCH=0, AUTOTUNE=0, SANITIZE=0, ANCHORS=0, WGMMA=0; TUNE_KERNELS=fwd tunes the forward
+# only. With everything on (forward + backward checks, 36 tuning keys, the wgmma path) it nears the device
+# tool's 10-minute limit: bench/device_short.sh is the quicker session.
 # Writes everything under $OUT; prints short tables last.
 set -u -o pipefail
 source bench/device_common.sh
