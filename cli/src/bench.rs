@@ -16,7 +16,8 @@ pub struct BenchArgs {
     /// Sequence lengths, comma-separated.
     #[arg(long, default_value = "1024,4096,16384")]
     n: String,
-    /// Tile configs to time besides the default, "bm,bn,warps,stages;..." (all shown; the JSON marks each).
+    /// Tile configs to time besides the default, "bm,bn,warps,stages;..." (all shown; the JSON marks each);
+    /// "w:bm,bn,warps,stages" is a Hopper (fwd_wgmma) config.
     #[arg(long)]
     configs: Option<String>,
     /// Write the JSON lines to this file too.
@@ -32,7 +33,7 @@ pub struct BenchArgs {
     #[arg(long)]
     backward: bool,
     /// Backward tile configs to time besides the default, "dkdv bm,bn,warps,stages|dq bm,bn,warps,stages;..."
-    /// (dK/dV: BLOCK_M = streamed query rows, BLOCK_N = owned key rows).
+    /// (dK/dV: BLOCK_M = streamed query rows, BLOCK_N = owned key rows); "w:dkdv|dq" varies the wgmma kernels.
     #[arg(long)]
     bwd_configs: Option<String>,
     /// Timed batches (median reported); each batch is 10 launches between two CUDA events.
@@ -76,6 +77,14 @@ fn time_launches(gpu: &Gpu, reps: usize, mut launch: impl FnMut() -> Result<(), 
 }
 
 /// "bm,bn,warps,stages|bm,bn,warps,stages" -> the default backward specs with those dK/dV and dQ tiles.
+/// A config's kernel kind and tiles: "w:bm,bn,warps,stages" is the Hopper (wgmma) kind of `role`.
+fn config_kind(cfg: &str, role: flashgen::KernelKind) -> (flashgen::KernelKind, &str) {
+    match cfg.trim().strip_prefix("w:") {
+        Some(tiles) => (flashgen::KernelKind::ALL.into_iter().find(|k| k.uses_wgmma() && k.role() == role).unwrap_or(role), tiles),
+        None => (role, cfg),
+    }
+}
+
 fn backward_variant(item: &str, default: &flashgen::BackwardSpecs) -> Result<flashgen::BackwardSpecs, String> {
     let parts: Vec<&str> = item.split('|').collect();
     if parts.len() != 2 {
@@ -160,11 +169,12 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     specs.push(("wgmma".to_string(), KernelSpec::default_of(flashgen::KernelKind::FwdWgmma, gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
                 }
                 for cfg in a.configs.iter().flat_map(|c| c.split(';')).filter(|c| !c.trim().is_empty()) {
-                    let f = list(cfg)?;
+                    let (kind, tiles) = config_kind(cfg, flashgen::KernelKind::Fwd);
+                    let f = list(tiles)?;
                     if f.len() != 4 {
-                        return Err(format!("config `{cfg}` must be bm,bn,warps,stages"));
+                        return Err(format!("config `{cfg}` must be [w:]bm,bn,warps,stages"));
                     }
-                    let p = SpecParams { kind: flashgen::KernelKind::Fwd, dtype: DType::Bf16, head_dim: d, block_m: f[0], block_n: f[1], stage: if causal { 3 } else { 1 }, num_warps: f[2], num_stages: f[3], arch: gpu.arch };
+                    let p = SpecParams { kind, dtype: DType::Bf16, head_dim: d, block_m: f[0], block_n: f[1], stage: if causal { 3 } else { 1 }, num_warps: f[2], num_stages: f[3], arch: gpu.arch };
                     match KernelSpec::new(p) {
                         Ok(s) => specs.push((cfg.to_string(), s)),
                         Err(e) => println!("skip {cfg}: {e}"),
@@ -204,7 +214,8 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                         }
                     }
                     for item in a.bwd_configs.iter().flat_map(|c| c.split(';')).filter(|c| !c.trim().is_empty()) {
-                        match backward_variant(item, &variants[0].1) {
+                        let base = if item.starts_with("w:") { KernelSpec::backward_wgmma(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())? } else { variants[0].1 };
+                        match backward_variant(item.trim_start_matches("w:"), &base) {
                             Ok(v) => variants.push((format!("bwd:{item}"), v)),
                             Err(e) => println!("skip backward {item} at D={d}: {e}"),
                         }

@@ -465,7 +465,8 @@ impl KernelSpec {
             KernelKind::BwdDkdvWgmma => (d + strm + strm / 2, REGISTER_OVERHEAD),
             KernelKind::BwdPre => (0, 0),
         };
-        m_tiles * per_tile + a_fragments + strm * d / 256 + overhead
+        let in_flight = if self.0.kind.uses_wgmma() { 0 } else { strm * d / 256 };
+        m_tiles * per_tile + a_fragments + in_flight + overhead
     }
 
     /// The kernel's symbol, encoding every parameter: fa2_fwd_bf16_d128_st3_bm128_bn64_w8_ns3_sm90a.
