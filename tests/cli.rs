@@ -54,14 +54,16 @@ fn emit_defaults_writes_the_default_set() {
     let dir = tmp("defaults");
     assert!(flashgen().args(["emit", "--defaults", "--out-dir"]).arg(&dir).status().unwrap().success());
     let files: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    // per arch × dtype × head dim: forward, dK/dV and dQ for both stages, and one preprocess
+    // per arch × dtype × head dim: forward, dK/dV and dQ for both stages, and one preprocess; on sm_90a
+    // the tile kernels are the wgmma kinds
     assert_eq!(files.iter().filter(|f| f.ends_with(".ptx")).count(), 56);
     assert_eq!(files.iter().filter(|f| f.ends_with(".json")).count(), 56);
-    for arch in ["sm80", "sm90a"] {
+    for (arch, suffix) in [("sm80", ""), ("sm90a", "_wgmma")] {
         for dt in ["bf16", "fp16"] {
             for d in ["d64", "d128"] {
                 for st in ["st1", "st3"] {
-                    for kind in ["fwd", "bwd_dkdv", "bwd_dq"] {
+                    for role in ["fwd", "bwd_dkdv", "bwd_dq"] {
+                        let kind = format!("{role}{suffix}");
                         let found = files.iter().any(|f| f.starts_with(&format!("fa2_{kind}_{dt}_{d}_{st}_")) && f.ends_with(&format!("{arch}.ptx")));
                         assert!(found, "{kind} {arch} {dt} {d} {st}");
                     }

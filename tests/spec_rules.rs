@@ -111,9 +111,12 @@ fn default_set_is_complete_and_names_are_unique() {
     let set = KernelSpec::default_set();
     // per arch × dtype × head dim: forward and dK/dV and dQ for both stages, one preprocess
     assert_eq!(set.len(), 2 * 2 * 2 * 7);
-    for kind in KernelKind::ALL.into_iter().filter(|k| !k.uses_wgmma()) {
-        assert!(set.iter().any(|s| s.kind() == kind), "default set lacks {}", kind.name());
+    for kind in KernelKind::ALL {
+        // sm_80 gets the mma.sync kinds, sm_90a the wgmma ones; both get the preprocess
+        let arch = if kind.uses_wgmma() { Arch::Sm90a } else { Arch::Sm80 };
+        assert!(set.iter().any(|s| s.kind() == kind && s.arch() == arch), "default set lacks {} for {arch}", kind.name());
     }
+    assert!(set.iter().all(|s| s.kind().uses_wgmma() == (s.arch() == Arch::Sm90a && s.kind() != KernelKind::BwdPre)));
     let mut names: Vec<String> = set.iter().map(|s| s.name()).collect();
     names.sort();
     names.dedup();
@@ -192,8 +195,12 @@ fn backward_defaults_fit_every_target() {
                 for causal in [false, true] {
                     let b = KernelSpec::backward_defaults(arch, dtype, d, causal).unwrap();
                     assert_eq!((b.dkdv.causal(), b.dq.causal()), (causal, causal));
-                    assert_eq!((b.preprocess.kind(), b.dkdv.kind(), b.dq.kind()), (KernelKind::BwdPre, KernelKind::BwdDkdv, KernelKind::BwdDq));
-                    for s in [b.dkdv, b.dq] {
+                    assert_eq!((b.preprocess.kind(), b.dkdv.kind().role(), b.dq.kind().role()), (KernelKind::BwdPre, KernelKind::BwdDkdv, KernelKind::BwdDq));
+                    // the Hopper kernels where the target runs them, mma.sync elsewhere (and on request)
+                    assert_eq!(b.dkdv.kind().uses_wgmma(), arch.has_wgmma());
+                    let m = KernelSpec::backward_mma_sync(arch, dtype, d, causal).unwrap();
+                    assert_eq!((m.dkdv.kind(), m.dq.kind()), (KernelKind::BwdDkdv, KernelKind::BwdDq));
+                    for s in [b.dkdv, b.dq, m.dkdv, m.dq] {
                         assert!(s.shared_memory_bytes() <= arch.shared_memory_limit(), "{}", s.name());
                     }
                 }
@@ -215,13 +222,13 @@ fn wgmma_forward_is_sm90a_only_with_one_warpgroup_per_64_rows() {
     assert!(e.contains("fwd_wgmma needs sm_90a"), "{e}");
     let e = KernelSpec::new(SpecParams { block_m: 256, ..p }).unwrap_err().to_string();
     assert!(e.contains("BLOCK_M=256 must be 16 × num_warps=8 = 128"), "{e}");
-    // the wgmma kernels are not defaults yet: nothing selects them unless asked
-    assert!(KernelSpec::default_set().iter().all(|s| !s.kind().uses_wgmma()));
-    let d = KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::Bf16, 64, false).unwrap();
-    assert_eq!(d.kind(), KernelKind::FwdWgmma);
-    // 3 stages keep the next block's S in flight during the softmax; 2 run them in turn
-    assert!(d.overlaps_softmax());
-    assert!(!KernelSpec::new(SpecParams { num_stages: 2, ..*d.params() }).unwrap().overlaps_softmax());
+    // the default forward on sm_90a, and only there
+    let d = KernelSpec::default_for(Arch::Sm90a, DType::Bf16, 64, false).unwrap();
+    assert_eq!(d, KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::Bf16, 64, false).unwrap());
+    assert_eq!(KernelSpec::default_for(Arch::Sm90, DType::Bf16, 64, false).unwrap().kind(), KernelKind::Fwd);
+    // 3 stages keep the next block's S in flight during the softmax; 2 (the default) run them in turn
+    assert!(!d.overlaps_softmax());
+    assert!(KernelSpec::new(SpecParams { num_stages: 3, ..*d.params() }).unwrap().overlaps_softmax());
 }
 
 #[test]
@@ -234,14 +241,14 @@ fn wgmma_backward_keeps_its_roles() {
         for causal in [false, true] {
             let b = KernelSpec::backward_wgmma(Arch::Sm90a, DType::Bf16, d, causal).unwrap();
             assert_eq!((b.dkdv.kind(), b.dq.kind()), (KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma));
-            // dK/dV owns BLOCK_N key rows (one warpgroup per 64), like its mma.sync role
-            assert_eq!((b.dkdv.resident_rows(), b.dkdv.streamed_rows(), b.dkdv.rows_per_warp()), (128, 32, 16));
+            // dK/dV owns BLOCK_N key rows (one warpgroup per 64: one at HEAD_DIM 64, two at 128), like its mma.sync role
+            assert_eq!((b.dkdv.resident_rows(), b.dkdv.streamed_rows(), b.dkdv.rows_per_warp()), (d, 32, 16));
             // wgmma slots are whole multiples of 1024 B (the stats after the tiles are padded)
             assert_eq!(b.dkdv.slot_bytes() % 1024, 0);
             assert!(b.dkdv.shared_memory_bytes() <= Arch::Sm90a.shared_memory_limit());
         }
     }
-    let p = *KernelSpec::backward_wgmma(Arch::Sm90a, DType::Bf16, 64, true).unwrap().dkdv.params();
+    let p = *KernelSpec::backward_wgmma(Arch::Sm90a, DType::Bf16, 128, true).unwrap().dkdv.params();
     let e = KernelSpec::new(SpecParams { block_n: 64, ..p }).unwrap_err().to_string();
     assert!(e.contains("bwd_dkdv_wgmma: BLOCK_N=64 must be 16 × num_warps=8 = 128"), "{e}");
     let e = KernelSpec::new(SpecParams { arch: Arch::Sm80, ..p }).unwrap_err().to_string();

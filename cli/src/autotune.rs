@@ -19,7 +19,8 @@ pub struct AutotuneArgs {
     causal: String,
     #[arg(long, default_value = "bf16")]
     dtype: String,
-    /// Kernels to tune: fwd, bwd_dkdv, bwd_dq (comma-separated).
+    /// Kernels to tune: fwd, bwd_dkdv, bwd_dq (comma-separated): the kernels calls use on this GPU (wgmma
+    /// on sm_90a unless FLASHGEN_WGMMA=0); fwd_wgmma, bwd_dkdv_wgmma, bwd_dq_wgmma name those.
     #[arg(long, default_value = "fwd")]
     kernel: String,
     /// Time only the k best configs by the performance model (Triton's top_k); default: all that survive pruning.
@@ -40,7 +41,9 @@ fn list(s: &str) -> Result<Vec<u32>, String> {
 pub fn run(a: &AutotuneArgs) -> Result<(), String> {
     let flash = Flash::new(Gpu::open(0).map_err(|e| format!("autotune needs a GPU: {e}"))?, KernelCache::from_env());
     let dtype = DType::parse(&a.dtype).map_err(|e| e.to_string())?;
-    let kinds = a.kernel.split(',').map(|k| KernelKind::parse(k).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
+    // a role (fwd, bwd_dkdv, bwd_dq) means the family calls use on this GPU; a wgmma kind is taken as named
+    let kind_of = |k: KernelKind| if k.uses_wgmma() { k } else { flash.kind_for(k) };
+    let kinds = a.kernel.split(',').map(|k| KernelKind::parse(k).map(kind_of).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
     let mut keys = Vec::new();
     for kind in kinds {
         for d in list(&a.d)? {

@@ -26,9 +26,10 @@ pub struct BenchArgs {
     /// Also time the stored autotuned config of each key (`flashgen autotune` first), labelled "tuned".
     #[arg(long)]
     tuned: bool,
-    /// Also time the Hopper kernels (fwd_wgmma; with --backward, bwd_*_wgmma; sm_90a), labelled "wgmma".
+    /// On sm_90a, also time the mma.sync kernels (fwd; with --backward, bwd_dkdv and bwd_dq), labelled
+    /// "mma.sync" (the defaults there are the wgmma kinds).
     #[arg(long)]
-    wgmma: bool,
+    mma_sync: bool,
     /// Also time the backward pass (the three default kernels, Δ included), kind "bwd".
     #[arg(long)]
     backward: bool,
@@ -77,14 +78,6 @@ fn time_launches(gpu: &Gpu, reps: usize, mut launch: impl FnMut() -> Result<(), 
 }
 
 /// "bm,bn,warps,stages|bm,bn,warps,stages" -> the default backward specs with those dK/dV and dQ tiles.
-/// A config's kernel kind and tiles: "w:bm,bn,warps,stages" is the Hopper (wgmma) kind of `role`.
-fn config_kind(cfg: &str, role: flashgen::KernelKind) -> (flashgen::KernelKind, &str) {
-    match cfg.trim().strip_prefix("w:") {
-        Some(tiles) => (flashgen::KernelKind::ALL.into_iter().find(|k| k.uses_wgmma() && k.role() == role).unwrap_or(role), tiles),
-        None => (role, cfg),
-    }
-}
-
 fn backward_variant(item: &str, default: &flashgen::BackwardSpecs) -> Result<flashgen::BackwardSpecs, String> {
     let parts: Vec<&str> = item.split('|').collect();
     if parts.len() != 2 {
@@ -165,11 +158,11 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                         println!("tuned config for D={d} N={n} causal={causal} is the default");
                     }
                 }
-                if a.wgmma {
-                    specs.push(("wgmma".to_string(), KernelSpec::default_of(flashgen::KernelKind::FwdWgmma, gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
+                if a.mma_sync && gpu.arch.has_wgmma() {
+                    specs.push(("mma.sync".to_string(), KernelSpec::default_of(flashgen::KernelKind::Fwd, gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
                 }
                 for cfg in a.configs.iter().flat_map(|c| c.split(';')).filter(|c| !c.trim().is_empty()) {
-                    let (kind, tiles) = config_kind(cfg, flashgen::KernelKind::Fwd);
+                    let (kind, tiles) = crate::check::config_kind(cfg, flashgen::KernelKind::Fwd);
                     let f = list(tiles)?;
                     if f.len() != 4 {
                         return Err(format!("config `{cfg}` must be [w:]bm,bn,warps,stages"));
@@ -201,8 +194,8 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     }
                     let mut g = Gradients { dq: tensor(&vec![0u16; len])?, dk: tensor(&vec![0u16; len])?, dv: tensor(&vec![0u16; len])? };
                     let mut variants = vec![("default".to_string(), KernelSpec::backward_defaults(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?)];
-                    if a.wgmma {
-                        variants.push(("wgmma".to_string(), KernelSpec::backward_wgmma(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
+                    if a.mma_sync && gpu.arch.has_wgmma() {
+                        variants.push(("mma.sync".to_string(), KernelSpec::backward_mma_sync(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
                     }
                     if a.tuned {
                         // the kernels attention_backward would pick for this shape: the stored winners, if any

@@ -33,11 +33,11 @@ pub struct CheckArgs {
     /// Skip the backward checks.
     #[arg(long)]
     pub forward_only: bool,
-    /// Check the Hopper kernels (fwd_wgmma, bwd_dkdv_wgmma, bwd_dq_wgmma; sm_90a) instead of the defaults;
-    /// run it as its own process, since a kernel not yet proven on the GPU may fault.
+    /// On sm_90a, check the mma.sync kernels (the kinds FLASHGEN_WGMMA=0 selects) instead of the default
+    /// wgmma ones; elsewhere the mma.sync kernels are the defaults.
     #[arg(long)]
-    pub wgmma: bool,
-    /// Extra specs to check beside the defaults, as "dtype,d,bm,bn,stage,warps,stages;..." (target = the GPU's).
+    pub mma_sync: bool,
+    /// Extra specs to check beside the defaults, as "[w:]dtype,d,bm,bn,stage,warps,stages;..." (target = the GPU's; "w:" = fwd_wgmma).
     #[arg(long)]
     specs: Option<String>,
 }
@@ -249,18 +249,27 @@ fn parse_specs(list: &str, gpu: &Gpu) -> Result<Vec<KernelSpec>, String> {
     parse_spec_list(list, gpu.arch)
 }
 
-/// "dtype,d,bm,bn,stage,warps,stages;..." for one target.
+/// A config's kernel kind and tiles: "w:bm,bn,warps,stages" is the Hopper (wgmma) kind of `role`.
+pub fn config_kind(cfg: &str, role: flashgen::KernelKind) -> (flashgen::KernelKind, &str) {
+    match cfg.trim().strip_prefix("w:") {
+        Some(tiles) => (flashgen::KernelKind::ALL.into_iter().find(|k| k.uses_wgmma() && k.role() == role).unwrap_or(role), tiles),
+        None => (role, cfg),
+    }
+}
+
+/// "[w:]dtype,d,bm,bn,stage,warps,stages;..." for one target ("w:": the wgmma forward).
 pub fn parse_spec_list(list: &str, arch: flashgen::Arch) -> Result<Vec<KernelSpec>, String> {
     list.split(';')
         .filter(|s| !s.trim().is_empty())
         .map(|item| {
+            let (kind, item) = config_kind(item, flashgen::KernelKind::Fwd);
             let f: Vec<&str> = item.split(',').map(str::trim).collect();
             if f.len() != 7 {
                 return Err(format!("spec `{item}` must have 7 fields: dtype,d,bm,bn,stage,warps,stages"));
             }
             let num = |i: usize| f[i].parse::<u32>().map_err(|_| format!("spec `{item}`: field {} is not a number", i + 1));
             KernelSpec::new(flashgen::SpecParams {
-                kind: flashgen::KernelKind::Fwd,
+                kind,
                 dtype: DType::parse(f[0]).map_err(|e| e.to_string())?,
                 head_dim: num(1)?,
                 block_m: num(2)?,
@@ -279,16 +288,18 @@ fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
     let gpu = &flash.gpu;
     println!("GPU: {} ({})", gpu.name, gpu.arch);
     let mut specs = Vec::new();
-    let kind = if a.wgmma { flashgen::KernelKind::FwdWgmma } else { flashgen::KernelKind::Fwd };
+    let kind = if a.mma_sync || !gpu.arch.has_wgmma() { flashgen::KernelKind::Fwd } else { flashgen::KernelKind::FwdWgmma };
     for dtype in [DType::Bf16, DType::F16] {
         for d in flashgen::spec::HEAD_DIMS {
             for causal in [false, true] {
                 let spec = KernelSpec::default_of(kind, gpu.arch, dtype, d, causal).map_err(|e| e.to_string())?;
                 specs.push(spec);
-                if spec.overlaps_softmax() {
-                    // and the same tiles with 2 stages: S, softmax and P·V in turn (tells an overlap bug
-                    // from a layout bug)
-                    specs.push(KernelSpec::new(flashgen::SpecParams { num_stages: 2, ..*spec.params() }).map_err(|e| e.to_string())?);
+                if kind == flashgen::KernelKind::FwdWgmma {
+                    // and the 3-stage variant (S of the next block in flight during the softmax), the
+                    // autotuner's to choose; BLOCK_N 64 where the default's wider block does not fit it
+                    let p = *spec.params();
+                    let overlap = KernelSpec::new(flashgen::SpecParams { num_stages: 3, ..p }).or_else(|_| KernelSpec::new(flashgen::SpecParams { num_stages: 3, block_n: 64, ..p }));
+                    specs.push(overlap.map_err(|e| e.to_string())?);
                 }
             }
         }

@@ -39,14 +39,14 @@ struct Case {
 }
 
 /// (errors of dQ, dK, dV; guard zones intact)
-/// The backward kernels under test: the defaults, or with `wgmma` the Hopper ones (check --wgmma).
-fn backward_specs(arch: flashgen::Arch, dtype: DType, d: u32, causal: bool, wgmma: bool) -> Result<flashgen::BackwardSpecs, String> {
-    let specs = if wgmma { KernelSpec::backward_wgmma(arch, dtype, d, causal) } else { KernelSpec::backward_defaults(arch, dtype, d, causal) };
+/// The backward kernels under test: the target's defaults, or the mma.sync ones (check --mma-sync).
+fn backward_specs(arch: flashgen::Arch, dtype: DType, d: u32, causal: bool, mma_sync: bool) -> Result<flashgen::BackwardSpecs, String> {
+    let specs = if mma_sync { KernelSpec::backward_mma_sync(arch, dtype, d, causal) } else { KernelSpec::backward_defaults(arch, dtype, d, causal) };
     specs.map_err(|x| x.to_string())
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run_case(flash: &Flash, dtype: DType, d: usize, causal: bool, wgmma: bool, c: &Case, seed: u64) -> Result<([f64; 3], bool), String> {
+fn run_case(flash: &Flash, dtype: DType, d: usize, causal: bool, mma_sync: bool, c: &Case, seed: u64) -> Result<([f64; 3], bool), String> {
     let e = |x: flashgen_runtime::RuntimeError| x.to_string();
     let dr = |x: cudarc::driver::DriverError| x.to_string();
     let gpu = &flash.gpu;
@@ -62,7 +62,7 @@ fn run_case(flash: &Flash, dtype: DType, d: usize, causal: bool, wgmma: bool, c:
     let out = flash.attention_forward_spec(&fwd, &tq, &tk, &tv, Some(scale as f32)).map_err(e)?;
     let poisoned = || -> Result<Tensor, String> { Ok(Tensor { data: gpu.stream.clone_htod(&vec![nan_bits(dtype); layout.extent() + GUARD]).map_err(dr)?, dtype, layout }) };
     let mut g = Gradients { dq: poisoned()?, dk: poisoned()?, dv: poisoned()? };
-    let specs = backward_specs(gpu.arch, dtype, d as u32, causal, wgmma)?;
+    let specs = backward_specs(gpu.arch, dtype, d as u32, causal, mma_sync)?;
     let stats = if c.lse { RowStats::Lse(&out.lse) } else { RowStats::M(&out.m) };
     flash.backward_into(&specs, &tq, &tk, &tv, &out.o, stats, &tdo, Some(scale as f32), &mut g).map_err(e)?;
     gpu.stream.synchronize().map_err(dr)?;
@@ -110,7 +110,7 @@ pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>)
     for dtype in [DType::Bf16, DType::F16] {
         for d in flashgen::spec::HEAD_DIMS {
             for causal in [false, true] {
-                let specs = backward_specs(flash.gpu.arch, dtype, d, causal, a.wgmma)?;
+                let specs = backward_specs(flash.gpu.arch, dtype, d, causal, a.mma_sync)?;
                 let names = format!("{} + {} + {}", specs.preprocess.name(), specs.dkdv.name(), specs.dq.name());
                 if a.filter.as_ref().is_some_and(|f| !names.contains(f.as_str())) {
                     continue;
@@ -118,7 +118,7 @@ pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>)
                 let mut worst = [0f64; 3];
                 for c in &cases {
                     seed = seed.wrapping_add(0x9E37_79B9);
-                    let (err, guards) = run_case(flash, dtype, d as usize, causal, a.wgmma, c, seed)?;
+                    let (err, guards) = run_case(flash, dtype, d as usize, causal, a.mma_sync, c, seed)?;
                     let ok = err.iter().all(|&x| x <= GRAD_TOL) && guards;
                     for i in 0..3 {
                         worst[i] = worst[i].max(err[i]);

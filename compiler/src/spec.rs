@@ -11,7 +11,7 @@ pub enum KernelKind {
     /// The forward pass: O and the base-2 log-sum-exp M.
     Fwd,
     /// The same forward (same ABI and outputs) on Hopper's wgmma (sm_90a only): one warpgroup per 64 query
-    /// rows, S = Q·Kᵀ and O += P·V from shared-memory descriptors. Not yet run on a GPU: not a default.
+    /// rows, S = Q·Kᵀ and O += P·V from shared-memory descriptors. The default forward on sm_90a.
     FwdWgmma,
     /// Backward preprocess: Δ_i = rowsum(dO_i ⊙ O_i) in f32.
     BwdPre,
@@ -19,9 +19,9 @@ pub enum KernelKind {
     BwdDkdv,
     /// Backward dQ: a program owns BLOCK_M rows of Q/dO and streams the K/V blocks of BLOCK_N rows.
     BwdDq,
-    /// bwd_dkdv on Hopper's wgmma (sm_90a only; same ABI): one warpgroup per 64 key rows. Not yet run on a GPU.
+    /// bwd_dkdv on Hopper's wgmma (sm_90a only; same ABI): one warpgroup per 64 key rows. Default on sm_90a.
     BwdDkdvWgmma,
-    /// bwd_dq on Hopper's wgmma (sm_90a only; same ABI): one warpgroup per 64 query rows. Not yet run on a GPU.
+    /// bwd_dq on Hopper's wgmma (sm_90a only; same ABI): one warpgroup per 64 query rows. Default on sm_90a.
     BwdDqWgmma,
 }
 
@@ -129,6 +129,11 @@ impl Arch {
             Arch::Sm89 => 89,
             Arch::Sm90 | Arch::Sm90a => 90,
         }
+    }
+
+    /// Whether the target runs Hopper's wgmma (sm_90a): its default kernels are then the wgmma kinds.
+    pub fn has_wgmma(self) -> bool {
+        self == Arch::Sm90a
     }
 
     /// Largest dynamic shared memory one block may opt into, in bytes.
@@ -492,51 +497,45 @@ impl KernelSpec {
         (n_ctx.div_ceil(self.resident_rows()), z * h, 1)
     }
 
-    /// The default tile config for a target, dtype, head dim and causality: the best measured on the H200
-    /// with rotated random inputs (bench/results/2026-11-30-fwd-mma-v5.jsonl), within every target's limits.
+    /// The default forward for a target, dtype, head dim and causality: on sm_90a the wgmma kernel, which
+    /// beat the best mma.sync config on every measured row (bench/results/2026-11-30-wgmma-v1), elsewhere
+    /// the mma.sync one (see `default_of`).
+    pub fn default_for(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<KernelSpec, SpecError> {
+        let kind = if arch.has_wgmma() { KernelKind::FwdWgmma } else { KernelKind::Fwd };
+        KernelSpec::default_of(kind, arch, dtype, head_dim, causal)
+    }
+
+    /// The mma.sync forward's default tiles: the best measured on the H200 with rotated random inputs
+    /// (bench/results/2026-11-30-fwd-mma-v5.jsonl), within every target's limits.
     /// HEAD_DIM 64: 128×64 tiles, 4 warps of 32 rows, 3 stages (255 registers, 64 KB).
     /// HEAD_DIM 128: 32 rows per warp with Q re-read from shared memory (each K/V fragment then feeds two
     /// m16 tiles) and BLOCK_N 32, 3 stages; non-causal with 8 warps (256 rows: K/V tiles shared by twice the
     /// rows, +3-5% at N >= 4096), causal with 4 warps (128 rows: the diagonal's short programs balance
     /// better, +4-15%). On sm_86/sm_89 (99 KB) the 256-row tile (112 KB) does not fit: 4 warps there too.
-    pub fn default_for(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<KernelSpec, SpecError> {
+    /// The wgmma forward's: two warpgroups (128 query rows), 2 stages (S, softmax and P·V in turn: the
+    /// 3-stage overlap measured 0-31% slower), BLOCK_N 64 at HEAD_DIM 64 and 128 at 128 (+7-12% over 64
+    /// there; at 64 the wider block lost 13%).
+    fn forward_tiles(kind: KernelKind, arch: Arch, head_dim: u32, causal: bool) -> (u32, u32, u32, u32) {
         let small_smem = arch.shared_memory_limit() < 160_000;
-        let (block_m, block_n, num_warps, num_stages) = match head_dim {
-            64 => (128, 64, 4, 3),
+        match (kind, head_dim) {
+            (KernelKind::FwdWgmma, 64) => (128, 64, 8, 2),
+            (KernelKind::FwdWgmma, _) => (128, 128, 8, 2),
+            (_, 64) => (128, 64, 4, 3),
             _ if causal || small_smem => (128, 32, 4, 3),
             _ => (256, 32, 8, 3),
-        };
-        KernelSpec::new(SpecParams {
-            kind: KernelKind::Fwd,
-            dtype,
-            head_dim,
-            block_m,
-            block_n,
-            stage: if causal { 3 } else { 1 },
-            num_warps,
-            num_stages,
-            arch,
-        })
+        }
     }
 
     /// The default spec of any kernel kind (see `default_for`, `backward_defaults`, `backward_preprocess`).
     pub fn default_of(kind: KernelKind, arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<KernelSpec, SpecError> {
         match kind {
-            KernelKind::Fwd => KernelSpec::default_for(arch, dtype, head_dim, causal),
-            KernelKind::FwdWgmma => KernelSpec::new(SpecParams {
-                kind,
-                dtype,
-                head_dim,
-                block_m: 128,
-                block_n: 64,
-                stage: if causal { 3 } else { 1 },
-                num_warps: 8,
-                num_stages: 3,
-                arch,
-            }),
+            KernelKind::Fwd | KernelKind::FwdWgmma => {
+                let (block_m, block_n, num_warps, num_stages) = KernelSpec::forward_tiles(kind, arch, head_dim, causal);
+                KernelSpec::new(SpecParams { kind, dtype, head_dim, block_m, block_n, stage: if causal { 3 } else { 1 }, num_warps, num_stages, arch })
+            }
             KernelKind::BwdPre => KernelSpec::new(*KernelSpec::backward_preprocess(arch, dtype, head_dim).params()),
-            KernelKind::BwdDkdv => Ok(KernelSpec::backward_defaults(arch, dtype, head_dim, causal)?.dkdv),
-            KernelKind::BwdDq => Ok(KernelSpec::backward_defaults(arch, dtype, head_dim, causal)?.dq),
+            KernelKind::BwdDkdv => Ok(KernelSpec::backward_mma_sync(arch, dtype, head_dim, causal)?.dkdv),
+            KernelKind::BwdDq => Ok(KernelSpec::backward_mma_sync(arch, dtype, head_dim, causal)?.dq),
             KernelKind::BwdDkdvWgmma => Ok(KernelSpec::backward_wgmma(arch, dtype, head_dim, causal)?.dkdv),
             KernelKind::BwdDqWgmma => Ok(KernelSpec::backward_wgmma(arch, dtype, head_dim, causal)?.dq),
         }
@@ -548,7 +547,17 @@ impl KernelSpec {
         KernelSpec(SpecParams { kind: KernelKind::BwdPre, dtype, head_dim, block_m: 64, block_n: 0, stage: 1, num_warps: 4, num_stages: 1, arch })
     }
 
-    /// The default backward kernels for a target, dtype, head dim and causality: the best of five measured
+    /// The default backward kernels for a target, dtype, head dim and causality: on sm_90a the wgmma ones
+    /// (`backward_wgmma`), elsewhere the mma.sync ones (`backward_mma_sync`).
+    pub fn backward_defaults(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
+        if arch.has_wgmma() {
+            KernelSpec::backward_wgmma(arch, dtype, head_dim, causal)
+        } else {
+            KernelSpec::backward_mma_sync(arch, dtype, head_dim, causal)
+        }
+    }
+
+    /// The mma.sync backward kernels (every target): the best of five measured
     /// on the H200 (bench/results/2026-11-30-bwd-v2.jsonl). 4-warp programs win (+1-14% over the seed's
     /// 8-warp shape): at ≤ 255 registers two fit on an SM, so one's loads hide under the other's math.
     /// HEAD_DIM 128: dK/dV owns 64 key rows (16 per warp) and streams 32 query rows; dQ owns 64 query rows
@@ -556,7 +565,7 @@ impl KernelSpec {
     /// feeds two m16 tiles): dK/dV 128 key rows × 16-row query blocks, dQ 128 query rows × 32-row key
     /// blocks; causal: dK/dV 64 × 32, dQ 64 × 64 (shorter programs balance the diagonal). 3 stages; every
     /// default fits every target's shared memory (at most 82688 B).
-    pub fn backward_defaults(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
+    pub fn backward_mma_sync(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
         let ((dkdv_m, dkdv_n), (dq_m, dq_n)) = match (head_dim, causal) {
             (64, false) => ((16, 128), (128, 32)),
             (64, true) => ((32, 64), (64, 64)),
@@ -571,21 +580,25 @@ impl KernelSpec {
         })
     }
 
-    /// The backward on wgmma (sm_90a; not yet run on a GPU, so not the default): dK/dV owns 128 key rows
-    /// (two warpgroups) and streams 32 query rows, dQ owns 128 query rows and streams 64 key rows
-    /// (32 at HEAD_DIM 128), 3 stages.
+    /// The backward on wgmma (sm_90a), the best of six measured (bench/results/2026-11-30-wgmma-v1):
+    /// HEAD_DIM 64: one-warpgroup programs, dK/dV 64 key rows × 32-row query blocks, dQ 64 × 64, 3 stages
+    /// (two programs per SM; +5-27% over two warpgroups except causal N=16384, -3%);
+    /// HEAD_DIM 128: two warpgroups, dK/dV 128 key rows × 32-row query blocks with 4 stages, dQ 128 × 64
+    /// with 2 (+7-10% over 3 stages and 32-row key blocks).
     pub fn backward_wgmma(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
         let stage = if causal { 3 } else { 1 };
-        let kernel = |kind, block_m, block_n| KernelSpec::new(SpecParams { kind, dtype, head_dim, block_m, block_n, stage, num_warps: 8, num_stages: 3, arch });
+        let kernel = |kind, (block_m, block_n, num_warps, num_stages)| KernelSpec::new(SpecParams { kind, dtype, head_dim, block_m, block_n, stage, num_warps, num_stages, arch });
+        let (dkdv, dq) = if head_dim == 64 { ((32, 64, 4, 3), (64, 64, 4, 3)) } else { ((32, 128, 8, 4), (128, 64, 8, 2)) };
         Ok(BackwardSpecs {
             preprocess: KernelSpec::backward_preprocess(arch, dtype, head_dim),
-            dkdv: kernel(KernelKind::BwdDkdvWgmma, 32, 128)?,
-            dq: kernel(KernelKind::BwdDqWgmma, 128, if head_dim > 64 { 32 } else { 64 })?,
+            dkdv: kernel(KernelKind::BwdDkdvWgmma, dkdv)?,
+            dq: kernel(KernelKind::BwdDqWgmma, dq)?,
         })
     }
 
     /// The default set that `flashgen emit --defaults` generates: for sm_80 and sm_90a, bf16 and fp16,
-    /// HEAD_DIM 64 and 128, STAGE 1 and 3: the default forward and the default backward kernels.
+    /// HEAD_DIM 64 and 128, STAGE 1 and 3: the default forward and the default backward kernels (on sm_90a
+    /// the wgmma kinds).
     pub fn default_set() -> Vec<KernelSpec> {
         let mut out = Vec::new();
         for arch in [Arch::Sm80, Arch::Sm90a] {

@@ -45,8 +45,8 @@ pub struct Flash {
     /// Tune a key on its first call when no tuned config is stored (opt-in, like Triton's autotune:
     /// FLASHGEN_AUTOTUNE=1 or `set_autotune(true)`).
     autotune: bool,
-    /// Use the Hopper (wgmma) kernels on sm_90a: opt-in (FLASHGEN_WGMMA=1 or `set_wgmma(true)`) until they
-    /// are proven on the GPU; elsewhere it changes nothing.
+    /// Use the Hopper (wgmma) kernels on sm_90a (the default there; FLASHGEN_WGMMA=0 or `set_wgmma(false)`
+    /// selects the mma.sync ones); elsewhere it changes nothing.
     wgmma: bool,
     tunes: TuneStore,
     /// Each key's tuned config as first looked up (None: nothing stored and not tuning), so a call reads
@@ -65,7 +65,7 @@ impl Flash {
     pub fn new(gpu: Gpu, cache: KernelCache) -> Flash {
         let tunes = TuneStore::new(cache.dir());
         let autotune = std::env::var_os("FLASHGEN_AUTOTUNE").is_some_and(|v| v != "0");
-        let wgmma = std::env::var_os("FLASHGEN_WGMMA").is_some_and(|v| v != "0");
+        let wgmma = std::env::var_os("FLASHGEN_WGMMA").is_none_or(|v| v != "0");
         Flash { gpu, cache, autotune, wgmma, tunes, tuned: Mutex::new(HashMap::new()), loaded: Mutex::new(HashMap::new()), scale: OnceLock::new(), delta: Mutex::new(None) }
     }
 
@@ -74,14 +74,23 @@ impl Flash {
         self.autotune = on;
     }
 
-    /// Use the Hopper (wgmma) kernels where the GPU runs them (sm_90a).
+    /// Use the Hopper (wgmma) kernels where the GPU runs them (sm_90a; on by default), or the mma.sync ones.
     pub fn set_wgmma(&mut self, on: bool) {
         self.wgmma = on;
     }
 
-    /// Whether calls get the wgmma kernels: asked for, and an sm_90a GPU.
+    /// Whether calls get the wgmma kernels: an sm_90a GPU, unless turned off.
     fn uses_wgmma(&self) -> bool {
-        self.wgmma && self.gpu.arch == flashgen::Arch::Sm90a
+        self.wgmma && self.gpu.arch.has_wgmma()
+    }
+
+    /// The kernel kind calls use in this role (fwd, bwd_dkdv, bwd_dq): its wgmma kind where `uses_wgmma`.
+    pub fn kind_for(&self, role: KernelKind) -> KernelKind {
+        let hopper = KernelKind::ALL.into_iter().find(|k| k.uses_wgmma() && k.role() == role.role());
+        match hopper {
+            Some(k) if self.uses_wgmma() => k,
+            _ => role.role(),
+        }
     }
 
     /// Tune one key now over the whole config space (or the `keep` best by the performance model),
@@ -170,8 +179,7 @@ impl Flash {
     /// The default spec for these inputs (see `KernelSpec::default_for`).
     pub fn default_spec(&self, q: &Tensor, causal: bool) -> Result<KernelSpec, RuntimeError> {
         let d = q.layout.shape[3] as u32;
-        let kind = if self.uses_wgmma() { KernelKind::FwdWgmma } else { KernelKind::Fwd };
-        KernelSpec::default_of(kind, self.gpu.arch, q.dtype, d, causal)
+        KernelSpec::default_of(self.kind_for(KernelKind::Fwd), self.gpu.arch, q.dtype, d, causal)
             .map_err(|e| RuntimeError::Argument(format!("tensor Q: no kernel for head dim {d} and {}: {e}", q.dtype.name())))
     }
 
@@ -232,7 +240,7 @@ impl Flash {
     /// (tuned first if autotuning is on), else the defaults of `KernelSpec::backward_defaults`.
     pub fn backward_specs(&self, q: &Tensor, causal: bool) -> Result<BackwardSpecs, RuntimeError> {
         let d = q.layout.shape[3] as u32;
-        let defaults = if self.uses_wgmma() { KernelSpec::backward_wgmma(self.gpu.arch, q.dtype, d, causal) } else { KernelSpec::backward_defaults(self.gpu.arch, q.dtype, d, causal) }
+        let defaults = if self.uses_wgmma() { KernelSpec::backward_wgmma(self.gpu.arch, q.dtype, d, causal) } else { KernelSpec::backward_mma_sync(self.gpu.arch, q.dtype, d, causal) }
             .map_err(|e| RuntimeError::Argument(format!("tensor Q: no backward kernels for head dim {d} and {}: {e}", q.dtype.name())))?;
         Ok(BackwardSpecs {
             preprocess: defaults.preprocess,

@@ -15,6 +15,11 @@ fn build_rs_embedded_the_default_set() {
 #[test]
 fn the_binary_contains_the_ptx() {
     let bin = std::fs::read(env!("CARGO_BIN_EXE_flashgen-prebuilt-example")).unwrap();
-    let needle = b".entry fa2_fwd_bf16_d128_st3_bm128_bn32_w4_ns3_sm90a(";
-    assert!(bin.windows(needle.len()).any(|w| w == needle), "the PTX is not embedded in the binary");
+    use flashgen::{Arch, DType, KernelSpec};
+    // the H200's default causal forward (a wgmma kernel) and the A100's
+    for arch in [Arch::Sm90a, Arch::Sm80] {
+        let name = KernelSpec::default_for(arch, DType::Bf16, 128, true).unwrap().name();
+        let needle = format!(".entry {name}(");
+        assert!(bin.windows(needle.len()).any(|w| w == needle.as_bytes()), "the PTX of {name} is not embedded in the binary");
+    }
 }

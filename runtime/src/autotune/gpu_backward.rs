@@ -33,7 +33,9 @@ impl<'a> BackwardCandidates<'a> {
         let (t, zeros) = tuning_inputs(flash, key, heads, 4)?;
         let inputs: [Tensor; 4] = t.try_into().map_err(|_| "tuning inputs: expected Q, K, V, dO".to_string())?;
         let out = flash.attention_forward_spec(&KernelSpec::default_for(key.arch, key.dtype, key.head_dim, key.causal).map_err(|x| x.to_string())?, &inputs[0], &inputs[1], &inputs[2], None).map_err(e)?;
-        let defaults = KernelSpec::backward_defaults(key.arch, key.dtype, key.head_dim, key.causal).map_err(|x| x.to_string())?;
+        // the other kernels of the pass: the defaults of the tuned kernel's family
+        let family = if key.kind.uses_wgmma() { KernelSpec::backward_wgmma } else { KernelSpec::backward_mma_sync };
+        let defaults = family(key.arch, key.dtype, key.head_dim, key.causal).map_err(|x| x.to_string())?;
         let rows = zeros.layout.shape[1] * zeros.layout.shape[2];
         let delta = flash.gpu.stream.alloc_zeros::<f32>(rows).map_err(|x| x.to_string())?;
         let like = |t: &Tensor| -> Result<Tensor, String> { Ok(Tensor { data: flash.gpu.stream.alloc_zeros::<u16>(t.data.len()).map_err(|x| x.to_string())?, dtype: t.dtype, layout: t.layout }) };
