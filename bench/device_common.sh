@@ -7,14 +7,11 @@ B=$BIN/flashgen
 { date -u; echo "commit ${COMMIT:-unknown}"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader; } | tee "$OUT/env.txt"
 export FLASHGEN_CACHE_DIR=/tmp/flashgen-cache-run; rm -rf $FLASHGEN_CACHE_DIR
 
-# The Hopper forward (fwd_wgmma) is checked in its own process (a kernel not yet proven on the GPU may
-# fault); WGMMA_BENCH becomes "--wgmma" (the bench then times it, label "wgmma") only when every check passed.
-wgmma_check() {
-  WGMMA_BENCH=""
-  [ "${WGMMA:-1}" = 1 ] || return 0
-  echo "== wgmma forward check (own process)"
-  timeout 240 $B check --wgmma --quick --json /tmp/check_wgmma.jsonl > /tmp/check_wgmma.log 2>&1; local rc=$?
-  cat /tmp/check_wgmma.log >> "$OUT/extras.log"; cat /tmp/check_wgmma.jsonl >> "$OUT/check.jsonl" 2>/dev/null
-  grep -E "passed, |FAIL|error" /tmp/check_wgmma.log | tail -12; echo "wgmma check rc=$rc"
-  if [ $rc = 0 ]; then WGMMA_BENCH="--wgmma"; fi
+# The mma.sync kernels (what FLASHGEN_WGMMA=0 selects on sm_90a; the defaults on other targets): the
+# quick suite, forward and backward.
+mma_sync_check() {
+  echo "== check --quick --mma-sync (the kernels FLASHGEN_WGMMA=0 selects)"
+  timeout 240 $B check --quick --mma-sync --json /tmp/check_mma.jsonl > /tmp/check_mma.log 2>&1; local rc=$?
+  cat /tmp/check_mma.log >> "$OUT/extras.log"; cat /tmp/check_mma.jsonl >> "$OUT/check.jsonl" 2>/dev/null
+  grep -E "passed, |FAIL|error" /tmp/check_mma.log | tail -6; echo "mma.sync check rc=$rc"
 }

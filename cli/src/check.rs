@@ -288,12 +288,14 @@ fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
     let gpu = &flash.gpu;
     println!("GPU: {} ({})", gpu.name, gpu.arch);
     let mut specs = Vec::new();
+    let mut defaults = Vec::new();
     let kind = if a.mma_sync || !gpu.arch.has_wgmma() { flashgen::KernelKind::Fwd } else { flashgen::KernelKind::FwdWgmma };
     for dtype in [DType::Bf16, DType::F16] {
         for d in flashgen::spec::HEAD_DIMS {
             for causal in [false, true] {
                 let spec = KernelSpec::default_of(kind, gpu.arch, dtype, d, causal).map_err(|e| e.to_string())?;
                 specs.push(spec);
+                defaults.push(spec);
                 if kind == flashgen::KernelKind::FwdWgmma {
                     // and the 3-stage variant (S of the next block in flight during the softmax), the
                     // autotuner's to choose; BLOCK_N 64 where the default's wider block does not fit it
@@ -309,6 +311,7 @@ fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
     }
     if let Some(f) = &a.filter {
         specs.retain(|s| s.name().contains(f.as_str()));
+        defaults.retain(|s| s.name().contains(f.as_str()));
     }
     let lens: &[usize] = if a.quick { &[1, 77, 128, 1000] } else { &[1, 17, 64, 127, 128, 129, 255, 1000, 1024, 2047, 4096] };
     let mut json = a.json.as_ref().map(std::fs::File::create).transpose().map_err(|e| e.to_string())?;
@@ -345,7 +348,7 @@ fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
         println!("{:<48} {} cases + attention_forward LSE (rel. err. {lse_err:.1e})", spec.name(), cases.len());
     }
     if let Some(dir) = &a.parity_dir {
-        write_parity(flash, &specs[..8.min(specs.len())], dir)?;
+        write_parity(flash, &defaults, dir)?;
     }
     if !a.forward_only {
         let (p, f) = crate::check_backward::gpu_check(flash, a, &mut json)?;
