@@ -40,20 +40,22 @@ for r in rows:
             cell.setdefault("flashgen-tuned", r["tflops"])
         if r.get("config") == "tuned":
             cell["flashgen-tuned"] = r["tflops"]
-        if r.get("config") == "wgmma":
-            cell["flashgen-wgmma"] = r["tflops"]
+        if r.get("config") in ("wgmma", "mma.sync"):
+            cell["flashgen-" + r["config"]] = r["tflops"]
         cell["flashgen-best"] = max(cell.get("flashgen-best", 0), r["tflops"])
     else:
         cell[impl] = r["tflops"]
 impls = ["flashgen", "flashgen-tuned", "flashgen-best", "triton-seed-fa2", "sdpa-flash(FA2)", "sdpa-cudnn"]
-if any("flashgen-wgmma" in c for c in table.values()):
-    impls.insert(3, "flashgen-wgmma")
+for extra in ("flashgen-wgmma", "flashgen-mma.sync"):
+    if any(extra in c for c in table.values()):
+        impls.insert(2, extra)
 print(f"{name} (commit {commit}; {env[0] if env else ''}; {env[-1] if env else ''})\n")
-wg = "flashgen-wgmma" in impls
-print("| pass | D | N | causal | " + " | ".join(impls) + " | default/FA2 | default/triton | tuned/FA2 |" + (" wgmma/triton | wgmma/cuDNN |" if wg else ""))
-print("|" + "---|" * (len(impls) + 7 + (2 if wg else 0)))
+ratios = [("default/FA2", "flashgen", "sdpa-flash(FA2)"), ("tuned/FA2", "flashgen-tuned", "sdpa-flash(FA2)"),
+          ("tuned/triton", "flashgen-tuned", "triton-seed-fa2"), ("tuned/cuDNN", "flashgen-tuned", "sdpa-cudnn")]
+print("| pass | D | N | causal | " + " | ".join(impls) + " | " + " | ".join(r[0] for r in ratios) + " |")
+print("|" + "---|" * (len(impls) + 4 + len(ratios)))
 for k in sorted(table):
     c = table[k]
     vals = [f"{c[i]:.0f}" if i in c else "" for i in impls]
     ratio = lambda a, b: f"{c[a] / c[b]:.2f}" if a in c and b in c else ""
-    print(f"| {k[0]} | {k[1]} | {k[2]} | {int(k[3])} | " + " | ".join(vals) + f" | {ratio('flashgen', 'sdpa-flash(FA2)')} | {ratio('flashgen', 'triton-seed-fa2')} | {ratio('flashgen-tuned', 'sdpa-flash(FA2)')} |" + (f" {ratio('flashgen-wgmma', 'triton-seed-fa2')} | {ratio('flashgen-wgmma', 'sdpa-cudnn')} |" if wg else ""))
+    print(f"| {k[0]} | {k[1]} | {k[2]} | {int(k[3])} | " + " | ".join(vals) + " | " + " | ".join(ratio(a, b) for _, a, b in ratios) + " |")

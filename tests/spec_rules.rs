@@ -241,15 +241,15 @@ fn wgmma_backward_keeps_its_roles() {
         for causal in [false, true] {
             let b = KernelSpec::backward_wgmma(Arch::Sm90a, DType::Bf16, d, causal).unwrap();
             assert_eq!((b.dkdv.kind(), b.dq.kind()), (KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma));
-            // dK/dV owns BLOCK_N key rows (one warpgroup per 64: one at HEAD_DIM 64, two at 128), like its mma.sync role
-            assert_eq!((b.dkdv.resident_rows(), b.dkdv.streamed_rows(), b.dkdv.rows_per_warp()), (d, 32, 16));
+            // dK/dV owns BLOCK_N key rows (one warpgroup per 64) and streams BLOCK_M, like its mma.sync role
+            assert_eq!((b.dkdv.resident_rows(), b.dkdv.streamed_rows(), b.dkdv.rows_per_warp()), (64, if d == 64 { 64 } else { 32 }, 16));
             // wgmma slots are whole multiples of 1024 B (the stats after the tiles are padded)
             assert_eq!(b.dkdv.slot_bytes() % 1024, 0);
             assert!(b.dkdv.shared_memory_bytes() <= Arch::Sm90a.shared_memory_limit());
         }
     }
     let p = *KernelSpec::backward_wgmma(Arch::Sm90a, DType::Bf16, 128, true).unwrap().dkdv.params();
-    let e = KernelSpec::new(SpecParams { block_n: 64, ..p }).unwrap_err().to_string();
+    let e = KernelSpec::new(SpecParams { num_warps: 8, ..p }).unwrap_err().to_string();
     assert!(e.contains("bwd_dkdv_wgmma: BLOCK_N=64 must be 16 × num_warps=8 = 128"), "{e}");
     let e = KernelSpec::new(SpecParams { arch: Arch::Sm80, ..p }).unwrap_err().to_string();
     assert!(e.contains("use kernel bwd_dkdv on sm_80"), "{e}");

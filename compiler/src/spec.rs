@@ -580,15 +580,20 @@ impl KernelSpec {
         })
     }
 
-    /// The backward on wgmma (sm_90a), the best of six measured (bench/results/2026-11-30-wgmma-v1):
-    /// HEAD_DIM 64: one-warpgroup programs, dK/dV 64 key rows × 32-row query blocks, dQ 64 × 64, 3 stages
-    /// (two programs per SM; +5-27% over two warpgroups except causal N=16384, -3%);
-    /// HEAD_DIM 128: two warpgroups, dK/dV 128 key rows × 32-row query blocks with 4 stages, dQ 128 × 64
-    /// with 2 (+7-10% over 3 stages and 32-row key blocks).
+    /// The backward on wgmma (sm_90a): the autotuner's most frequent winners over the 12 anchor rows
+    /// (bench/results/2026-11-30-hopper-v2, 3-13% over the first sweep's picks). One-warpgroup programs (two
+    /// or more per SM, so one's loads hide under another's math) except the non-causal HEAD_DIM 128 dQ;
+    /// dK/dV owns 64 key rows and streams 64 query rows at HEAD_DIM 64 (32 at 128: dK and dV take 128
+    /// registers there); dQ owns 64 query rows and streams 64 key rows (non-causal HEAD_DIM 128: 128 rows,
+    /// 3 stages); 2 stages.
     pub fn backward_wgmma(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
         let stage = if causal { 3 } else { 1 };
         let kernel = |kind, (block_m, block_n, num_warps, num_stages)| KernelSpec::new(SpecParams { kind, dtype, head_dim, block_m, block_n, stage, num_warps, num_stages, arch });
-        let (dkdv, dq) = if head_dim == 64 { ((32, 64, 4, 3), (64, 64, 4, 3)) } else { ((32, 128, 8, 4), (128, 64, 8, 2)) };
+        let (dkdv, dq) = match (head_dim, causal) {
+            (64, _) => ((64, 64, 4, 2), (64, 64, 4, 2)),
+            (_, true) => ((32, 64, 4, 2), (64, 64, 4, 2)),
+            _ => ((32, 64, 4, 2), (128, 64, 8, 3)),
+        };
         Ok(BackwardSpecs {
             preprocess: KernelSpec::backward_preprocess(arch, dtype, head_dim),
             dkdv: kernel(KernelKind::BwdDkdvWgmma, dkdv)?,
