@@ -247,3 +247,40 @@ fn backward_tuning_picks_a_valid_backward_spec() {
     assert_eq!(best.kind(), KernelKind::BwdDq);
     assert!(r.outcomes.iter().any(|o| o.config == k.default_config().unwrap()));
 }
+
+/// A device where the default takes 1 ms and one other config `rival` takes `rival_ms`; the rest 2 ms.
+struct Rival {
+    default: Config,
+    rival: Config,
+    rival_ms: f64,
+}
+
+impl Candidates for Rival {
+    fn prepare(&self, _: &KernelSpec) -> Result<(), String> {
+        Ok(())
+    }
+    fn verify(&self, _: &KernelSpec) -> Result<f64, String> {
+        Ok(0.0)
+    }
+    fn time(&self, spec: &KernelSpec, _: f64) -> Result<Timing, String> {
+        let c = config_of(spec);
+        let ms = if c == self.default { 1.0 } else if c == self.rival { self.rival_ms } else { 2.0 };
+        Ok(Timing::of(vec![ms; 3]))
+    }
+}
+
+#[test]
+fn backward_winners_must_beat_the_default_by_more_than_the_alone_vs_in_pass_gap() {
+    for kind in [KernelKind::Fwd, KernelKind::BwdDkdv, KernelKind::BwdDq] {
+        let k = TuneKey::for_kind(kind, Arch::Sm90a, DType::Bf16, 64, false, 4096);
+        let default = k.default_config().unwrap();
+        let (kept, _) = early_prune(&k, &config_space_for(kind));
+        let rival = kept.iter().map(|(c, _)| *c).find(|c| *c != default).unwrap();
+        // 3% faster alone: the forward takes it, a backward kernel keeps its default
+        let small = tune(&k, &config_space_for(kind), &Rival { default, rival, rival_ms: 0.97 }, 2, None).unwrap();
+        assert_eq!(small.best, if kind == KernelKind::Fwd { rival } else { default }, "{}", kind.name());
+        // 10% faster: every kind takes it
+        let large = tune(&k, &config_space_for(kind), &Rival { default, rival, rival_ms: 0.9 }, 2, None).unwrap();
+        assert_eq!(large.best, rival, "{}", kind.name());
+    }
+}
