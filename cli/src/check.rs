@@ -252,7 +252,7 @@ fn parse_specs(list: &str, gpu: &Gpu) -> Result<Vec<KernelSpec>, String> {
 /// A config's kernel kind and tiles: "w:bm,bn,warps,stages" is the Hopper (wgmma) kind of `role`.
 pub fn config_kind(cfg: &str, role: flashgen::KernelKind) -> (flashgen::KernelKind, &str) {
     match cfg.trim().strip_prefix("w:") {
-        Some(tiles) => (flashgen::KernelKind::ALL.into_iter().find(|k| k.uses_wgmma() && k.role() == role).unwrap_or(role), tiles),
+        Some(tiles) => (role.wgmma_kind().unwrap_or(role), tiles),
         None => (role, cfg),
     }
 }

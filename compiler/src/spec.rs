@@ -230,6 +230,10 @@ impl KernelKind {
     pub fn uses_wgmma(self) -> bool {
         self != self.role()
     }
+    /// The Hopper (wgmma) kind that plays this kind's role, if there is one (not for the preprocess).
+    pub fn wgmma_kind(self) -> Option<KernelKind> {
+        KernelKind::ALL.into_iter().find(|k| k.uses_wgmma() && k.role() == self.role())
+    }
     /// The names of the block sizes of the rows a program owns (split over its warps) and of the rows it
     /// streams through the cp.async ring. dK/dV swaps them: it owns K/V rows (BLOCK_N) and streams Q (BLOCK_M).
     fn block_names(self) -> (&'static str, &'static str, &'static str) {

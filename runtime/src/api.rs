@@ -86,8 +86,7 @@ impl Flash {
 
     /// The kernel kind calls use in this role (fwd, bwd_dkdv, bwd_dq): its wgmma kind where `uses_wgmma`.
     pub fn kind_for(&self, role: KernelKind) -> KernelKind {
-        let hopper = KernelKind::ALL.into_iter().find(|k| k.uses_wgmma() && k.role() == role.role());
-        match hopper {
+        match role.wgmma_kind() {
             Some(k) if self.uses_wgmma() => k,
             _ => role.role(),
         }
