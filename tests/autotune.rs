@@ -3,7 +3,7 @@
 
 use flashgen::{Arch, DType, KernelKind, KernelSpec};
 use flashgen_runtime::autotune::store::{TuneFile, TuneStore};
-use flashgen_runtime::autotune::{bucket, config_space, config_space_for, early_prune, top_k, tune, Candidates, Config, Timing, TuneKey, TuneResult, TUNABLE};
+use flashgen_runtime::autotune::{bucket, config_space, config_space_for, early_prune, early_stop_cutoff, top_k, tune, Candidates, Config, Timing, TuneKey, TuneResult, EARLY_STOP_RATIO, LONG_EARLY_STOP_RATIO, LONG_LAUNCH_MS, TUNABLE};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -130,6 +130,22 @@ fn failures_score_infinity_and_are_reported_never_fatal() {
     assert!(f.stopped_early.load(Ordering::SeqCst) > 0);
     // sorted fastest first, failures last
     assert!(r.outcomes.windows(2).all(|w| w[0].timing.median_ms <= w[1].timing.median_ms));
+}
+
+#[test]
+fn long_launches_stop_early_at_a_tighter_ratio() {
+    assert!(LONG_EARLY_STOP_RATIO < EARLY_STOP_RATIO);
+    assert_eq!(early_stop_cutoff(1.0), 1.0 * EARLY_STOP_RATIO);
+    assert_eq!(early_stop_cutoff(LONG_LAUNCH_MS * 2.0), LONG_LAUNCH_MS * 2.0 * LONG_EARLY_STOP_RATIO);
+    assert!(early_stop_cutoff(f64::INFINITY).is_infinite(), "nothing timed yet: nothing stops");
+}
+
+#[test]
+fn tuning_reports_where_its_time_went() {
+    let (r, _) = run_tune();
+    let p = r.phases;
+    assert!(p.compile_wait_s > 0.0 && p.verify_s >= 0.0 && p.time_s > 0.0);
+    assert!(p.compile_wait_s + p.verify_s + p.time_s <= r.seconds + 1e-3, "{p} within {} s", r.seconds);
 }
 
 #[test]

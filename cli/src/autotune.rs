@@ -59,7 +59,7 @@ pub fn run(a: &AutotuneArgs) -> Result<(), String> {
         let r = flash.autotune_heads(&key, a.top_k, a.heads).map_err(|e| e.to_string())?;
         let default = key.default_config().map_err(|e| e.to_string())?;
         let t = |c| r.outcomes.iter().find(|o| o.config == c).map(|o| o.timing.median_ms).unwrap_or(f64::NAN);
-        println!("\n{}: {} timed, {} pruned, {:.2} s; best {} ({:.4} ms), default {} ({:.4} ms, {:.2}x)", key.id(), r.outcomes.len(), r.pruned.len(), r.seconds, r.best, t(r.best), default, t(default), t(default) / t(r.best));
+        println!("\n{}: {} timed, {} pruned, {:.2} s; best {} ({:.4} ms), default {} ({:.4} ms, {:.2}x)\n  ({})", key.id(), r.outcomes.len(), r.pruned.len(), r.seconds, r.best, t(r.best), default, t(default), t(default) / t(r.best), r.phases);
         for o in &r.outcomes {
             match &o.failure {
                 None => println!("  {:<64} median {:.4} ms  p20 {:.4}  p80 {:.4}", o.config.to_string(), o.timing.median_ms, o.timing.p20_ms, o.timing.p80_ms),
@@ -67,9 +67,13 @@ pub fn run(a: &AutotuneArgs) -> Result<(), String> {
             }
         }
         println!(
-            "{{\"kind\": \"autotune\", \"key\": \"{}\", \"seconds\": {:.3}, \"timed\": {}, \"pruned\": {}, \"best\": \"{}\", \"best_ms\": {:.5}, \"default_ms\": {:.5}}}",
+            "{{\"kind\": \"autotune\", \"key\": \"{}\", \"seconds\": {:.3}, \"setup_s\": {:.3}, \"compile_wait_s\": {:.3}, \"verify_s\": {:.3}, \"time_s\": {:.3}, \"timed\": {}, \"pruned\": {}, \"best\": \"{}\", \"best_ms\": {:.5}, \"default_ms\": {:.5}}}",
             key.id(),
             r.seconds,
+            r.phases.setup_s,
+            r.phases.compile_wait_s,
+            r.phases.verify_s,
+            r.phases.time_s,
             r.outcomes.len(),
             r.pruned.len(),
             r.best,

@@ -100,13 +100,18 @@ impl Flash {
 
     /// As `autotune`, on inputs with `heads` = Z·H heads (default: the anchors' shape, 2^25 elements).
     pub fn autotune_heads(&self, key: &TuneKey, keep: Option<usize>, heads: Option<usize>) -> Result<TuneResult, RuntimeError> {
+        let t0 = std::time::Instant::now();
         let candidates: Box<dyn autotune::Candidates + '_> = match key.kind.role() {
             KernelKind::Fwd => Box::new(autotune::gpu::GpuCandidates::new(self, key, heads).map_err(RuntimeError::Argument)?),
             KernelKind::BwdDkdv | KernelKind::BwdDq => Box::new(autotune::gpu_backward::BackwardCandidates::new(self, key, heads).map_err(RuntimeError::Argument)?),
             _ => return Err(RuntimeError::Argument("the backward preprocess has no configs to tune".into())),
         };
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).saturating_sub(1).max(1);
-        let result = autotune::tune(key, &autotune::config_space_for(key.kind), candidates.as_ref(), threads, keep).map_err(RuntimeError::Argument)?;
+        let setup_s = t0.elapsed().as_secs_f64();
+        let mut result = autotune::tune(key, &autotune::config_space_for(key.kind), candidates.as_ref(), threads, keep).map_err(RuntimeError::Argument)?;
+        // end to end, as a caller waits for it
+        result.phases.setup_s = setup_s;
+        result.seconds = t0.elapsed().as_secs_f64();
         if let Err(e) = self.tunes.save(&result) {
             self.cache.warn(format!("tuning result for {} not saved: {e}", key.id()));
         }

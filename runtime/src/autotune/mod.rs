@@ -226,12 +226,41 @@ pub struct TuneResult {
     pub best: Config,
     pub outcomes: Vec<Outcome>,
     pub pruned: Vec<Pruned>,
+    /// End to end: the tuning inputs and reference outputs, compiles, checks and timings.
     pub seconds: f64,
+    #[serde(default)]
+    pub phases: Phases,
+}
+
+/// Where a tuning run's seconds went, on the timing thread (compiles run beside it: `compile_wait` is only
+/// the time it had nothing compiled to check).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct Phases {
+    pub setup_s: f64,
+    pub compile_wait_s: f64,
+    pub verify_s: f64,
+    pub time_s: f64,
+}
+
+impl std::fmt::Display for Phases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "setup {:.2} s, waiting for compiles {:.2} s, checking {:.2} s, timing {:.2} s", self.setup_s, self.compile_wait_s, self.verify_s, self.time_s)
+    }
 }
 
 /// A candidate whose warm-up launch takes this many times the best median so far stops there (timings
 /// on the H200 spread under 0.2% between p20 and p80, so it could not have won).
 pub const EARLY_STOP_RATIO: f64 = 1.5;
+/// For launches of LONG_LAUNCH_MS or more the host-timed warm-up is exact to well under 1% (launch
+/// overhead is ~10 µs), so a candidate 10% behind stops: at N = 16384 a non-causal D128 dK/dV launch takes
+/// ~9 ms and, with all 12 candidates within 1.5× of each other, the key took 2.25 s (tune-v4).
+pub const LONG_LAUNCH_MS: f64 = 4.0;
+pub const LONG_EARLY_STOP_RATIO: f64 = 1.1;
+
+/// The warm-up time above which a candidate stops, given the best median so far.
+pub fn early_stop_cutoff(best_ms: f64) -> f64 {
+    best_ms * if best_ms >= LONG_LAUNCH_MS { LONG_EARLY_STOP_RATIO } else { EARLY_STOP_RATIO }
+}
 
 /// Largest relative difference from the default config's output a candidate may show.
 pub const MAX_DISAGREEMENT: f64 = 1e-2;
@@ -272,6 +301,7 @@ pub fn tune(key: &TuneKey, space: &[Config], candidates: &dyn Candidates, compil
     let (tx, rx) = std::sync::mpsc::channel::<(Config, KernelSpec, Result<(), String>)>();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut outcomes: Vec<Outcome> = Vec::new();
+    let mut phases = Phases::default();
     std::thread::scope(|s| {
         for _ in 0..compile_threads.max(1) {
             let (tx, kept, next) = (tx.clone(), &kept, &next);
@@ -285,14 +315,23 @@ pub fn tune(key: &TuneKey, space: &[Config], candidates: &dyn Candidates, compil
             });
         }
         drop(tx);
+        let since = |t: &mut std::time::Instant| {
+            let s = t.elapsed().as_secs_f64();
+            *t = std::time::Instant::now();
+            s
+        };
+        let mut clock = std::time::Instant::now();
         for (config, spec, prepared) in rx {
-            let scored = prepared
-                .and_then(|()| candidates.verify(&spec))
+            phases.compile_wait_s += since(&mut clock);
+            let checked = prepared.and_then(|()| candidates.verify(&spec));
+            phases.verify_s += since(&mut clock);
+            let scored = checked
                 .and_then(|err| if err <= MAX_DISAGREEMENT { Ok(()) } else { Err(format!("output differs from the default config's by {err:.2e}")) })
                 .and_then(|()| {
                     let best = outcomes.iter().filter(|o| o.failure.is_none()).map(|o| o.timing.median_ms).fold(f64::INFINITY, f64::min);
-                    candidates.time(&spec, best * EARLY_STOP_RATIO)
+                    candidates.time(&spec, early_stop_cutoff(best))
                 });
+            phases.time_s += since(&mut clock);
             outcomes.push(match scored {
                 Ok(timing) if timing.median_ms.is_finite() => Outcome { config, timing, failure: None },
                 Ok(_) => Outcome { config, timing: Timing::FAILED, failure: Some("no finite time".into()) },
@@ -304,7 +343,7 @@ pub fn tune(key: &TuneKey, space: &[Config], candidates: &dyn Candidates, compil
     let best = choose(key, &outcomes, default);
     if std::env::var_os("FLASHGEN_PRINT_AUTOTUNING").is_some_and(|v| v != "0") {
         let t = outcomes.iter().find(|o| o.config == best).map(|o| o.timing.median_ms).unwrap_or(f64::NAN);
-        eprintln!("flashgen autotuning: key {} finished after {:.2} s; best config: {best} ({t:.4} ms)", key.id(), t0.elapsed().as_secs_f64());
+        eprintln!("flashgen autotuning: key {} finished after {:.2} s ({phases}); best config: {best} ({t:.4} ms)", key.id(), t0.elapsed().as_secs_f64());
     }
-    Ok(TuneResult { key: key.clone(), best, outcomes, pruned, seconds: t0.elapsed().as_secs_f64() })
+    Ok(TuneResult { key: key.clone(), best, outcomes, pruned, seconds: t0.elapsed().as_secs_f64(), phases })
 }
