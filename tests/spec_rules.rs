@@ -98,7 +98,7 @@ fn block_n_larger_than_block_m_is_supported() {
 fn parsers_name_the_choices() {
     assert!(Arch::parse("sm_75").unwrap_err().to_string().contains("sm_80, sm_86, sm_89, sm_90, sm_90a"));
     assert!(DType::parse("fp8").unwrap_err().to_string().contains("bf16 or fp16"));
-    assert!(KernelKind::parse("bwd").unwrap_err().to_string().contains("use one of fwd, fwd_wgmma, bwd_pre, bwd_dkdv, bwd_dq, bwd_dkdv_wgmma, bwd_dq_wgmma"));
+    assert!(KernelKind::parse("bwd").unwrap_err().to_string().contains("use one of fwd, fwd_wgmma, fwd_ws, bwd_pre, bwd_dkdv, bwd_dq, bwd_dkdv_wgmma, bwd_dq_wgmma"));
     for kind in KernelKind::ALL {
         assert_eq!(KernelKind::parse(kind.name()).unwrap(), kind);
     }

@@ -251,13 +251,18 @@ fn parse_specs(list: &str, gpu: &Gpu) -> Result<Vec<KernelSpec>, String> {
 
 /// A config's kernel kind and tiles: "w:bm,bn,warps,stages" is the Hopper (wgmma) kind of `role`.
 pub fn config_kind(cfg: &str, role: flashgen::KernelKind) -> (flashgen::KernelKind, &str) {
-    match cfg.trim().strip_prefix("w:") {
+    let cfg = cfg.trim();
+    if let (Some(tiles), flashgen::KernelKind::Fwd) = (cfg.strip_prefix("ws:"), role.role()) {
+        return (flashgen::KernelKind::FwdWs, tiles);
+    }
+    match cfg.strip_prefix("w:") {
         Some(tiles) => (role.wgmma_kind().unwrap_or(role), tiles),
         None => (role, cfg),
     }
 }
 
-/// "[w:]dtype,d,bm,bn,stage,warps,stages;..." for one target ("w:": the wgmma forward).
+/// "[w:|ws:]dtype,d,bm,bn,stage,warps,stages;..." for one target ("w:": the wgmma forward, "ws:" the
+/// warp-specialized one).
 pub fn parse_spec_list(list: &str, arch: flashgen::Arch) -> Result<Vec<KernelSpec>, String> {
     list.split(';')
         .filter(|s| !s.trim().is_empty())

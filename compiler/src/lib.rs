@@ -14,7 +14,7 @@ pub mod render;
 pub mod spec;
 
 pub use artifact::{Artifact, Metadata, Timings};
-pub use spec::{Arch, BackwardSpecs, DType, KernelKind, KernelSpec, SpecError, SpecParams, Stage};
+pub use spec::{Arch, BackwardSpecs, DType, KernelKind, KernelSpec, Registers, SpecError, SpecParams, Stage};
 
 
 /// Any failure between a spec and its PTX, naming the stage.

@@ -12,6 +12,8 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("lib/gemm.ll.tera", include_str!("../../templates/lib/gemm.ll.tera")),
     ("lib/wgmma.ll.tera", include_str!("../../templates/lib/wgmma.ll.tera")),
     ("lib/stream.ll.tera", include_str!("../../templates/lib/stream.ll.tera")),
+    ("lib/ws.ll.tera", include_str!("../../templates/lib/ws.ll.tera")),
+    ("fa2_fwd_ws.ll.tera", include_str!("../../templates/fa2_fwd_ws.ll.tera")),
     ("fa2_bwd_pre.ll.tera", include_str!("../../templates/fa2_bwd_pre.ll.tera")),
     ("fa2_bwd_dkdv.ll.tera", include_str!("../../templates/fa2_bwd_dkdv.ll.tera")),
     ("fa2_bwd_dq.ll.tera", include_str!("../../templates/fa2_bwd_dq.ll.tera")),
@@ -107,6 +109,16 @@ struct KernelConstants {
     DESC_K: String,
     DESC_MN: String,
     WG_TY: &'static str,
+    // ---- fwd_ws: consumer warpgroups, 64-column panels per row, the mbarriers' offset from the tiles,
+    // bytes the TMA loads of Q and of one K/V block bring, and the registers of each warpgroup role ----
+    CONSUMERS: u32,
+    PANELS: u32,
+    BAR_OFF: u32,
+    Q_TX: u32,
+    KV_TX: u32,
+    LAUNCH_REGS: u32,
+    PRODUCER_REGS: u32,
+    CONSUMER_REGS: u32,
 }
 
 impl KernelConstants {
@@ -180,6 +192,14 @@ impl KernelConstants {
                 DType::Bf16 => "bf16.bf16",
                 DType::F16 => "f16.f16",
             },
+            CONSUMERS: spec.consumer_warpgroups(),
+            PANELS: d / 64,
+            BAR_OFF: bm * row_bytes + spec.num_stages() * spec.slot_bytes(),
+            Q_TX: bm * row_bytes,
+            KV_TX: 2 * bn * row_bytes,
+            LAUNCH_REGS: spec.registers().launch,
+            PRODUCER_REGS: spec.registers().producer,
+            CONSUMER_REGS: spec.registers().consumer,
         }
     }
 }
@@ -231,6 +251,7 @@ pub fn template_for(kind: KernelKind) -> &'static str {
     // a wgmma kind shares its role's template (its own branches are under k.WGMMA)
     match kind {
         KernelKind::Fwd | KernelKind::FwdWgmma => "fa2_fwd.ll.tera",
+        KernelKind::FwdWs => "fa2_fwd_ws.ll.tera",
         KernelKind::BwdPre => "fa2_bwd_pre.ll.tera",
         KernelKind::BwdDkdv | KernelKind::BwdDkdvWgmma => "fa2_bwd_dkdv.ll.tera",
         KernelKind::BwdDq | KernelKind::BwdDqWgmma => "fa2_bwd_dq.ll.tera",

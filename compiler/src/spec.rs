@@ -13,6 +13,11 @@ pub enum KernelKind {
     /// The same forward (same ABI and outputs) on Hopper's wgmma (sm_90a only): one warpgroup per 64 query
     /// rows, S = Q·Kᵀ and O += P·V from shared-memory descriptors. The default forward on sm_90a.
     FwdWgmma,
+    /// The wgmma forward, warp-specialized (sm_90a only; its ABI appends three TMA descriptors): a producer
+    /// warpgroup loads Q and a ring of K/V blocks with TMA, signalling mbarriers; 1-3 consumer warpgroups
+    /// (64 query rows each) compute as soon as a block lands and hand its slot back through another
+    /// mbarrier, with no CTA-wide barrier; setmaxnreg moves registers from the producer to the consumers.
+    FwdWs,
     /// Backward preprocess: Δ_i = rowsum(dO_i ⊙ O_i) in f32.
     BwdPre,
     /// Backward dK/dV: a program owns BLOCK_N rows of K/V and streams the Q/dO blocks of BLOCK_M rows.
@@ -101,6 +106,8 @@ pub const MAX_ROWS_PER_WARP: u32 = 32;
 /// the powers of two that the CI sweep assembles spill-free are admitted.
 pub const BLOCK_NS: [u32; 4] = [16, 32, 64, 128];
 pub const NUM_STAGES: std::ops::RangeInclusive<u32> = 2..=6;
+/// Warps of fwd_ws: the producer warpgroup and 1-3 consumer warpgroups.
+pub const WS_NUM_WARPS: [u32; 3] = [8, 12, 16];
 /// Registers a thread may use (the architectural limit of every supported target).
 pub const MAX_REGISTERS: u32 = 255;
 /// Registers the estimate reserves for addresses, loop counters, masks and softmax temporaries.
@@ -196,19 +203,20 @@ impl DType {
 }
 
 impl KernelKind {
-    pub const ALL: [KernelKind; 7] =
-        [KernelKind::Fwd, KernelKind::FwdWgmma, KernelKind::BwdPre, KernelKind::BwdDkdv, KernelKind::BwdDq, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma];
+    pub const ALL: [KernelKind; 8] =
+        [KernelKind::Fwd, KernelKind::FwdWgmma, KernelKind::FwdWs, KernelKind::BwdPre, KernelKind::BwdDkdv, KernelKind::BwdDq, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma];
 
     pub fn parse(s: &str) -> Result<KernelKind, SpecError> {
         KernelKind::ALL
             .into_iter()
             .find(|k| k.name() == s.trim())
-            .ok_or_else(|| SpecError(format!("kernel `{s}` is unknown: use one of fwd, fwd_wgmma, bwd_pre, bwd_dkdv, bwd_dq, bwd_dkdv_wgmma, bwd_dq_wgmma")))
+            .ok_or_else(|| SpecError(format!("kernel `{s}` is unknown: use one of fwd, fwd_wgmma, fwd_ws, bwd_pre, bwd_dkdv, bwd_dq, bwd_dkdv_wgmma, bwd_dq_wgmma")))
     }
     pub fn name(self) -> &'static str {
         match self {
             KernelKind::Fwd => "fwd",
             KernelKind::FwdWgmma => "fwd_wgmma",
+            KernelKind::FwdWs => "fwd_ws",
             KernelKind::BwdPre => "bwd_pre",
             KernelKind::BwdDkdv => "bwd_dkdv",
             KernelKind::BwdDq => "bwd_dq",
@@ -220,7 +228,7 @@ impl KernelKind {
     /// the ABI, grid and tile meaning) of its mma.sync kind.
     pub fn role(self) -> KernelKind {
         match self {
-            KernelKind::FwdWgmma => KernelKind::Fwd,
+            KernelKind::FwdWgmma | KernelKind::FwdWs => KernelKind::Fwd,
             KernelKind::BwdDkdvWgmma => KernelKind::BwdDkdv,
             KernelKind::BwdDqWgmma => KernelKind::BwdDq,
             k => k,
@@ -268,6 +276,9 @@ impl KernelSpec {
         rule(p.stage == 1 || p.stage == 3, || {
             format!("STAGE={} is not a kernel-level stage: use 1 (non-causal) or 3 (causal), as in Triton's tutorial", p.stage)
         })?;
+        if p.kind == KernelKind::FwdWs {
+            return KernelSpec::new_warp_specialized(p);
+        }
         rule(NUM_WARPS.contains(&w), || format!("num_warps={w} is not supported: use one of {NUM_WARPS:?}"))?;
         if p.kind == KernelKind::BwdPre {
             let canonical = KernelSpec::backward_preprocess(p.arch, p.dtype, d);
@@ -318,6 +329,66 @@ impl KernelSpec {
             format!("an estimated {regs} registers per thread ({}: accumulators, scores and fragments of {} rows × HEAD_DIM={d}, {strm_name}={strm}) exceed {MAX_REGISTERS}: it would spill; lower {strm_name} or give each warp fewer rows (more num_warps)", p.kind.name(), res / w)
         })?;
         Ok(spec)
+    }
+
+    /// The rules of fwd_ws (after the common ones on HEAD_DIM and STAGE): a producer warpgroup plus 1-3
+    /// consumer warpgroups of 64 query rows each; TMA boxes of at most 256 rows; the ring and the
+    /// registers each consumer thread needs within what setmaxnreg can give it.
+    fn new_warp_specialized(p: SpecParams) -> Result<KernelSpec, SpecError> {
+        let SpecParams { head_dim: d, block_m: bm, block_n: bn, num_warps: w, num_stages: ns, .. } = p;
+        let kind = p.kind.name();
+        rule(p.arch == Arch::Sm90a, || format!("{kind} needs sm_90a (wgmma, TMA and setmaxnreg are sm_90a instructions): use kernel fwd on {}", p.arch))?;
+        rule(WS_NUM_WARPS.contains(&w), || {
+            format!("{kind}: num_warps={w} is not supported: use one of {WS_NUM_WARPS:?} (one producer warpgroup plus 1-3 consumer warpgroups of 4 warps)")
+        })?;
+        rule(bm == 16 * (w - 4), || {
+            format!("{kind}: BLOCK_M={bm} must be 64 × the {} consumer warpgroups of num_warps={w} = {} (one producer warpgroup, then 64 query rows per consumer)", (w - 4) / 4, 16 * (w - 4))
+        })?;
+        rule(BLOCK_NS.contains(&bn), || format!("{kind}: BLOCK_N={bn} is not supported: use one of {BLOCK_NS:?}"))?;
+        rule(NUM_STAGES.contains(&ns), || format!("num_stages={ns} must be in {}..={} (the depth of the TMA ring of K/V blocks)", NUM_STAGES.start(), NUM_STAGES.end()))?;
+        let spec = KernelSpec(p);
+        let smem = spec.shared_memory_bytes();
+        let limit = p.arch.shared_memory_limit();
+        rule(smem <= limit, || format!("shared memory {smem} B ({}) exceeds the {limit} B limit of {}: lower num_stages or BLOCK_N", spec.shared_memory_layout(), p.arch))?;
+        let (regs, budget) = (spec.register_estimate(), spec.registers().consumer);
+        rule(regs <= budget, || {
+            format!("{kind}: an estimated {regs} registers per consumer thread (HEAD_DIM={d}, BLOCK_N={bn}) exceed the {budget} that setmaxnreg gives each of {} consumer warpgroups: lower BLOCK_N or use fewer consumer warpgroups", (w - 4) / 4)
+        })?;
+        Ok(spec)
+    }
+
+    /// The fwd_wgmma spec that computes what this fwd_ws spec does without TMA (the same tiles, one
+    /// warpgroup fewer), or fwd_wgmma's default where those tiles do not validate there; other specs as they are.
+    pub fn without_warp_specialization(&self) -> KernelSpec {
+        if self.0.kind != KernelKind::FwdWs {
+            return *self;
+        }
+        let p = SpecParams { kind: KernelKind::FwdWgmma, num_warps: self.0.num_warps - 4, ..self.0 };
+        KernelSpec::new(p)
+            .or_else(|_| KernelSpec::default_of(KernelKind::FwdWgmma, p.arch, p.dtype, p.head_dim, self.causal()))
+            .unwrap_or(*self)
+    }
+
+    /// Consumer warpgroups of a warp-specialized kernel (0 for the others).
+    pub fn consumer_warpgroups(&self) -> u32 {
+        if self.0.kind == KernelKind::FwdWs {
+            self.0.num_warps / 4 - 1
+        } else {
+            0
+        }
+    }
+
+    /// Registers per thread: at launch (what ptxas is held to), and after setmaxnreg for the producer and the
+    /// consumer warpgroups of fwd_ws. The CTA's pool, launch × threads, must cover producer × 128 +
+    /// consumer × 128 per consumer warpgroup: 1 consumer: 128 at launch (two CTAs per SM), 24 / 232;
+    /// 2: 168, 24 / 240 (FA3's split); 3: 128, 24 / 160. Other kernels keep their launch count throughout.
+    pub fn registers(&self) -> Registers {
+        match self.consumer_warpgroups() {
+            0 => Registers { launch: MAX_REGISTERS, producer: 0, consumer: MAX_REGISTERS },
+            1 => Registers { launch: 128, producer: 24, consumer: 232 },
+            2 => Registers { launch: 168, producer: 24, consumer: 240 },
+            _ => Registers { launch: 128, producer: 24, consumer: 160 },
+        }
     }
 
     pub fn params(&self) -> &SpecParams {
@@ -374,9 +445,10 @@ impl KernelSpec {
             _ => self.0.block_n,
         }
     }
-    /// Resident rows each warp owns (a multiple of 16).
+    /// Resident rows each computing warp owns (a multiple of 16; fwd_ws's producer warps own none).
     pub fn rows_per_warp(&self) -> u32 {
-        self.resident_rows() / self.0.num_warps
+        let producer_warps = if self.0.kind == KernelKind::FwdWs { 4 } else { 0 };
+        self.resident_rows() / (self.0.num_warps - producer_warps)
     }
 
     /// Resident tiles whose mma A fragments the loop reads: Q (forward), Q and dO (dQ), K and V (dK/dV).
@@ -408,7 +480,10 @@ impl KernelSpec {
             KernelKind::BwdDkdv => (2 * res * row, 2 * strm * row + 8 * strm),
             _ => return 0,
         };
-        if self.0.kind.uses_wgmma() {
+        if self.0.kind == KernelKind::FwdWs {
+            // and the mbarriers: Q full, then K/V full and empty per slot
+            resident + ns * slot.next_multiple_of(1024) + 1024 + 8 * (1 + 2 * ns)
+        } else if self.0.kind.uses_wgmma() {
             resident + ns * slot.next_multiple_of(1024) + 1024
         } else {
             resident + ns * slot
@@ -467,6 +542,7 @@ impl KernelSpec {
             // Q is read through a descriptor: no fragments; S (BLOCK_N/2, twice when the next block's S is
             // in flight), O (D/2) and packed P (BLOCK_N/4)
             KernelKind::FwdWgmma => (d / 2 + strm / 2 + strm / 4 + if self.overlaps_softmax() { strm / 2 } else { 0 }, REGISTER_OVERHEAD),
+            KernelKind::FwdWs => (d / 2 + strm / 2 + strm / 4, REGISTER_OVERHEAD),
             KernelKind::BwdDq => (d / 2 + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
             KernelKind::BwdDkdv => (d + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
             // wgmma backward: the accumulators, S (or Sᵀ) and dP (BLOCK/2 each) and their packed copies
@@ -524,6 +600,7 @@ impl KernelSpec {
         match (kind, head_dim) {
             (KernelKind::FwdWgmma, 64) => (128, 64, 8, 2),
             (KernelKind::FwdWgmma, _) => (128, 128, 8, 2),
+            (KernelKind::FwdWs, _) => (128, 128, 12, 2),
             (_, 64) => (128, 64, 4, 3),
             _ if causal || small_smem => (128, 32, 4, 3),
             _ => (256, 32, 8, 3),
@@ -533,7 +610,7 @@ impl KernelSpec {
     /// The default spec of any kernel kind (see `default_for`, `backward_defaults`, `backward_preprocess`).
     pub fn default_of(kind: KernelKind, arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<KernelSpec, SpecError> {
         match kind {
-            KernelKind::Fwd | KernelKind::FwdWgmma => {
+            KernelKind::Fwd | KernelKind::FwdWgmma | KernelKind::FwdWs => {
                 let (block_m, block_n, num_warps, num_stages) = KernelSpec::forward_tiles(kind, arch, head_dim, causal);
                 KernelSpec::new(SpecParams { kind, dtype, head_dim, block_m, block_n, stage: if causal { 3 } else { 1 }, num_warps, num_stages, arch })
             }
@@ -626,6 +703,14 @@ impl KernelSpec {
         }
         out
     }
+}
+
+/// Registers per thread of a kernel's warpgroups (see `KernelSpec::registers`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Registers {
+    pub launch: u32,
+    pub producer: u32,
+    pub consumer: u32,
 }
 
 /// The three kernels of one backward pass, launched in this order.

@@ -236,8 +236,18 @@ impl Flash {
                 Err(RuntimeError::Argument(format!("tensors Q, K, V, O must share one shape; Q is {:?}", q.layout.shape)))
             };
         }
-        let kernel = self.kernel(spec)?;
-        kernel.launch(&self.gpu, ForwardArgs { q: (&q.data, q.layout), k: (&k.data, k.layout), v: (&v.data, v.layout), o: (&mut o.data, o.layout), m, sm_scale })
+        // fwd_ws reads Q, K and V through TMA descriptors; a layout the driver cannot describe (a stride
+        // of 0 for a broadcast head, say) runs the same tiles on fwd_wgmma's cp.async loads instead
+        let (q_in, k_in, v_in) = ((&q.data, q.layout), (&k.data, k.layout), (&v.data, v.layout));
+        let (spec, maps) = match spec.kind() {
+            KernelKind::FwdWs => match crate::tma::forward_maps(&self.gpu, spec, q_in, k_in, v_in) {
+                Ok(maps) => (*spec, Some(maps)),
+                Err(_) => (spec.without_warp_specialization(), None),
+            },
+            _ => (*spec, None),
+        };
+        let kernel = self.kernel(&spec)?;
+        kernel.launch(&self.gpu, ForwardArgs { q: q_in, k: k_in, v: v_in, o: (&mut o.data, o.layout), m, sm_scale, maps })
     }
 
     /// The backward kernels a call on these inputs uses: dK/dV and dQ each the stored winner of its key

@@ -1,6 +1,7 @@
 //! Launching one forward specialization.
 
 use crate::kernel::{check_problem, expect_kind, launch_config, strides, LoadedKernel};
+use crate::tma::ForwardMaps;
 use crate::{Gpu, Layout, RuntimeError};
 use cudarc::driver::{CudaSlice, PushKernelArg};
 
@@ -12,6 +13,8 @@ pub struct ForwardArgs<'a> {
     pub o: (&'a mut CudaSlice<u16>, Layout),
     pub m: &'a mut CudaSlice<f32>,
     pub sm_scale: f32,
+    /// fwd_ws only: the TMA descriptors of Q, K and V (`tma::forward_maps`).
+    pub maps: Option<ForwardMaps>,
 }
 
 impl LoadedKernel {
@@ -29,9 +32,20 @@ impl LoadedKernel {
             b.arg(s);
         }
         b.arg(&zi).arg(&hi).arg(&ni);
+        let warp_specialized = self.spec.kind() == flashgen::KernelKind::FwdWs;
+        match (&a.maps, warp_specialized) {
+            (Some(ForwardMaps(maps)), true) => {
+                for m in maps {
+                    b.arg(m);
+                }
+            }
+            (None, false) => {}
+            _ => return Err(RuntimeError::Argument(format!("{}: TMA descriptors are passed exactly to fwd_ws kernels (tma::forward_maps)", self.spec.name()))),
+        }
         // # Safety
         // 1. The argument list matches the kernel ABI (docs/ABI.md): 3 input pointers, sm_scale, M, Out,
-        //    16 i64 strides, Z, H, N_CTX, in that order.
+        //    16 i64 strides, Z, H, N_CTX, in that order, and for fwd_ws the TMA descriptors of Q, K, V
+        //    built over those same buffers and layouts.
         // 2. Every element the kernel reads or writes lies inside its buffer: each layout was checked
         //    against its buffer's length above, and M holds Z·H·N floats.
         // 3. Block size and dynamic shared memory are the spec's own, raised on the function at load.

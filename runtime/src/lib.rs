@@ -17,6 +17,7 @@ pub mod kernel;
 pub mod layout;
 pub mod lse;
 pub mod tensor;
+pub mod tma;
 
 pub use api::{Flash, ForwardOutput, Gradients, RowStats};
 pub use backward::{BackwardArgs, BackwardKernels};

@@ -1,0 +1,67 @@
+//! TMA descriptors (CUtensorMap) of the operands fwd_ws loads, built on the host with the driver and passed
+//! by value as `__grid_constant__` kernel parameters: 4-D maps over [Z, H, N, D] (innermost first for the
+//! driver), whose boxes are 64 columns (128 bytes: one 128B-swizzle panel) × the tile's rows.
+
+use crate::{Gpu, Layout};
+use cudarc::driver::sys;
+use cudarc::driver::{CudaSlice, DevicePtr};
+use flashgen::DType;
+
+/// One CUtensorMap, 64-byte aligned as the driver wants it; the kernel reads it in parameter space.
+#[repr(transparent)]
+pub struct TensorMap(sys::CUtensorMap);
+
+// SAFETY: a CUtensorMap is 128 plain bytes that the kernel takes by value (a byval [128 x i8] parameter).
+unsafe impl cudarc::driver::DeviceRepr for TensorMap {}
+
+/// The descriptors of Q, K and V, in the kernel's parameter order.
+pub struct ForwardMaps(pub [TensorMap; 3]);
+
+/// The map of a [Z, H, N, D] tensor at `ptr` with boxes of 64 columns × `box_rows` rows. Rows past N read
+/// as zeros. Errors carry the driver's refusal (strides it cannot express, such as 0 for a broadcast head).
+pub fn tensor_map(ptr: sys::CUdeviceptr, layout: &Layout, dtype: DType, box_rows: u32) -> Result<TensorMap, String> {
+    let [z, h, n, d] = layout.shape;
+    let elem = dtype.bytes() as u64;
+    let data_type = match dtype {
+        DType::Bf16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        DType::F16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+    };
+    let dims: [u64; 4] = [d as u64, n as u64, h as u64, z as u64];
+    // byte strides of dims 1..3 (dim 0 is contiguous: Layout::check)
+    let strides: [u64; 3] = [layout.strides[2] as u64 * elem, layout.strides[1] as u64 * elem, layout.strides[0] as u64 * elem];
+    let boxes: [u32; 4] = [64, box_rows, 1, 1];
+    let unit: [u32; 4] = [1; 4];
+    let mut map = std::mem::MaybeUninit::<sys::CUtensorMap>::zeroed();
+    // SAFETY: every pointer refers to a live local array of the length the rank (4) implies; the driver
+    // only writes the 128-byte map, which is zero-initialized.
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            map.as_mut_ptr(),
+            data_type,
+            4,
+            ptr as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            unit.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(format!("the driver cannot describe shape {:?} with strides {:?} for TMA ({r:?})", layout.shape, layout.strides));
+    }
+    // SAFETY: the call succeeded, so the map is initialized (it was zeroed before in any case)
+    Ok(TensorMap(unsafe { map.assume_init() }))
+}
+
+/// The maps fwd_ws needs for Q (boxes of BLOCK_M rows), K and V (BLOCK_N rows).
+pub fn forward_maps(gpu: &Gpu, spec: &flashgen::KernelSpec, q: (&CudaSlice<u16>, Layout), k: (&CudaSlice<u16>, Layout), v: (&CudaSlice<u16>, Layout)) -> Result<ForwardMaps, String> {
+    let map = |t: (&CudaSlice<u16>, Layout), rows: u32| {
+        let (ptr, _read) = t.0.device_ptr(&gpu.stream);
+        tensor_map(ptr, &t.1, spec.dtype(), rows)
+    };
+    Ok(ForwardMaps([map(q, spec.block_m())?, map(k, spec.block_n())?, map(v, spec.block_n())?]))
+}
