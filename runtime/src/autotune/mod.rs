@@ -114,12 +114,12 @@ pub fn config_space() -> Vec<Config> {
 
 /// The search space of a kernel: owned rows {64, 128, 256} × streamed rows {16, 32, 64, 128} × num_stages
 /// {2, 3, 4} × num_warps {4, 8}; dK/dV owns BLOCK_N (key) rows and streams BLOCK_M, the others the reverse.
-/// fwd_ws: owned rows {64, 128, 192} (1-3 consumer warpgroups) × {32, 64, 128} × {2, 3, 4} stages × its
-/// num_warps {8, 12, 16} (validation keeps the pairs where the warps match the rows).
+/// fwd_ws: owned rows {128, 192} (2 or 3 consumer warpgroups) × {32, 64, 128} × {2, 3, 4} stages × its
+/// num_warps {12, 16} (validation keeps the pairs where the warps match the rows).
 pub fn config_space_for(kind: KernelKind) -> Vec<Config> {
     let mut out = Vec::new();
     let ws = kind == KernelKind::FwdWs;
-    let (owned_rows, streamed_rows, warps): (&[u32], &[u32], &[u32]) = if ws { (&[64, 128, 192], &[32, 64, 128], &[8, 12, 16]) } else { (&[64, 128, 256], &[16, 32, 64, 128], &[4, 8]) };
+    let (owned_rows, streamed_rows, warps): (&[u32], &[u32], &[u32]) = if ws { (&[128, 192], &[32, 64, 128], &[12, 16]) } else { (&[64, 128, 256], &[16, 32, 64, 128], &[4, 8]) };
     for &owned in owned_rows {
         for &streamed in streamed_rows {
             for num_stages in [2, 3, 4] {
