@@ -112,6 +112,8 @@ struct KernelConstants {
     // ---- fwd_ws: consumer warpgroups, 64-column panels per row, the mbarriers' offset from the tiles,
     // bytes the TMA loads of Q and of one K/V block bring, and the registers of each warpgroup role ----
     CONSUMERS: u32,
+    /// fwd_ws with 3+ stages: consumers take turns issuing (ping-pong), P·V of block j-1 with S_j.
+    PINGPONG: bool,
     PANELS: u32,
     BAR_OFF: u32,
     Q_TX: u32,
@@ -193,6 +195,7 @@ impl KernelConstants {
                 DType::F16 => "f16.f16",
             },
             CONSUMERS: spec.consumer_warpgroups(),
+            PINGPONG: spec.ping_pong(),
             PANELS: d / 64,
             BAR_OFF: bm * row_bytes + spec.num_stages() * spec.slot_bytes(),
             Q_TX: bm * row_bytes,

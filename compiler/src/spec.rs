@@ -370,6 +370,14 @@ impl KernelSpec {
             .unwrap_or(*self)
     }
 
+    /// Whether fwd_ws's consumers take turns on the tensor cores (FA3's ping-pong) with a software-pipelined
+    /// loop: each turn issues S_j and then P_{j-1}·V_{j-1}, and the softmax of block j runs while that
+    /// product does. Block j-1's slot is then held one step longer, so this needs 3+ stages (with 2 the
+    /// producer could not load ahead); with 2 stages the consumers run independently, one block at a time.
+    pub fn ping_pong(&self) -> bool {
+        self.0.kind == KernelKind::FwdWs && self.0.num_stages >= 3
+    }
+
     /// Consumer warpgroups of a warp-specialized kernel (0 for the others).
     pub fn consumer_warpgroups(&self) -> u32 {
         if self.0.kind == KernelKind::FwdWs {
