@@ -250,6 +250,12 @@ fn backward_spaces_own_and_stream_the_right_rows() {
         let default = k.default_config().unwrap();
         assert!(kept.iter().any(|(c, _)| *c == default), "{}: default {default} pruned", kind.name());
     }
+    // fwd_ws: 2 or 3 consumer warpgroups, its default in the space
+    let k = TuneKey::for_kind(KernelKind::FwdWs, Arch::Sm90a, DType::Bf16, 128, false, 16384);
+    let (kept, _) = early_prune(&k, &config_space_for(KernelKind::FwdWs));
+    assert!(kept.len() >= 8, "fwd_ws: {} kept", kept.len());
+    assert!(kept.iter().all(|(_, s)| s.kind() == KernelKind::FwdWs && [2, 3].contains(&s.consumer_warpgroups())));
+    assert!(kept.iter().any(|(c, _)| *c == k.default_config().unwrap()));
     // dK/dV owns BLOCK_N key rows: its space puts the owned sizes in BLOCK_N
     assert!(config_space_for(KernelKind::BwdDkdv).iter().all(|c| [64, 128, 256].contains(&c.block_n)));
 }

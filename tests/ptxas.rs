@@ -172,3 +172,46 @@ fn wgmma_kernels_are_hgmma_in_sass() {
         }
     }
 }
+
+/// The warp-specialized forward (fwd_ws) over its whole autotuning space: assembles clean at the launch
+/// register count setmaxnreg needs, and its SASS has the TMA loads, the register hand-over, the mbarrier
+/// waits and arrivals, HGMMA for every product (the ping-pong variant issues P·V of the previous block in
+/// each turn: S once before the loop, the last P·V after it) and no local memory.
+#[test]
+fn warp_specialized_forward_assembles_with_tma_and_setmaxnreg() {
+    let Some(tool) = ptxas_or_skip() else { return };
+    let mut specs = Vec::new();
+    for dtype in [DType::Bf16, DType::F16] {
+        for d in flashgen::spec::HEAD_DIMS {
+            for stage in [1, 3] {
+                for c in flashgen_runtime::autotune::config_space_for(KernelKind::FwdWs) {
+                    let p = SpecParams { kind: KernelKind::FwdWs, dtype, head_dim: d, block_m: c.block_m, block_n: c.block_n, stage, num_warps: c.num_warps, num_stages: c.num_stages, arch: Arch::Sm90a };
+                    if let Ok(s) = KernelSpec::new(p) {
+                        if dtype == DType::Bf16 || c.num_stages == 2 {
+                            specs.push(s);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(specs.len() >= 30, "{} fwd_ws shapes", specs.len());
+    let dis = find_nvdisasm();
+    assert!(dis.is_some() || !in_ci(), "nvdisasm not found: CI must install it");
+    assemble_all_clean(&tool, &specs, |spec, ptx| {
+        let launch = spec.registers().launch;
+        assert!(ptx.contains(&format!(".maxnreg {launch}")), "{}: .maxnreg {launch}", spec.name());
+        let Some(dis) = &dis else { return };
+        let text = sass(&tool, dis, ptx, "sm_90a").unwrap();
+        let count = |needle: &str| text.lines().filter(|l| l.contains(needle)).count() as u32;
+        let (k16_s, k16_pv) = (spec.head_dim() / 16, spec.block_n() / 16);
+        let hgmma = if spec.ping_pong() { 2 * k16_s + 2 * k16_pv } else { k16_s + k16_pv };
+        assert_eq!(count("HGMMA.64x"), hgmma, "{}: HGMMA count", spec.name());
+        assert!(count("UTMALDG.4D") >= 2, "{}: TMA loads", spec.name());
+        assert!(count("USETMAXREG.DEALLOC") == 1 && count("USETMAXREG.TRY_ALLOC") == 1, "{}: setmaxnreg", spec.name());
+        assert!(count("SYNCS.PHASECHK") >= 2 && count("SYNCS.ARRIVE") >= 2, "{}: mbarriers", spec.name());
+        assert_eq!(count("HMMA."), 0, "{}: mma.sync left", spec.name());
+        let local = text.lines().filter(|l| l.contains(" LDL") || l.contains(" STL")).count();
+        assert_eq!(local, 0, "{}: local memory", spec.name());
+    });
+}

@@ -99,3 +99,11 @@ fn rule_errors() {
         insta::assert_snapshot!("spec_rule_errors", text.join("\n"));
     });
 }
+
+/// The warp-specialized forward (fwd_ws): the default (2 stages, consumers independent) and the ping-pong
+/// variant (3 stages).
+#[test]
+fn ptx_warp_specialized_bf16_d128_sm90a() {
+    check_ptx(kernel(KernelKind::FwdWs, DType::Bf16, 128, 128, 128, 1, 12, 2, Arch::Sm90a));
+    check_ptx(kernel(KernelKind::FwdWs, DType::Bf16, 64, 128, 64, 3, 12, 3, Arch::Sm90a));
+}

@@ -109,14 +109,18 @@ fn parsers_name_the_choices() {
 #[test]
 fn default_set_is_complete_and_names_are_unique() {
     let set = KernelSpec::default_set();
-    // per arch × dtype × head dim: forward and dK/dV and dQ for both stages, one preprocess
-    assert_eq!(set.len(), 2 * 2 * 2 * 7);
+    // per arch × dtype × head dim: forward and dK/dV and dQ for both stages, one preprocess; on sm_90a at
+    // HEAD_DIM 128 (fwd_ws) also the forward's fwd_wgmma fallback, per dtype and stage
+    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2);
     for kind in KernelKind::ALL {
         // sm_80 gets the mma.sync kinds, sm_90a the wgmma ones; both get the preprocess
         let arch = if kind.uses_wgmma() { Arch::Sm90a } else { Arch::Sm80 };
         assert!(set.iter().any(|s| s.kind() == kind && s.arch() == arch), "default set lacks {} for {arch}", kind.name());
     }
     assert!(set.iter().all(|s| s.kind().uses_wgmma() == (s.arch() == Arch::Sm90a && s.kind() != KernelKind::BwdPre)));
+    for ws in set.iter().filter(|s| s.kind() == KernelKind::FwdWs) {
+        assert!(set.contains(&ws.without_warp_specialization()), "{}: fallback missing", ws.name());
+    }
     let mut names: Vec<String> = set.iter().map(|s| s.name()).collect();
     names.sort();
     names.dedup();
@@ -253,4 +257,47 @@ fn wgmma_backward_keeps_its_roles() {
     assert!(e.contains("bwd_dkdv_wgmma: BLOCK_N=64 must be 16 × num_warps=8 = 128"), "{e}");
     let e = KernelSpec::new(SpecParams { arch: Arch::Sm80, ..p }).unwrap_err().to_string();
     assert!(e.contains("use kernel bwd_dkdv on sm_80"), "{e}");
+}
+
+#[test]
+fn warp_specialized_forward_has_a_producer_and_two_or_three_consumers() {
+    let p = SpecParams { kind: KernelKind::FwdWs, head_dim: 128, block_m: 128, block_n: 128, num_warps: 12, num_stages: 2, ..base() };
+    let s = KernelSpec::new(p).unwrap();
+    assert_eq!((s.consumer_warpgroups(), s.rows_per_warp(), s.threads()), (2, 16, 384));
+    assert_eq!(s.name(), "fa2_fwd_ws_bf16_d128_st3_bm128_bn128_w12_ns2_sm90a");
+    // Q, two K/V slots (1024-byte multiples), the alignment KB and the mbarriers (Q, full and empty per slot)
+    assert_eq!(s.shared_memory_bytes(), 128 * 256 + 2 * 2 * 128 * 256 + 1024 + 8 * 5);
+    // the CTA's register pool covers what setmaxnreg hands out: producer 24, consumers 240 from 168 at launch
+    let r = s.registers();
+    assert_eq!((r.launch, r.producer, r.consumer), (168, 24, 240));
+    assert!(r.launch * s.threads() >= 128 * r.producer + 128 * s.consumer_warpgroups() * r.consumer);
+    let three = KernelSpec::new(SpecParams { block_m: 192, block_n: 64, num_warps: 16, ..p }).unwrap();
+    let r3 = three.registers();
+    assert!(r3.launch * three.threads() >= 128 * r3.producer + 128 * 3 * r3.consumer && r3.launch * three.threads() <= 65536);
+    let e = |q: SpecParams| KernelSpec::new(q).unwrap_err().to_string();
+    assert!(e(SpecParams { arch: Arch::Sm90, ..p }).contains("fwd_ws needs sm_90a"));
+    assert!(e(SpecParams { num_warps: 8, block_m: 64, ..p }).contains("num_warps=8 is not supported: use one of [12, 16]"));
+    assert!(e(SpecParams { block_m: 192, ..p }).contains("BLOCK_M=192 must be 64 × the 2 consumer warpgroups of num_warps=12 = 128"));
+    // 3 consumers get 160 registers each: HEAD_DIM 128 with BLOCK_N 128 does not fit
+    assert!(e(SpecParams { block_m: 192, num_warps: 16, ..p }).contains("exceed the 160 that setmaxnreg gives each of 3 consumer warpgroups"));
+    assert!(e(SpecParams { num_stages: 4, ..p }).contains("exceeds the 232448 B limit"));
+    // ping-pong from 3 stages (block j-1's slot is held a step longer)
+    assert!(!s.ping_pong() && KernelSpec::new(SpecParams { num_stages: 3, ..p }).unwrap().ping_pong());
+    // without TMA: the same tiles on fwd_wgmma, one warpgroup fewer
+    let f = s.without_warp_specialization();
+    assert_eq!((f.kind(), f.block_m(), f.block_n(), f.num_warps(), f.num_stages()), (KernelKind::FwdWgmma, 128, 128, 8, 2));
+    assert_eq!(f.without_warp_specialization(), f);
+}
+
+#[test]
+fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
+    for causal in [false, true] {
+        assert_eq!(KernelSpec::default_for(Arch::Sm90a, DType::Bf16, 128, causal).unwrap().kind(), KernelKind::FwdWs);
+        assert_eq!(KernelSpec::default_for(Arch::Sm90a, DType::F16, 64, causal).unwrap().kind(), KernelKind::FwdWgmma);
+        assert_eq!(KernelSpec::default_for(Arch::Sm80, DType::Bf16, 128, causal).unwrap().kind(), KernelKind::Fwd);
+    }
+    assert_eq!(KernelKind::FwdWs.role(), KernelKind::Fwd);
+    assert!(KernelKind::FwdWs.uses_wgmma());
+    // the wgmma kind of the forward role stays fwd_wgmma (its ABI is the role's; fwd_ws appends TMA maps)
+    assert_eq!(KernelKind::Fwd.wgmma_kind(), Some(KernelKind::FwdWgmma));
 }

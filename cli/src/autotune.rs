@@ -19,8 +19,9 @@ pub struct AutotuneArgs {
     causal: String,
     #[arg(long, default_value = "bf16")]
     dtype: String,
-    /// Kernels to tune: fwd, bwd_dkdv, bwd_dq (comma-separated): the kernels calls use on this GPU (wgmma
-    /// on sm_90a unless FLASHGEN_WGMMA=0); fwd_wgmma, bwd_dkdv_wgmma, bwd_dq_wgmma name those.
+    /// Kernels to tune: fwd, bwd_dkdv, bwd_dq (comma-separated): the kernels calls use on this GPU (on sm_90a
+    /// unless FLASHGEN_WGMMA=0: fwd_ws at HEAD_DIM 128, fwd_wgmma at 64, the wgmma backward); fwd_wgmma,
+    /// fwd_ws, bwd_dkdv_wgmma, bwd_dq_wgmma name those.
     #[arg(long, default_value = "fwd")]
     kernel: String,
     /// Time only the k best configs by the performance model (Triton's top_k); default: all that survive pruning.
@@ -42,11 +43,17 @@ pub fn run(a: &AutotuneArgs) -> Result<(), String> {
     let flash = Flash::new(Gpu::open(0).map_err(|e| format!("autotune needs a GPU: {e}"))?, KernelCache::from_env());
     let dtype = DType::parse(&a.dtype).map_err(|e| e.to_string())?;
     // a role (fwd, bwd_dkdv, bwd_dq) means the family calls use on this GPU; a wgmma kind is taken as named
-    let kind_of = |k: KernelKind| if k.uses_wgmma() { k } else { flash.kind_for(k) };
-    let kinds = a.kernel.split(',').map(|k| KernelKind::parse(k).map(kind_of).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
+    // (the forward's kind also depends on the head dim: Flash::forward_kind)
+    let kind_of = |k: KernelKind, d: u32| match k {
+        KernelKind::Fwd => flash.forward_kind(d),
+        k if k.uses_wgmma() => k,
+        k => flash.kind_for(k),
+    };
+    let roles = a.kernel.split(',').map(|k| KernelKind::parse(k).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
     let mut keys = Vec::new();
-    for kind in kinds {
+    for role in roles {
         for d in list(&a.d)? {
+            let kind = kind_of(role, d);
             for n in list(&a.n)? {
                 for causal in list(&a.causal)? {
                     keys.push(TuneKey::for_kind(kind, flash.gpu.arch, dtype, d, causal == 1, n as usize));

@@ -294,19 +294,29 @@ fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
     println!("GPU: {} ({})", gpu.name, gpu.arch);
     let mut specs = Vec::new();
     let mut defaults = Vec::new();
-    let kind = if a.mma_sync || !gpu.arch.has_wgmma() { flashgen::KernelKind::Fwd } else { flashgen::KernelKind::FwdWgmma };
+    let hopper = !a.mma_sync && gpu.arch.has_wgmma();
     for dtype in [DType::Bf16, DType::F16] {
         for d in flashgen::spec::HEAD_DIMS {
             for causal in [false, true] {
-                let spec = KernelSpec::default_of(kind, gpu.arch, dtype, d, causal).map_err(|e| e.to_string())?;
+                let spec = if hopper { KernelSpec::default_for(gpu.arch, dtype, d, causal) } else { KernelSpec::default_of(flashgen::KernelKind::Fwd, gpu.arch, dtype, d, causal) };
+                let spec = spec.map_err(|e| e.to_string())?;
                 specs.push(spec);
                 defaults.push(spec);
-                if kind == flashgen::KernelKind::FwdWgmma {
-                    // and the 3-stage variant (S of the next block in flight during the softmax), the
-                    // autotuner's to choose; BLOCK_N 64 where the default's wider block does not fit it
-                    let p = *spec.params();
-                    let overlap = KernelSpec::new(flashgen::SpecParams { num_stages: 3, ..p }).or_else(|_| KernelSpec::new(flashgen::SpecParams { num_stages: 3, block_n: 64, ..p }));
-                    specs.push(overlap.map_err(|e| e.to_string())?);
+                if hopper {
+                    // the other Hopper forwards calls can run: fwd_ws's fwd_wgmma fallback (layouts TMA cannot
+                    // describe), and each one's 3-stage variant, the autotuner's to choose (fwd_wgmma: S of the
+                    // next block in flight during the softmax; fwd_ws: ping-pong), with BLOCK_N 64 where the
+                    // default's wider block does not fit 3 stages
+                    let mut kernels = vec![spec];
+                    if spec.kind() == flashgen::KernelKind::FwdWs {
+                        kernels.push(spec.without_warp_specialization());
+                        specs.push(spec.without_warp_specialization());
+                    }
+                    for k in kernels {
+                        let p = *k.params();
+                        let three = KernelSpec::new(flashgen::SpecParams { num_stages: 3, ..p }).or_else(|_| KernelSpec::new(flashgen::SpecParams { num_stages: 3, block_n: 64, ..p }));
+                        specs.push(three.map_err(|e| e.to_string())?);
+                    }
                 }
             }
         }

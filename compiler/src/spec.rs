@@ -585,12 +585,22 @@ impl KernelSpec {
         (n_ctx.div_ceil(self.resident_rows()), z * h, 1)
     }
 
-    /// The default forward for a target, dtype, head dim and causality: on sm_90a the wgmma kernel, which
-    /// beat the best mma.sync config on every measured row (bench/results/2026-11-30-wgmma-v1), elsewhere
-    /// the mma.sync one (see `default_of`).
+    /// The default forward for a target, dtype, head dim and causality: on sm_90a a wgmma kernel (`forward_kind`),
+    /// which beat the best mma.sync config on every measured row (bench/results/2026-11-30-wgmma-v1),
+    /// elsewhere the mma.sync one (see `default_of`).
     pub fn default_for(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<KernelSpec, SpecError> {
-        let kind = if arch.has_wgmma() { KernelKind::FwdWgmma } else { KernelKind::Fwd };
-        KernelSpec::default_of(kind, arch, dtype, head_dim, causal)
+        KernelSpec::default_of(KernelSpec::forward_kind(arch, head_dim), arch, dtype, head_dim, causal)
+    }
+
+    /// The kind of the default forward: on sm_90a the warp-specialized fwd_ws at HEAD_DIM 128 (9-22% over
+    /// fwd_wgmma on every measured row, bench/results/2026-11-30-ws-v4) and fwd_wgmma at 64 (where fwd_ws
+    /// won only the longest non-causal row, by 4%, and lost up to 18% at N = 1024); elsewhere fwd.
+    pub fn forward_kind(arch: Arch, head_dim: u32) -> KernelKind {
+        match (arch.has_wgmma(), head_dim) {
+            (true, 128) => KernelKind::FwdWs,
+            (true, _) => KernelKind::FwdWgmma,
+            _ => KernelKind::Fwd,
+        }
     }
 
     /// The mma.sync forward's default tiles: the best measured on the H200 with rotated random inputs
@@ -608,6 +618,7 @@ impl KernelSpec {
         match (kind, head_dim) {
             (KernelKind::FwdWgmma, 64) => (128, 64, 8, 2),
             (KernelKind::FwdWgmma, _) => (128, 128, 8, 2),
+            // two consumer warpgroups of 64 rows, 2 stages (the ping-pong at 3 measured 40% slower at HEAD_DIM 128)
             (KernelKind::FwdWs, _) => (128, 128, 12, 2),
             (_, 64) => (128, 64, 4, 3),
             _ if causal || small_smem => (128, 32, 4, 3),
@@ -692,14 +703,19 @@ impl KernelSpec {
 
     /// The default set that `flashgen emit --defaults` generates: for sm_80 and sm_90a, bf16 and fp16,
     /// HEAD_DIM 64 and 128, STAGE 1 and 3: the default forward and the default backward kernels (on sm_90a
-    /// the wgmma kinds).
+    /// the wgmma kinds; with fwd_ws, also its fwd_wgmma fallback).
     pub fn default_set() -> Vec<KernelSpec> {
         let mut out = Vec::new();
         for arch in [Arch::Sm80, Arch::Sm90a] {
             for dtype in [DType::Bf16, DType::F16] {
                 for head_dim in HEAD_DIMS {
                     for causal in [false, true] {
-                        out.push(KernelSpec::default_for(arch, dtype, head_dim, causal).expect("default specs validate"));
+                        let forward = KernelSpec::default_for(arch, dtype, head_dim, causal).expect("default specs validate");
+                        out.push(forward);
+                        if forward.kind() == KernelKind::FwdWs {
+                            // what runs when the driver cannot describe a layout for TMA
+                            out.push(forward.without_warp_specialization());
+                        }
                         let b = KernelSpec::backward_defaults(arch, dtype, head_dim, causal).expect("default specs validate");
                         if !causal {
                             out.push(b.preprocess);
