@@ -306,3 +306,23 @@ fn backward_winners_must_beat_the_default_by_more_than_the_alone_vs_in_pass_gap(
         assert_eq!(large.best, rival, "{}", kind.name());
     }
 }
+
+#[test]
+fn the_parallel_output_check_is_the_relative_error_of_the_values() {
+    use flashgen_runtime::autotune::gpu::relative_error_bits;
+    use flashgen_runtime::tensor::{from_bits, to_bits};
+    let mut rng = flashgen::reference::SplitMix(3);
+    for dtype in [DType::Bf16, DType::F16] {
+        let b: Vec<u16> = (0..300_001).map(|_| to_bits(dtype, rng.normal())).collect();
+        let a: Vec<u16> = b.iter().map(|&x| to_bits(dtype, from_bits(dtype, x) * 1.01)).collect();
+        let (af, bf): (Vec<f32>, Vec<f32>) = (a.iter().map(|&x| from_bits(dtype, x)).collect(), b.iter().map(|&x| from_bits(dtype, x)).collect());
+        let want = flashgen::reference::relative_error(&af, &bf);
+        let got = relative_error_bits(dtype, &a, &b);
+        assert!((got - want).abs() <= 1e-9 * want.max(1.0) && got > 1e-3, "{got} vs {want}");
+        assert_eq!(relative_error_bits(dtype, &b, &b), 0.0);
+        let mut nan = a.clone();
+        nan[299_999] = to_bits(dtype, f32::NAN);
+        assert!(relative_error_bits(dtype, &nan, &b).is_infinite(), "a NaN never passes");
+        assert!(relative_error_bits(dtype, &a[1..], &b).is_infinite(), "lengths must match");
+    }
+}

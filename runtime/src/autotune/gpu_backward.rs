@@ -2,12 +2,11 @@
 //! default kernels beside it only for the argument checks) on Δ computed once, is verified against the
 //! default config's dK and dV (or dQ), and timed with CUDA events, all on scratch buffers.
 
-use super::gpu::{three_heads, time_launches, tuning_inputs};
+use super::gpu::{relative_error_bits, three_heads, time_launches, tuning_inputs};
 use super::{Candidates, Timing, TuneKey};
 use crate::backward::{BackwardArgs, BackwardKernels};
 use crate::{Flash, Gradients, Tensor};
 use cudarc::driver::CudaSlice;
-use flashgen::reference::relative_error;
 use flashgen::{BackwardSpecs, KernelKind, KernelSpec};
 use std::sync::{Mutex, OnceLock};
 
@@ -20,7 +19,7 @@ pub struct BackwardCandidates<'a> {
     m: CudaSlice<f32>,
     /// The outputs, and Δ (written once by the preprocess, read by every candidate).
     scratch: Mutex<(Gradients, CudaSlice<f32>)>,
-    reference: OnceLock<Result<Vec<f32>, String>>,
+    reference: OnceLock<Result<Vec<u16>, String>>,
 }
 
 impl<'a> BackwardCandidates<'a> {
@@ -75,8 +74,8 @@ impl<'a> BackwardCandidates<'a> {
         kernels.launch_only(&self.flash.gpu, args, kind).map_err(e)
     }
 
-    /// The candidate's outputs (dK and dV, or dQ) of three heads, on the host.
-    fn run(&self, spec: &KernelSpec) -> Result<Vec<f32>, String> {
+    /// The candidate's outputs (dK and dV, or dQ) of three heads, on the host (16-bit values).
+    fn run(&self, spec: &KernelSpec) -> Result<Vec<u16>, String> {
         self.launch(spec, self.kind)?;
         let guard = self.scratch.lock().map_err(|_| "scratch buffers poisoned".to_string())?;
         let g = &guard.0;
@@ -95,7 +94,7 @@ impl Candidates for BackwardCandidates<'_> {
     fn verify(&self, spec: &KernelSpec) -> Result<f64, String> {
         let default = if self.kind.role() == KernelKind::BwdDkdv { self.defaults.dkdv } else { self.defaults.dq };
         let reference = self.reference.get_or_init(|| self.run(&default)).as_ref().map_err(|e| format!("default config: {e}"))?;
-        Ok(relative_error(&self.run(spec)?, reference))
+        Ok(relative_error_bits(spec.dtype(), &self.run(spec)?, reference))
     }
 
     fn time(&self, spec: &KernelSpec, cutoff_ms: f64) -> Result<Timing, String> {
