@@ -37,7 +37,7 @@ pub struct CheckArgs {
     /// wgmma ones; elsewhere the mma.sync kernels are the defaults.
     #[arg(long)]
     pub mma_sync: bool,
-    /// Extra specs to check beside the defaults, as "[w:]dtype,d,bm,bn,stage,warps,stages;..." (target = the GPU's; "w:" = fwd_wgmma).
+    /// Extra specs to check beside the defaults, as "[w:|ws:]dtype,d,bm,bn,stage,warps,stages;..." (target = the GPU's; "w:" = fwd_wgmma, "ws:" = fwd_ws).
     #[arg(long)]
     specs: Option<String>,
 }
