@@ -11,7 +11,7 @@ fn fake_jit(ptx: &str) -> Result<Vec<u8>, String> {
 }
 
 fn spec(causal: bool) -> KernelSpec {
-    KernelSpec::default_for(Arch::Sm90a, DType::Bf16, 64, causal).unwrap()
+    KernelSpec::default_forward(Arch::Sm90a, DType::Bf16, 64, causal, 1024).unwrap()
 }
 
 fn tmp(name: &str) -> PathBuf {

@@ -55,13 +55,15 @@ fn emit_defaults_writes_the_default_set() {
     assert!(flashgen().args(["emit", "--defaults", "--out-dir"]).arg(&dir).status().unwrap().success());
     let files: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     // per arch × dtype × head dim: forward, dK/dV and dQ for both stages, and one preprocess; on sm_90a
-    // the tile kernels are the wgmma kinds, and at HEAD_DIM 128 the forward is fwd_ws with its fwd_wgmma
-    // fallback beside it
-    assert_eq!(files.iter().filter(|f| f.ends_with(".ptx")).count(), 60);
-    assert_eq!(files.iter().filter(|f| f.ends_with(".json")).count(), 60);
+    // the tile kernels are the wgmma kinds, and the forward is fwd_ws with its fwd_wgmma fallback beside it
+    // (at HEAD_DIM 64 also the short-sequence forward)
+    assert_eq!(files.iter().filter(|f| f.ends_with(".ptx")).count(), 64);
+    assert_eq!(files.iter().filter(|f| f.ends_with(".json")).count(), 64);
     for dt in ["bf16", "fp16"] {
-        for st in ["st1", "st3"] {
-            assert!(files.iter().any(|f| f.starts_with(&format!("fa2_fwd_ws_{dt}_d128_{st}_")) && f.ends_with("sm90a.ptx")), "fwd_ws {dt} {st}");
+        for d in ["d64", "d128"] {
+            for st in ["st1", "st3"] {
+                assert!(files.iter().any(|f| f.starts_with(&format!("fa2_fwd_ws_{dt}_{d}_{st}_")) && f.ends_with("sm90a.ptx")), "fwd_ws {dt} {d} {st}");
+            }
         }
     }
     for (arch, suffix) in [("sm80", ""), ("sm90a", "_wgmma")] {

@@ -109,9 +109,10 @@ fn parsers_name_the_choices() {
 #[test]
 fn default_set_is_complete_and_names_are_unique() {
     let set = KernelSpec::default_set();
-    // per arch × dtype × head dim: forward and dK/dV and dQ for both stages, one preprocess; on sm_90a at
-    // HEAD_DIM 128 (fwd_ws) also the forward's fwd_wgmma fallback, per dtype and stage
-    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2);
+    // per arch × dtype × head dim: forward and dK/dV and dQ for both stages, one preprocess; on sm_90a a
+    // second forward per dtype, head dim and stage: fwd_ws's fwd_wgmma fallback (HEAD_DIM 128), which at
+    // HEAD_DIM 64 is also the short-sequence forward
+    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2);
     for kind in KernelKind::ALL {
         // sm_80 gets the mma.sync kinds, sm_90a the wgmma ones; both get the preprocess
         let arch = if kind.uses_wgmma() { Arch::Sm90a } else { Arch::Sm80 };
@@ -227,7 +228,7 @@ fn wgmma_forward_is_sm90a_only_with_one_warpgroup_per_64_rows() {
     let e = KernelSpec::new(SpecParams { block_m: 256, ..p }).unwrap_err().to_string();
     assert!(e.contains("BLOCK_M=256 must be 16 × num_warps=8 = 128"), "{e}");
     // the default forward on sm_90a, and only there
-    let d = KernelSpec::default_for(Arch::Sm90a, DType::Bf16, 64, false).unwrap();
+    let d = KernelSpec::default_forward(Arch::Sm90a, DType::Bf16, 64, false, 1024).unwrap();
     assert_eq!(d, KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::Bf16, 64, false).unwrap());
     assert_eq!(KernelSpec::default_for(Arch::Sm90, DType::Bf16, 64, false).unwrap().kind(), KernelKind::Fwd);
     // 3 stages keep the next block's S in flight during the softmax; 2 (the default) run them in turn
@@ -293,7 +294,14 @@ fn warp_specialized_forward_has_a_producer_and_two_or_three_consumers() {
 fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
     for causal in [false, true] {
         assert_eq!(KernelSpec::default_for(Arch::Sm90a, DType::Bf16, 128, causal).unwrap().kind(), KernelKind::FwdWs);
-        assert_eq!(KernelSpec::default_for(Arch::Sm90a, DType::F16, 64, causal).unwrap().kind(), KernelKind::FwdWgmma);
+        // at HEAD_DIM 64 from 4096 tokens on (three consumers, 192 rows); fwd_wgmma up to 2048
+        let long = KernelSpec::default_for(Arch::Sm90a, DType::F16, 64, causal).unwrap();
+        assert_eq!((long.kind(), long.block_m(), long.block_n(), long.consumer_warpgroups()), (KernelKind::FwdWs, 192, 128, 3));
+        assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 4096).unwrap(), long);
+        assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 2048).unwrap().kind(), KernelKind::FwdWgmma);
+        assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 128, causal, 1).unwrap().kind(), KernelKind::FwdWs);
+        // its fallback (192 rows do not fit fwd_wgmma's 8 warps) is fwd_wgmma's default
+        assert_eq!(long.without_warp_specialization(), KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 1024).unwrap());
         assert_eq!(KernelSpec::default_for(Arch::Sm80, DType::Bf16, 128, causal).unwrap().kind(), KernelKind::Fwd);
     }
     assert_eq!(KernelKind::FwdWs.role(), KernelKind::Fwd);

@@ -20,7 +20,7 @@ pub struct AutotuneArgs {
     #[arg(long, default_value = "bf16")]
     dtype: String,
     /// Kernels to tune: fwd, bwd_dkdv, bwd_dq (comma-separated): the kernels calls use on this GPU (on sm_90a
-    /// unless FLASHGEN_WGMMA=0: fwd_ws at HEAD_DIM 128, fwd_wgmma at 64, the wgmma backward); fwd_wgmma,
+    /// unless FLASHGEN_WGMMA=0: fwd_ws, or fwd_wgmma at HEAD_DIM 64 up to N = 2048; the wgmma backward); fwd_wgmma,
     /// fwd_ws, bwd_dkdv_wgmma, bwd_dq_wgmma name those.
     #[arg(long, default_value = "fwd")]
     kernel: String,
@@ -43,9 +43,9 @@ pub fn run(a: &AutotuneArgs) -> Result<(), String> {
     let flash = Flash::new(Gpu::open(0).map_err(|e| format!("autotune needs a GPU: {e}"))?, KernelCache::from_env());
     let dtype = DType::parse(&a.dtype).map_err(|e| e.to_string())?;
     // a role (fwd, bwd_dkdv, bwd_dq) means the family calls use on this GPU; a wgmma kind is taken as named
-    // (the forward's kind also depends on the head dim: Flash::forward_kind)
-    let kind_of = |k: KernelKind, d: u32| match k {
-        KernelKind::Fwd => flash.forward_kind(d),
+    // (the forward's kind also depends on the head dim and the length: Flash::forward_kind)
+    let kind_of = |k: KernelKind, d: u32, n: u32| match k {
+        KernelKind::Fwd => flash.forward_kind(d, n as usize),
         k if k.uses_wgmma() => k,
         k => flash.kind_for(k),
     };
@@ -53,8 +53,8 @@ pub fn run(a: &AutotuneArgs) -> Result<(), String> {
     let mut keys = Vec::new();
     for role in roles {
         for d in list(&a.d)? {
-            let kind = kind_of(role, d);
             for n in list(&a.n)? {
+                let kind = kind_of(role, d, n);
                 for causal in list(&a.causal)? {
                     keys.push(TuneKey::for_kind(kind, flash.gpu.arch, dtype, d, causal == 1, n as usize));
                 }

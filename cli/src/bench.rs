@@ -148,7 +148,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             let mut m = st.alloc_zeros::<f32>(z * h * n_us).map_err(dr)?;
             let mut json = json.as_mut();
             for causal in [false, true] {
-                let mut specs = vec![("default".to_string(), KernelSpec::default_for(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?)];
+                let mut specs = vec![("default".to_string(), KernelSpec::default_forward(gpu.arch, DType::Bf16, d, causal, n as usize).map_err(|e| e.to_string())?)];
                 if a.tuned {
                     // the config attention_forward would pick for this shape: the stored winner, if any
                     let spec = flash.spec_for(&sets[0].0, causal).map_err(|e| e.to_string())?;
@@ -185,7 +185,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 }
                 if a.backward {
                     // each input set's own forward O and M, and its own dO, rotated like the forward's inputs
-                    let fwd = KernelSpec::default_for(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?;
+                    let fwd = KernelSpec::default_forward(gpu.arch, DType::Bf16, d, causal, n as usize).map_err(|e| e.to_string())?;
                     let mut saved = Vec::new();
                     for (q, k, v) in &sets {
                         let out = flash.attention_forward_spec(&fwd, q, k, v, None).map_err(|e| e.to_string())?;

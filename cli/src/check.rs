@@ -298,24 +298,33 @@ fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
     for dtype in [DType::Bf16, DType::F16] {
         for d in flashgen::spec::HEAD_DIMS {
             for causal in [false, true] {
-                let spec = if hopper { KernelSpec::default_for(gpu.arch, dtype, d, causal) } else { KernelSpec::default_of(flashgen::KernelKind::Fwd, gpu.arch, dtype, d, causal) };
-                let spec = spec.map_err(|e| e.to_string())?;
-                specs.push(spec);
-                defaults.push(spec);
-                if hopper {
-                    // the other Hopper forwards calls can run: fwd_ws's fwd_wgmma fallback (layouts TMA cannot
-                    // describe), and each one's 3-stage variant, the autotuner's to choose (fwd_wgmma: S of the
-                    // next block in flight during the softmax; fwd_ws: ping-pong), with BLOCK_N 64 where the
-                    // default's wider block does not fit 3 stages
-                    let mut kernels = vec![spec];
-                    if spec.kind() == flashgen::KernelKind::FwdWs {
-                        kernels.push(spec.without_warp_specialization());
-                        specs.push(spec.without_warp_specialization());
+                // the forwards of long and short sequences (they differ at HEAD_DIM 64 on sm_90a)
+                let mut forwards = Vec::new();
+                for n in [usize::MAX, 1024] {
+                    let spec = if hopper { KernelSpec::default_forward(gpu.arch, dtype, d, causal, n) } else { KernelSpec::default_of(flashgen::KernelKind::Fwd, gpu.arch, dtype, d, causal) };
+                    let spec = spec.map_err(|e| e.to_string())?;
+                    if !forwards.contains(&spec) {
+                        forwards.push(spec);
                     }
-                    for k in kernels {
-                        let p = *k.params();
-                        let three = KernelSpec::new(flashgen::SpecParams { num_stages: 3, ..p }).or_else(|_| KernelSpec::new(flashgen::SpecParams { num_stages: 3, block_n: 64, ..p }));
-                        specs.push(three.map_err(|e| e.to_string())?);
+                }
+                for spec in forwards {
+                    specs.push(spec);
+                    defaults.push(spec);
+                    if hopper {
+                        // the other Hopper forwards calls can run: fwd_ws's fwd_wgmma fallback (layouts TMA cannot
+                        // describe), and each one's 3-stage variant, the autotuner's to choose (fwd_wgmma: S of the
+                        // next block in flight during the softmax; fwd_ws: ping-pong), with BLOCK_N 64 where the
+                        // default's wider block does not fit 3 stages
+                        let mut kernels = vec![spec];
+                        if spec.kind() == flashgen::KernelKind::FwdWs {
+                            kernels.push(spec.without_warp_specialization());
+                            specs.push(spec.without_warp_specialization());
+                        }
+                        for k in kernels {
+                            let p = *k.params();
+                            let three = KernelSpec::new(flashgen::SpecParams { num_stages: 3, ..p }).or_else(|_| KernelSpec::new(flashgen::SpecParams { num_stages: 3, block_n: 64, ..p }));
+                            specs.push(three.map_err(|e| e.to_string())?);
+                        }
                     }
                 }
             }
@@ -324,6 +333,9 @@ fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
     if let Some(list) = &a.specs {
         specs.extend(parse_specs(list, gpu)?);
     }
+    // each kernel once (a fallback can be another length's default)
+    let mut seen = std::collections::HashSet::new();
+    specs.retain(|s| seen.insert(*s));
     if let Some(f) = &a.filter {
         specs.retain(|s| s.name().contains(f.as_str()));
         defaults.retain(|s| s.name().contains(f.as_str()));

@@ -592,17 +592,23 @@ impl KernelSpec {
     /// which beat the best mma.sync config on every measured row (bench/results/2026-11-30-wgmma-v1),
     /// elsewhere the mma.sync one (see `default_of`).
     pub fn default_for(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<KernelSpec, SpecError> {
-        KernelSpec::default_of(KernelSpec::forward_kind(arch, head_dim), arch, dtype, head_dim, causal)
+        KernelSpec::default_forward(arch, dtype, head_dim, causal, usize::MAX)
     }
 
-    /// The kind of the default forward: on sm_90a the warp-specialized fwd_ws at HEAD_DIM 128 (9-22% over
-    /// fwd_wgmma on every measured row, bench/results/2026-11-30-ws-v4) and fwd_wgmma at 64 (where fwd_ws
-    /// won only the longest non-causal row, by 4%, and lost up to 18% at N = 1024); elsewhere fwd.
-    pub fn forward_kind(arch: Arch, head_dim: u32) -> KernelKind {
+    /// The default forward for a problem with `n_ctx` tokens (`default_for` is the one for long sequences).
+    pub fn default_forward(arch: Arch, dtype: DType, head_dim: u32, causal: bool, n_ctx: usize) -> Result<KernelSpec, SpecError> {
+        KernelSpec::default_of(KernelSpec::forward_kind(arch, head_dim, n_ctx), arch, dtype, head_dim, causal)
+    }
+
+    /// The kind of the default forward: on sm_90a the warp-specialized fwd_ws, except at HEAD_DIM 64 up to
+    /// 2048 tokens, where fwd_wgmma stays (the same calls measured fwd_ws 9-22% faster on every HEAD_DIM 128
+    /// row, ws-v4; at 64, with three consumers, +1.5-17% from N = 4096 but -6%/-23% at 1024, ws-d64-v7);
+    /// elsewhere fwd.
+    pub fn forward_kind(arch: Arch, head_dim: u32, n_ctx: usize) -> KernelKind {
         match (arch.has_wgmma(), head_dim) {
-            (true, 128) => KernelKind::FwdWs,
-            (true, _) => KernelKind::FwdWgmma,
-            _ => KernelKind::Fwd,
+            (false, _) => KernelKind::Fwd,
+            (true, 64) if n_ctx <= 2048 => KernelKind::FwdWgmma,
+            (true, _) => KernelKind::FwdWs,
         }
     }
 
@@ -621,7 +627,9 @@ impl KernelSpec {
         match (kind, head_dim) {
             (KernelKind::FwdWgmma, 64) => (128, 64, 8, 2),
             (KernelKind::FwdWgmma, _) => (128, 128, 8, 2),
-            // two consumer warpgroups of 64 rows, 2 stages (the ping-pong at 3 measured 40% slower at HEAD_DIM 128)
+            // 2 stages (the ping-pong at 3 measured 40% slower at HEAD_DIM 128); three consumer warpgroups at
+            // HEAD_DIM 64 (+13-17% over two at N = 16384), two at 128 (three do not fit BLOCK_N 128)
+            (KernelKind::FwdWs, 64) => (192, 128, 16, 2),
             (KernelKind::FwdWs, _) => (128, 128, 12, 2),
             (_, 64) => (128, 64, 4, 3),
             _ if causal || small_smem => (128, 32, 4, 3),
@@ -706,18 +714,22 @@ impl KernelSpec {
 
     /// The default set that `flashgen emit --defaults` generates: for sm_80 and sm_90a, bf16 and fp16,
     /// HEAD_DIM 64 and 128, STAGE 1 and 3: the default forward and the default backward kernels (on sm_90a
-    /// the wgmma kinds; with fwd_ws, also its fwd_wgmma fallback).
+    /// the wgmma kinds; with fwd_ws, also its fwd_wgmma fallback, and the short-sequence forward where it
+    /// differs).
     pub fn default_set() -> Vec<KernelSpec> {
         let mut out = Vec::new();
         for arch in [Arch::Sm80, Arch::Sm90a] {
             for dtype in [DType::Bf16, DType::F16] {
                 for head_dim in HEAD_DIMS {
                     for causal in [false, true] {
-                        let forward = KernelSpec::default_for(arch, dtype, head_dim, causal).expect("default specs validate");
-                        out.push(forward);
-                        if forward.kind() == KernelKind::FwdWs {
-                            // what runs when the driver cannot describe a layout for TMA
-                            out.push(forward.without_warp_specialization());
+                        // the forwards of long and short sequences, and what runs when the driver cannot
+                        // describe a layout for TMA
+                        let long = KernelSpec::default_for(arch, dtype, head_dim, causal).expect("default specs validate");
+                        let short = KernelSpec::default_forward(arch, dtype, head_dim, causal, 1024).expect("default specs validate");
+                        for forward in [long, short, long.without_warp_specialization()] {
+                            if !out.contains(&forward) {
+                                out.push(forward);
+                            }
                         }
                         let b = KernelSpec::backward_defaults(arch, dtype, head_dim, causal).expect("default specs validate");
                         if !causal {
