@@ -158,3 +158,14 @@ fn metadata_with_an_invalid_spec_is_rejected() {
     let err = KernelSource::embedded(&[(bad.as_str(), a.ptx.as_str())]).err().expect("invalid spec must be rejected").to_string();
     assert!(err.contains("BLOCK_M=96"), "{err}");
 }
+
+#[test]
+fn a_repeated_warning_is_kept_once() {
+    let c = KernelCache::new(None, KernelSource::default_source());
+    let before = c.warnings().len();
+    for _ in 0..3 {
+        c.warn("fa2_fwd_ws_bf16_d128_st1_bm128_bn128_w12_ns2_sm90a: the driver cannot describe it; running fwd_wgmma instead".into());
+    }
+    c.warn("another".into());
+    assert_eq!(c.warnings().len(), before + 2);
+}

@@ -253,7 +253,11 @@ impl Flash {
         let (spec, maps) = match spec.kind() {
             KernelKind::FwdWs => match crate::tma::forward_maps(&self.gpu, spec, q_in, k_in, v_in) {
                 Ok(maps) => (*spec, Some(maps)),
-                Err(_) => (spec.without_warp_specialization(), None),
+                Err(why) => {
+                    let instead = spec.without_warp_specialization();
+                    self.cache.warn(format!("{}: {why}; running {} instead", spec.name(), instead.name()));
+                    (instead, None)
+                }
             },
             _ => (*spec, None),
         };

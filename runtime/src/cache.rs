@@ -171,11 +171,13 @@ impl KernelCache {
         self.warnings.lock().map(|w| w.clone()).unwrap_or_default()
     }
 
-    /// Print a warning and keep it for `warnings()`.
+    /// Print a warning and keep it for `warnings()`, once: a call repeated in a loop repeats no warning.
     pub fn warn(&self, msg: String) {
-        eprintln!("flashgen: warning: {msg}");
         if let Ok(mut w) = self.warnings.lock() {
-            w.push(msg);
+            if !w.contains(&msg) {
+                eprintln!("flashgen: warning: {msg}");
+                w.push(msg);
+            }
         }
     }
 
