@@ -11,12 +11,14 @@ pub enum KernelKind {
     /// The forward pass: O and the base-2 log-sum-exp M.
     Fwd,
     /// The same forward (same ABI and outputs) on Hopper's wgmma (sm_90a only): one warpgroup per 64 query
-    /// rows, S = Q·Kᵀ and O += P·V from shared-memory descriptors. The default forward on sm_90a.
+    /// rows, S = Q·Kᵀ and O += P·V from shared-memory descriptors. The sm_90a forward at HEAD_DIM 64 up to
+    /// 2048 tokens, and what fwd_ws falls back to where TMA cannot describe a layout.
     FwdWgmma,
     /// The wgmma forward, warp-specialized (sm_90a only; its ABI appends three TMA descriptors): a producer
-    /// warpgroup loads Q and a ring of K/V blocks with TMA, signalling mbarriers; 1-3 consumer warpgroups
+    /// warpgroup loads Q and a ring of K/V blocks with TMA, signalling mbarriers; 2 or 3 consumer warpgroups
     /// (64 query rows each) compute as soon as a block lands and hand its slot back through another
     /// mbarrier, with no CTA-wide barrier; setmaxnreg moves registers from the producer to the consumers.
+    /// The default forward on sm_90a (`KernelSpec::forward_kind`).
     FwdWs,
     /// Backward preprocess: Δ_i = rowsum(dO_i ⊙ O_i) in f32.
     BwdPre,
@@ -332,8 +334,8 @@ impl KernelSpec {
         Ok(spec)
     }
 
-    /// The rules of fwd_ws (after the common ones on HEAD_DIM and STAGE): a producer warpgroup plus 1-3
-    /// consumer warpgroups of 64 query rows each; TMA boxes of at most 256 rows; the ring and the
+    /// The rules of fwd_ws (after the common ones on HEAD_DIM and STAGE): a producer warpgroup plus 2 or 3
+    /// consumer warpgroups of 64 query rows each; the TMA ring in shared memory; and the
     /// registers each consumer thread needs within what setmaxnreg can give it.
     fn new_warp_specialized(p: SpecParams) -> Result<KernelSpec, SpecError> {
         let SpecParams { head_dim: d, block_m: bm, block_n: bn, num_warps: w, num_stages: ns, .. } = p;
@@ -628,7 +630,7 @@ impl KernelSpec {
             (KernelKind::FwdWgmma, 64) => (128, 64, 8, 2),
             (KernelKind::FwdWgmma, _) => (128, 128, 8, 2),
             // 2 stages (the ping-pong at 3 measured 40% slower at HEAD_DIM 128); three consumer warpgroups at
-            // HEAD_DIM 64 (+13-17% over two at N = 16384), two at 128 (three do not fit BLOCK_N 128)
+            // HEAD_DIM 64 (+13-18% over two at N = 16384), two at 128 (three do not fit BLOCK_N 128)
             (KernelKind::FwdWs, 64) => (192, 128, 16, 2),
             (KernelKind::FwdWs, _) => (128, 128, 12, 2),
             (_, 64) => (128, 64, 4, 3),
