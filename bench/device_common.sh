@@ -15,3 +15,13 @@ mma_sync_check() {
   cat /tmp/check_mma.log >> "$OUT/extras.log"; cat /tmp/check_mma.jsonl >> "$OUT/check.jsonl" 2>/dev/null
   grep -E "passed, |FAIL|error" /tmp/check_mma.log | tail -6; echo "mma.sync check rc=$rc"
 }
+
+# compute-sanitizer over `check --quick`, one "tool filter [check flags]" per argument; a line each to
+# $OUT/extras.log with the exit code and the summaries.
+sanitize() {
+  local t
+  for t in "$@"; do
+    set -- $t; timeout ${SANITIZE_TIMEOUT:-120} compute-sanitizer --tool $1 $B check --quick --filter $2 ${3:-} > /tmp/san.log 2>&1
+    echo "$1 $2 rc=$?" | tee -a "$OUT/extras.log"; grep -E "passed, |ERROR SUMMARY|RACECHECK SUMMARY" /tmp/san.log | tail -2 | tee -a "$OUT/extras.log"
+  done
+}

@@ -16,8 +16,6 @@ MS=""; [ "${MMA_SYNC:-0}" = 1 ] && { mma_sync_check; MS="--mma-sync"; }
 echo "== bench"; $B bench $MS --tuned --backward --reps ${REPS:-6} --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
 echo "== anchors (N=${ANCHOR_N:=16384})"; PYTHONUNBUFFERED=1 OUT=$OUT ANCHOR_N=$ANCHOR_N timeout ${ANCHOR_TIMEOUT:-200} python3 .carry/anchor_bench.py > "$OUT/anchors.log" 2>&1; echo "anchors rc=$?"; rm -f "$OUT/anchors.json"
 echo "== memcheck / racecheck (fwd_ws, backward defaults)"
-for t in "memcheck fwd_ws_bf16_d128 --forward-only" "racecheck fwd_ws_bf16_d128_st1 --forward-only" "memcheck dkdv_wgmma_bf16" "racecheck dkdv_wgmma_bf16_d64"; do
-  set -- $t; timeout 120 compute-sanitizer --tool $1 $B check --quick --filter $2 ${3:-} > /tmp/san.log 2>&1; echo "$1 $2 rc=$?" | tee -a "$OUT/extras.log"; grep -E "passed, |ERROR SUMMARY|RACECHECK SUMMARY" /tmp/san.log | tail -2 | tee -a "$OUT/extras.log"
-done
+sanitize "memcheck fwd_ws_bf16_d128 --forward-only" "racecheck fwd_ws_bf16_d128_st1 --forward-only" "memcheck dkdv_wgmma_bf16" "racecheck dkdv_wgmma_bf16_d64"
 echo "== GPU tests"; $BIN/gpu_test --ignored 2>&1 | tee -a "$OUT/extras.log" | grep -E "^test |test result"
 echo "== tables"; grep -A40 "=== flashgen" "$OUT/bench.log"; grep -A40 "=== table" "$OUT/anchors.log" | grep -v efficient

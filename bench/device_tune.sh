@@ -12,6 +12,4 @@ rows=[json.loads(l) for l in open('$OUT/runtime.jsonl')]
 for r in rows: print(f\"{r['key']:<50} {r['seconds']:.2f} s (setup {r['setup_s']:.2f}, compile wait {r['compile_wait_s']:.2f}, check {r['verify_s']:.2f}, time {r['time_s']:.2f})\")
 print('keys', len(rows), 'max', max(r['seconds'] for r in rows), 'over 2 s:', sum(r['seconds'] > 2 for r in rows))"
 echo "== memcheck / racecheck (backward defaults)"
-for t in "memcheck dkdv_wgmma_bf16" "racecheck dkdv_wgmma_bf16_d64" "racecheck dq_wgmma_bf16_d128"; do
-  set -- $t; timeout 120 compute-sanitizer --tool $1 $B check --quick --filter $2 > /tmp/san.log 2>&1; echo "$1 $2 rc=$?" | tee -a "$OUT/extras.log"; grep -E "passed, |ERROR SUMMARY|RACECHECK SUMMARY" /tmp/san.log | tail -2 | tee -a "$OUT/extras.log"
-done
+sanitize "memcheck dkdv_wgmma_bf16" "racecheck dkdv_wgmma_bf16_d64" "racecheck dq_wgmma_bf16_d128"

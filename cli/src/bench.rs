@@ -148,7 +148,8 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             let mut m = st.alloc_zeros::<f32>(z * h * n_us).map_err(dr)?;
             let mut json = json.as_mut();
             for causal in [false, true] {
-                let mut specs = vec![("default".to_string(), KernelSpec::default_forward(gpu.arch, DType::Bf16, d, causal, n as usize).map_err(|e| e.to_string())?)];
+                let default_fwd = KernelSpec::default_forward(gpu.arch, DType::Bf16, d, causal, n as usize).map_err(|e| e.to_string())?;
+                let mut specs = vec![("default".to_string(), default_fwd)];
                 if a.tuned {
                     // the config attention_forward would pick for this shape: the stored winner, if any
                     let spec = flash.spec_for(&sets[0].0, causal).map_err(|e| e.to_string())?;
@@ -165,7 +166,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     let (kind, tiles) = crate::check::config_kind(cfg, flashgen::KernelKind::Fwd);
                     let f = list(tiles)?;
                     if f.len() != 4 {
-                        return Err(format!("config `{cfg}` must be [w:]bm,bn,warps,stages"));
+                        return Err(format!("config `{cfg}` must be [w:|ws:]bm,bn,warps,stages"));
                     }
                     let p = SpecParams { kind, dtype: DType::Bf16, head_dim: d, block_m: f[0], block_n: f[1], stage: if causal { 3 } else { 1 }, num_warps: f[2], num_stages: f[3], arch: gpu.arch };
                     match KernelSpec::new(p) {
@@ -185,10 +186,9 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 }
                 if a.backward {
                     // each input set's own forward O and M, and its own dO, rotated like the forward's inputs
-                    let fwd = KernelSpec::default_forward(gpu.arch, DType::Bf16, d, causal, n as usize).map_err(|e| e.to_string())?;
                     let mut saved = Vec::new();
                     for (q, k, v) in &sets {
-                        let out = flash.attention_forward_spec(&fwd, q, k, v, None).map_err(|e| e.to_string())?;
+                        let out = flash.attention_forward_spec(&default_fwd, q, k, v, None).map_err(|e| e.to_string())?;
                         let d_o = tensor(&(0..len).map(|_| half::bf16::from_f32(rng.normal()).to_bits()).collect::<Vec<u16>>())?;
                         saved.push((out, d_o));
                     }
