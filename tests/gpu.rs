@@ -128,3 +128,22 @@ fn broadcast_heads_run_correctly_with_or_without_tma() {
         assert!(err <= 1e-2, "causal={causal}: {err}");
     }
 }
+
+/// The runtime hands PTX to the driver as a whole program. Through the linker (cuLink*, relocatable code)
+/// ptxas ignored setmaxnreg and serialized every wgmma, and fwd_ws ran 15% slower with 159 registers instead
+/// of its `.maxnreg`. The loaded fwd_ws must have exactly its launch registers; a PTX the driver rejects
+/// comes back as an error that names the kernel and carries the JIT's log.
+#[test]
+#[ignore = "needs a GPU: run on the device machine with --ignored"]
+fn kernels_load_as_whole_programs_and_rejected_ptx_is_an_error() {
+    let f = flash();
+    if f.gpu.arch == flashgen::Arch::Sm90a {
+        let spec = flashgen::KernelSpec::default_forward(f.gpu.arch, DType::Bf16, 128, false, 16384).unwrap();
+        assert_eq!(spec.kind(), flashgen::KernelKind::FwdWs);
+        let k = f.kernel(&spec).unwrap();
+        assert_eq!(k.function.num_regs().unwrap() as u32, spec.registers().launch, "{}: registers at launch", spec.name());
+    }
+    let bad = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry broken() { bogus.instruction; }\n";
+    let e = flashgen_runtime::jit::load_module(&f.gpu, "broken", bad).err().expect("bad PTX must not load").to_string();
+    assert!(e.contains("broken") && e.contains("PTX JIT failed"), "{e}");
+}

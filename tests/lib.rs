@@ -73,8 +73,9 @@ pub fn ptxas(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<PtxasRepo
         text[..i].split_whitespace().last()?.parse().ok()
     };
     Ok(PtxasReport {
-        // ptxas's own warnings, e.g. C7515 / C7511 "wgmma serialized" on Hopper
-        warnings: text.lines().filter(|l| l.contains("warning")).map(str::to_string).collect(),
+        // ptxas's warnings, and its "Potential Performance Loss" notes (printed as info): a serialized wgmma
+        // (C7509/C7515), an ignored setmaxnreg (C7504)
+        warnings: text.lines().filter(|l| l.contains("warning") || l.contains("Performance Loss")).map(str::to_string).collect(),
         registers: text.find("Used ").and_then(|i| text[i + 5..].split_whitespace().next()?.parse().ok()).ok_or(format!("no register count in:\n{text}"))?,
         stack_frame: num_before("bytes stack frame").ok_or(format!("no stack frame in:\n{text}"))?,
         spill_stores: num_before("bytes spill stores").ok_or(format!("no spill stores in:\n{text}"))?,

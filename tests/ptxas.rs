@@ -30,7 +30,7 @@ fn assemble_clean(tool: &std::path::Path, spec: &KernelSpec) -> String {
         r.spill_loads
     );
     assert_eq!((r.stack_frame, r.spill_stores, r.spill_loads), (0, 0, 0), "{} spills: {r:?}", spec.name());
-    assert!(r.warnings.is_empty(), "{}: ptxas warns (a serialized wgmma would say C7515/C7511): {:?}", spec.name(), r.warnings);
+    assert!(r.warnings.is_empty(), "{}: ptxas warns or notes a performance loss (a serialized wgmma, an ignored setmaxnreg): {:?}", spec.name(), r.warnings);
     assert!(r.registers <= 255);
     a.ptx
 }

@@ -185,11 +185,11 @@ fn first_call() -> Result<(), String> {
     let s = &flash.cache.stats;
     let n = |a: &std::sync::atomic::AtomicUsize| a.load(std::sync::atomic::Ordering::Relaxed);
     println!(
-        "{{\"kind\": \"first_call\", \"context_ms\": {:.1}, \"first_call_ms\": {:.1}, \"llvm_compiles\": {}, \"ptx_jits\": {}, \"disk_hits\": {}, \"cache_dir\": {:?}}}",
+        "{{\"kind\": \"first_call\", \"context_ms\": {:.1}, \"first_call_ms\": {:.1}, \"llvm_compiles\": {}, \"ptx_loads\": {}, \"disk_hits\": {}, \"cache_dir\": {:?}}}",
         opened.as_secs_f64() * 1e3,
         first.as_secs_f64() * 1e3,
         n(&s.llvm_compiles),
-        n(&s.ptx_jits),
+        n(&s.ptx_loads),
         n(&s.disk_hits),
         flash.cache.dir().map(|d| d.display().to_string()).unwrap_or_default()
     );

@@ -171,7 +171,8 @@ impl Flash {
         Ok(Flash::new(Gpu::open(0)?, KernelCache::from_env()))
     }
 
-    /// The loaded kernel for `spec`: memory, else the disk cache's cubin, else compiled (JIT) or prebuilt PTX.
+    /// The loaded kernel for `spec`: memory, else the disk cache's PTX, else compiled (JIT) or prebuilt PTX;
+    /// the driver turns the PTX into machine code (whole program, cached by the driver).
     pub fn kernel(&self, spec: &KernelSpec) -> Result<Arc<LoadedKernel>, RuntimeError> {
         if spec.arch() != self.gpu.arch {
             return Err(RuntimeError::Argument(format!("{} targets {}, but the GPU runs {}", spec.name(), spec.arch(), self.gpu.arch)));
@@ -180,13 +181,13 @@ impl Flash {
             return Ok(k.clone());
         }
         let gpu = &self.gpu;
-        let jit = |ptx: &str| crate::jit::ptx_to_cubin(gpu, &spec.name(), ptx).map_err(|e| e.to_string());
-        let entry = self.cache.get(spec, gpu.capability, &jit)?;
+        let entry = self.cache.get(spec, gpu.capability)?;
         let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(k) = loaded.get(spec) {
             return Ok(k.clone());
         }
         let k = Arc::new(LoadedKernel::load(gpu, &entry)?);
+        self.cache.stats.ptx_loads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         loaded.insert(*spec, k.clone());
         Ok(k)
     }

@@ -1,8 +1,9 @@
-//! The kernel cache: spec -> (PTX, metadata, cubin), in memory and on disk.
+//! The kernel cache: spec -> (PTX, metadata), in memory and on disk.
 //!
-//! Laid out like Triton's cache: one folder per key holding `<name>.ptx`, `<name>.json` (Triton's field
-//! names plus the key and SHA-256 of the other two files) and `<name>.cubin` (the driver JIT's output for
-//! this device). The key hashes the spec, the kernel source (template text, or the prebuilt PTX), the
+//! Laid out like Triton's cache: one folder per key holding `<name>.ptx` and `<name>.json` (Triton's field
+//! names plus the key and the PTX's SHA-256). The machine code is the driver's: it compiles the PTX as a
+//! whole program when the kernel is loaded and keeps its own cache of that (jit.rs says why not a cubin
+//! from the linker). The key hashes the spec, the kernel source (template text, or the prebuilt PTX), the
 //! flashgen and LLVM versions and the device's compute capability. Files are written to a temporary name
 //! and renamed, the JSON last: an entry is complete or absent. An entry that does not verify (truncated,
 //! edited, another version) is reported, rebuilt and rewritten, never loaded. A cache directory that cannot
@@ -72,8 +73,6 @@ pub enum CacheError {
     Prebuilt(String),
     #[error("{spec} is not among the {available} prebuilt kernels: generate it at build time (flashgen::build::generate) or enable the runtime's `jit` feature")]
     NotPrebuilt { spec: String, available: usize },
-    #[error("PTX JIT of {spec}: {detail}")]
-    Jit { spec: String, detail: String },
 }
 
 /// One cached kernel.
@@ -82,16 +81,15 @@ pub struct Entry {
     pub key: String,
     pub metadata: Metadata,
     pub ptx: String,
-    pub cubin: Vec<u8>,
 }
 
-/// What the cache did, for logs and tests.
+/// What the cache (and the loader, `ptx_loads`: PTX handed to the driver) did, for logs and tests.
 #[derive(Debug, Default)]
 pub struct Stats {
     pub memory_hits: AtomicUsize,
     pub disk_hits: AtomicUsize,
     pub llvm_compiles: AtomicUsize,
-    pub ptx_jits: AtomicUsize,
+    pub ptx_loads: AtomicUsize,
     pub corrupt_rebuilt: AtomicUsize,
     pub disk_writes: AtomicUsize,
 }
@@ -100,11 +98,11 @@ impl Stats {
     pub fn summary(&self) -> String {
         let g = |a: &AtomicUsize| a.load(Ordering::Relaxed);
         format!(
-            "memory hits {}, disk hits {}, LLVM compiles {}, PTX JITs {}, corrupt entries rebuilt {}, disk writes {}",
+            "memory hits {}, disk hits {}, LLVM compiles {}, PTX loads {}, corrupt entries rebuilt {}, disk writes {}",
             g(&self.memory_hits),
             g(&self.disk_hits),
             g(&self.llvm_compiles),
-            g(&self.ptx_jits),
+            g(&self.ptx_loads),
             g(&self.corrupt_rebuilt),
             g(&self.disk_writes)
         )
@@ -118,7 +116,6 @@ struct EntryJson {
     metadata: Metadata,
     key: String,
     ptx_sha256: String,
-    cubin_sha256: String,
 }
 
 type Slot = Arc<OnceLock<Result<Arc<Entry>, CacheError>>>;
@@ -198,8 +195,8 @@ impl KernelCache {
     }
 
     /// The entry for `spec` on a device of `capability`, built at most once per process: concurrent callers
-    /// of one key wait for the first. `jit` turns PTX into a cubin for this device (the driver's linker).
-    pub fn get(&self, spec: &KernelSpec, capability: (u32, u32), jit: &dyn Fn(&str) -> Result<Vec<u8>, String>) -> Result<Arc<Entry>, CacheError> {
+    /// of one key wait for the first.
+    pub fn get(&self, spec: &KernelSpec, capability: (u32, u32)) -> Result<Arc<Entry>, CacheError> {
         let key = self.key(spec, capability)?;
         let slot: Slot = {
             let mut mem = self.memory.lock().unwrap_or_else(|p| p.into_inner());
@@ -208,7 +205,7 @@ impl KernelCache {
         let mut fresh = false;
         let result = slot.get_or_init(|| {
             fresh = true;
-            self.load_or_build(spec, &key, jit).map(Arc::new)
+            self.load_or_build(spec, &key).map(Arc::new)
         });
         if !fresh {
             self.stats.memory_hits.fetch_add(1, Ordering::Relaxed);
@@ -220,7 +217,7 @@ impl KernelCache {
         self.dir.as_ref().filter(|_| self.disk_ok.load(Ordering::Relaxed)).map(|d| d.join(key))
     }
 
-    fn load_or_build(&self, spec: &KernelSpec, key: &str, jit: &dyn Fn(&str) -> Result<Vec<u8>, String>) -> Result<Entry, CacheError> {
+    fn load_or_build(&self, spec: &KernelSpec, key: &str) -> Result<Entry, CacheError> {
         let name = spec.name();
         let force = std::env::var_os("FLASHGEN_ALWAYS_COMPILE").is_some_and(|v| v != "0");
         if let Some(dir) = self.entry_dir(key).filter(|_| !force) {
@@ -237,9 +234,7 @@ impl KernelCache {
             }
         }
         let (metadata, ptx, dumps) = self.build_ptx(spec)?;
-        let cubin = jit(&ptx).map_err(|detail| CacheError::Jit { spec: name.clone(), detail })?;
-        self.stats.ptx_jits.fetch_add(1, Ordering::Relaxed);
-        let entry = Entry { key: key.to_string(), metadata, ptx, cubin };
+        let entry = Entry { key: key.to_string(), metadata, ptx };
         if let Some(dir) = self.entry_dir(key) {
             match write_entry(&dir, &entry, &dumps) {
                 Ok(()) => {
@@ -296,14 +291,10 @@ fn read_entry(dir: &Path, name: &str, key: &str) -> Result<Option<Entry>, String
     if sha256_hex(ptx.as_bytes()) != meta.ptx_sha256 {
         return Err(format!("{name}.ptx does not match its SHA-256"));
     }
-    let cubin = std::fs::read(dir.join(format!("{name}.cubin"))).map_err(|e| format!("{name}.cubin: {e}"))?;
-    if sha256_hex(&cubin) != meta.cubin_sha256 {
-        return Err(format!("{name}.cubin does not match its SHA-256"));
-    }
     if meta.metadata.name != name {
         return Err(format!("{name}.json names kernel {}", meta.metadata.name));
     }
-    Ok(Some(Entry { key: key.to_string(), metadata: meta.metadata, ptx, cubin }))
+    Ok(Some(Entry { key: key.to_string(), metadata: meta.metadata, ptx }))
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -315,16 +306,15 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     })
 }
 
-/// PTX, cubin and dumps first, the JSON (which carries their hashes) last: a reader sees a whole entry or none.
+/// PTX and dumps first, the JSON (which carries their hashes) last: a reader sees a whole entry or none.
 fn write_entry(dir: &Path, e: &Entry, dumps: &[(String, String)]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let name = &e.metadata.name;
     write_atomic(&dir.join(format!("{name}.ptx")), e.ptx.as_bytes())?;
-    write_atomic(&dir.join(format!("{name}.cubin")), &e.cubin)?;
     for (file, text) in dumps {
         write_atomic(&dir.join(file), text.as_bytes())?;
     }
-    let json = EntryJson { metadata: e.metadata.clone(), key: e.key.clone(), ptx_sha256: sha256_hex(e.ptx.as_bytes()), cubin_sha256: sha256_hex(&e.cubin) };
+    let json = EntryJson { metadata: e.metadata.clone(), key: e.key.clone(), ptx_sha256: sha256_hex(e.ptx.as_bytes()) };
     let text = serde_json::to_string_pretty(&json).map_err(std::io::Error::other)?;
     write_atomic(&dir.join(format!("{name}.json")), text.as_bytes())
 }

@@ -4,7 +4,6 @@ use crate::cache::Entry;
 use crate::{Gpu, Layout, LayoutError, RuntimeError};
 use cudarc::driver::sys::CUfunction_attribute_enum;
 use cudarc::driver::CudaFunction;
-use cudarc::nvrtc::Ptx;
 use flashgen::KernelSpec;
 
 /// A kernel loaded into a context, ready to launch.
@@ -15,9 +14,10 @@ pub struct LoadedKernel {
 }
 
 impl LoadedKernel {
-    /// Load a cached entry's cubin and raise the dynamic shared-memory limit the kernel needs.
+    /// Load a cached entry's PTX (the driver compiles it, or finds it in its own cache) and raise the
+    /// dynamic shared-memory limit the kernel needs.
     pub fn load(gpu: &Gpu, entry: &Entry) -> Result<LoadedKernel, RuntimeError> {
-        let module = gpu.ctx.load_module(Ptx::from_binary(entry.cubin.clone()))?;
+        let module = crate::jit::load_module(gpu, &entry.metadata.name, &entry.ptx)?;
         let function = module.load_function(&entry.metadata.name)?;
         let shared_bytes = entry.metadata.shared;
         if shared_bytes > 0 {

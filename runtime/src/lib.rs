@@ -1,7 +1,7 @@
 //! flashgen runtime: turn "attention forward on these tensors" into a specialized, cached, launched kernel.
 //! cudarc loads the driver dynamically: nothing of CUDA is needed to build, only the driver to run.
 //!
-//! Layers, bottom up: `jit` (PTX -> cubin through the driver's linker), `cache` (memory + disk, Triton's
+//! Layers, bottom up: `jit` (PTX -> a module, compiled whole by the driver), `cache` (memory + disk, Triton's
 //! layout), `kernel` (one loaded kernel, the checks every launch shares), `forward` / `backward` (the launches),
 //! `api` (`Flash::attention_forward`, `Flash::attention_backward`).
 //! Kernels come from LLVM in-process (feature `jit`, default) or prebuilt (`KernelSource::embedded` /

@@ -205,7 +205,7 @@ impl Timing {
 /// The three things tuning needs from a device: compile (may run on other threads), check a candidate's
 /// output against the default config's on the same inputs, and time it.
 pub trait Candidates: Sync {
-    /// Compile and load (PTX, cubin); safe to call from several threads at once.
+    /// Compile and load; safe to call from several threads at once.
     fn prepare(&self, spec: &KernelSpec) -> Result<(), String>;
     /// Relative error of the candidate's O (and M) against the default config's, on the tuning inputs.
     fn verify(&self, spec: &KernelSpec) -> Result<f64, String>;
