@@ -182,14 +182,12 @@ impl Flash {
         }
         let gpu = &self.gpu;
         let entry = self.cache.get(spec, gpu.capability)?;
-        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(k) = loaded.get(spec) {
-            return Ok(k.clone());
-        }
+        // The driver compiles the PTX here (ptxas, 0.1-0.5 s): outside the lock, so the autotuner's threads
+        // load their candidates at once. Two callers racing on one spec both load it; the first one stays.
         let k = Arc::new(LoadedKernel::load(gpu, &entry)?);
         self.cache.stats.ptx_loads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        loaded.insert(*spec, k.clone());
-        Ok(k)
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(loaded.entry(*spec).or_insert(k).clone())
     }
 
     /// The default spec for these inputs (see `KernelSpec::default_for`).
