@@ -111,9 +111,8 @@ fn default_set_is_complete_and_names_are_unique() {
     let set = KernelSpec::default_set();
     // per arch × dtype × head dim: forward and dK/dV and dQ for both stages, one preprocess; on sm_90a a
     // second forward per dtype, head dim and stage: fwd_ws's fwd_wgmma fallback (HEAD_DIM 128), which at
-    // HEAD_DIM 64 causal is also the short-sequence forward; non-causal at 64 the fallback (128×128) and
-    // the short-sequence forward (128×64) differ: a third
-    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2);
+    // HEAD_DIM 64 is also the short-sequence forward
+    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2);
     for kind in KernelKind::ALL {
         // sm_80 gets the mma.sync kinds, sm_90a the wgmma ones; both get the preprocess
         let arch = if kind.uses_wgmma() { Arch::Sm90a } else { Arch::Sm80 };
@@ -298,21 +297,14 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
         // HEAD_DIM 128: two consumers taking turns (ping-pong, 3 stages)
         let d128 = KernelSpec::default_for(Arch::Sm90a, DType::Bf16, 128, causal).unwrap();
         assert_eq!((d128.block_m(), d128.block_n(), d128.consumer_warpgroups(), d128.ping_pong()), (128, 128, 2, true));
-        // HEAD_DIM 64 from 4096 tokens on: causal on three consumers (192 rows), else as at 128; fwd_wgmma up to 2048
+        // HEAD_DIM 64 from 4096 tokens on: three consumers taking turns (192 rows, 4 stages); fwd_wgmma up to 2048
         let long = KernelSpec::default_for(Arch::Sm90a, DType::F16, 64, causal).unwrap();
-        let expect = if causal { (192, 128, 3, false) } else { (128, 128, 2, true) };
-        assert_eq!((long.kind(), long.block_m(), long.block_n(), long.consumer_warpgroups(), long.ping_pong()), (KernelKind::FwdWs, expect.0, expect.1, expect.2, expect.3));
+        assert_eq!((long.kind(), long.block_m(), long.block_n(), long.consumer_warpgroups(), long.ping_pong()), (KernelKind::FwdWs, 192, 128, 3, true));
         assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 4096).unwrap(), long);
         assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 2048).unwrap().kind(), KernelKind::FwdWgmma);
         assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 128, causal, 1).unwrap().kind(), KernelKind::FwdWs);
-        // its fallback is fwd_wgmma with the same tiles, or (192 rows do not fit fwd_wgmma's 8 warps) its default
-        let fallback = long.without_warp_specialization();
-        assert_eq!(fallback.kind(), KernelKind::FwdWgmma);
-        if causal {
-            assert_eq!(fallback, KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 1024).unwrap());
-        } else {
-            assert_eq!((fallback.block_m(), fallback.block_n()), (128, 128));
-        }
+        // its fallback (192 rows do not fit fwd_wgmma's 8 warps) is fwd_wgmma's default
+        assert_eq!(long.without_warp_specialization(), KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 1024).unwrap());
         assert_eq!(KernelSpec::default_for(Arch::Sm80, DType::Bf16, 128, causal).unwrap().kind(), KernelKind::Fwd);
     }
     assert_eq!(KernelKind::FwdWs.role(), KernelKind::Fwd);

@@ -629,9 +629,10 @@ impl KernelSpec {
         match (kind, head_dim) {
             (KernelKind::FwdWgmma, 64) => (128, 64, 8, 2),
             (KernelKind::FwdWgmma, _) => (128, 128, 8, 2),
-            // Ping-pong (3 stages) on two consumer warpgroups: +3-12% over the plain schedule at HEAD_DIM 128,
-            // +3-9% at 64 non-causal (wholeprog-v8); causal at 64, three consumers without it (+1-7%)
-            (KernelKind::FwdWs, 64) if causal => (192, 128, 16, 2),
+            // Ping-pong (from 3 stages): on two consumer warpgroups at HEAD_DIM 128, +3-12% over the plain
+            // schedule (wholeprog-v8); on three at 64 (FA3's 192×128), +2-11% over two and over three without
+            // it, a fourth slot +0.5-3% at N = 16384 (verify-v9)
+            (KernelKind::FwdWs, 64) => (192, 128, 16, 4),
             (KernelKind::FwdWs, _) => (128, 128, 12, 3),
             (_, 64) => (128, 64, 4, 3),
             _ if causal || small_smem => (128, 32, 4, 3),

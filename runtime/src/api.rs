@@ -190,6 +190,17 @@ impl Flash {
         Ok(loaded.entry(*spec).or_insert(k).clone())
     }
 
+    /// `kernel` for a caller that prepares many kernels on several threads at once (the autotuner): the
+    /// driver's compile runs in a helper context first (jit::warm), where the threads do not wait for
+    /// each other.
+    pub fn prepare(&self, spec: &KernelSpec) -> Result<Arc<LoadedKernel>, RuntimeError> {
+        let known = self.loaded.lock().unwrap_or_else(|p| p.into_inner()).contains_key(spec);
+        if !known && spec.arch() == self.gpu.arch && crate::jit::helpers_enabled() {
+            crate::jit::warm(&self.gpu, &self.cache.get(spec, self.gpu.capability)?.ptx);
+        }
+        self.kernel(spec)
+    }
+
     /// The default spec for these inputs (see `KernelSpec::default_for`).
     pub fn default_spec(&self, q: &Tensor, causal: bool) -> Result<KernelSpec, RuntimeError> {
         let d = q.layout.shape[3] as u32;

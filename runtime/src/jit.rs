@@ -54,3 +54,48 @@ fn jit_error_log(gpu: &Gpu, ptx: &str) -> String {
     }
     log_text(&error_log)
 }
+
+/// Contexts of our own, one per compiling thread at a time, kept for the process (see `warm`).
+static HELPERS: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+/// Whether `warm` compiles in helper contexts: FLASHGEN_JIT_HELPERS=0 turns it off, and it is off when
+/// the driver's compute cache is (CUDA_CACHE_DISABLE=1: the primary context would compile again).
+pub fn helpers_enabled() -> bool {
+    let on = |var: &str| std::env::var(var).is_ok_and(|v| v != "0");
+    !on("CUDA_CACHE_DISABLE") && std::env::var("FLASHGEN_JIT_HELPERS").map_or(true, |v| v != "0")
+}
+
+/// Compile `ptx` in a helper context of the same device, so that the driver's compute cache holds it and
+/// the load into the primary context that follows is a cache hit. The driver compiles one module at a time
+/// per context (the autotuner's threads, loading into the primary context, took the sum of their compile
+/// times); contexts of their own let them compile at once. Best effort: any failure here only means the
+/// primary context compiles the PTX itself.
+pub fn warm(gpu: &Gpu, ptx: &str) {
+    let Ok(source) = CString::new(ptx) else { return };
+    let helper = HELPERS.lock().unwrap_or_else(|p| p.into_inner()).pop();
+    // # Safety
+    // 1. A helper context is created on the GPU's own device and used by one thread at a time (popped from
+    //    the pool, pushed back after); it is never destroyed, so no module or thread outlives it.
+    // 2. `source` is a NUL-terminated PTX string; the module is unloaded at once.
+    // 3. The primary context is made current again before returning (cudarc also binds it on every call).
+    unsafe {
+        let ctx = match helper {
+            Some(c) => c as sys::CUcontext,
+            None => {
+                let mut ctx: sys::CUcontext = std::ptr::null_mut();
+                if sys::cuCtxCreate_v2(&mut ctx, 0, gpu.ctx.cu_device()) != sys::CUresult::CUDA_SUCCESS {
+                    return;
+                }
+                ctx
+            }
+        };
+        if sys::cuCtxSetCurrent(ctx) == sys::CUresult::CUDA_SUCCESS {
+            let mut module: sys::CUmodule = std::ptr::null_mut();
+            if sys::cuModuleLoadData(&mut module, source.as_ptr().cast()) == sys::CUresult::CUDA_SUCCESS {
+                sys::cuModuleUnload(module);
+            }
+        }
+        HELPERS.lock().unwrap_or_else(|p| p.into_inner()).push(ctx as usize);
+    }
+    let _ = gpu.ctx.bind_to_thread();
+}

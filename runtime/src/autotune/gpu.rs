@@ -164,7 +164,7 @@ impl<'a> GpuCandidates<'a> {
 
 impl Candidates for GpuCandidates<'_> {
     fn prepare(&self, spec: &KernelSpec) -> Result<(), String> {
-        self.flash.kernel(spec).map(|_| ()).map_err(|e| e.to_string())
+        self.flash.prepare(spec).map(|_| ()).map_err(|e| e.to_string())
     }
 
     fn verify(&self, spec: &KernelSpec) -> Result<f64, String> {

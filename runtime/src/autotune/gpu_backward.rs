@@ -88,7 +88,7 @@ impl<'a> BackwardCandidates<'a> {
 
 impl Candidates for BackwardCandidates<'_> {
     fn prepare(&self, spec: &KernelSpec) -> Result<(), String> {
-        self.flash.kernel(spec).map(|_| ()).map_err(|e| e.to_string())
+        self.flash.prepare(spec).map(|_| ()).map_err(|e| e.to_string())
     }
 
     fn verify(&self, spec: &KernelSpec) -> Result<f64, String> {
