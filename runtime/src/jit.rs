@@ -55,14 +55,45 @@ fn jit_error_log(gpu: &Gpu, ptx: &str) -> String {
     log_text(&error_log)
 }
 
-/// Contexts of our own, one per compiling thread at a time, kept for the process (see `warm`).
-static HELPERS: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+/// Helper contexts (see `warm`): those free to use, and how many exist. At most MAX_HELPERS: creating
+/// one costs about 0.1 s, so more would cost the first tuned key more than their compiles save.
+struct Helpers {
+    free: Vec<usize>,
+    created: usize,
+}
+const MAX_HELPERS: usize = 6;
+static HELPERS: std::sync::Mutex<Helpers> = std::sync::Mutex::new(Helpers { free: Vec::new(), created: 0 });
+static HELPER_FREED: std::sync::Condvar = std::sync::Condvar::new();
 
 /// Whether `warm` compiles in helper contexts: FLASHGEN_JIT_HELPERS=0 turns it off, and it is off when
 /// the driver's compute cache is (CUDA_CACHE_DISABLE=1: the primary context would compile again).
 pub fn helpers_enabled() -> bool {
     let on = |var: &str| std::env::var(var).is_ok_and(|v| v != "0");
     !on("CUDA_CACHE_DISABLE") && std::env::var("FLASHGEN_JIT_HELPERS").map_or(true, |v| v != "0")
+}
+
+/// A free helper context of the GPU's device: one from the pool, a new one while there are fewer than
+/// MAX_HELPERS, else the next one handed back. None if the driver cannot create one.
+fn take_helper(gpu: &Gpu) -> Option<sys::CUcontext> {
+    let mut pool = HELPERS.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        if let Some(c) = pool.free.pop() {
+            return Some(c as sys::CUcontext);
+        }
+        if pool.created < MAX_HELPERS {
+            pool.created += 1;
+            drop(pool);
+            let mut ctx: sys::CUcontext = std::ptr::null_mut();
+            // # Safety: creates a context on the GPU's own device; it is kept for the process (never destroyed).
+            let ok = unsafe { sys::cuCtxCreate_v2(&mut ctx, 0, gpu.ctx.cu_device()) } == sys::CUresult::CUDA_SUCCESS;
+            if !ok {
+                HELPERS.lock().unwrap_or_else(|p| p.into_inner()).created -= 1;
+                return None;
+            }
+            return Some(ctx);
+        }
+        pool = HELPER_FREED.wait(pool).unwrap_or_else(|p| p.into_inner());
+    }
 }
 
 /// Compile `ptx` in a helper context of the same device, so that the driver's compute cache holds it and
@@ -72,30 +103,20 @@ pub fn helpers_enabled() -> bool {
 /// primary context compiles the PTX itself.
 pub fn warm(gpu: &Gpu, ptx: &str) {
     let Ok(source) = CString::new(ptx) else { return };
-    let helper = HELPERS.lock().unwrap_or_else(|p| p.into_inner()).pop();
+    let Some(ctx) = take_helper(gpu) else { return };
     // # Safety
-    // 1. A helper context is created on the GPU's own device and used by one thread at a time (popped from
-    //    the pool, pushed back after); it is never destroyed, so no module or thread outlives it.
+    // 1. The helper context is used by this thread only until it goes back to the pool below.
     // 2. `source` is a NUL-terminated PTX string; the module is unloaded at once.
     // 3. The primary context is made current again before returning (cudarc also binds it on every call).
     unsafe {
-        let ctx = match helper {
-            Some(c) => c as sys::CUcontext,
-            None => {
-                let mut ctx: sys::CUcontext = std::ptr::null_mut();
-                if sys::cuCtxCreate_v2(&mut ctx, 0, gpu.ctx.cu_device()) != sys::CUresult::CUDA_SUCCESS {
-                    return;
-                }
-                ctx
-            }
-        };
         if sys::cuCtxSetCurrent(ctx) == sys::CUresult::CUDA_SUCCESS {
             let mut module: sys::CUmodule = std::ptr::null_mut();
             if sys::cuModuleLoadData(&mut module, source.as_ptr().cast()) == sys::CUresult::CUDA_SUCCESS {
                 sys::cuModuleUnload(module);
             }
         }
-        HELPERS.lock().unwrap_or_else(|p| p.into_inner()).push(ctx as usize);
     }
+    HELPERS.lock().unwrap_or_else(|p| p.into_inner()).free.push(ctx as usize);
+    HELPER_FREED.notify_one();
     let _ = gpu.ctx.bind_to_thread();
 }
