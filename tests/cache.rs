@@ -143,7 +143,7 @@ fn prebuilt_kernels_need_no_compiler() {
 #[test]
 fn metadata_with_an_invalid_spec_is_rejected() {
     let a = compile(&spec(false), CompileOptions::default()).unwrap();
-    let bad = a.metadata.to_json().replace("\"block_m\": 128", "\"block_m\": 96");
+    let bad = a.metadata.to_json().replace(&format!("\"block_m\": {}", spec(false).block_m()), "\"block_m\": 96");
     let err = KernelSource::embedded(&[(bad.as_str(), a.ptx.as_str())]).err().expect("invalid spec must be rejected").to_string();
     assert!(err.contains("BLOCK_M=96"), "{err}");
 }

@@ -297,14 +297,15 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
         // HEAD_DIM 128: two consumers taking turns (ping-pong, 3 stages)
         let d128 = KernelSpec::default_for(Arch::Sm90a, DType::Bf16, 128, causal).unwrap();
         assert_eq!((d128.block_m(), d128.block_n(), d128.consumer_warpgroups(), d128.ping_pong()), (128, 128, 2, true));
-        // HEAD_DIM 64 from 4096 tokens on: three consumers taking turns (192 rows, 4 stages); fwd_wgmma up to 2048
+        // HEAD_DIM 64: three consumers taking turns (192 rows, 4 stages); causal up to 2048 tokens, fwd_wgmma
         let long = KernelSpec::default_for(Arch::Sm90a, DType::F16, 64, causal).unwrap();
         assert_eq!((long.kind(), long.block_m(), long.block_n(), long.consumer_warpgroups(), long.ping_pong()), (KernelKind::FwdWs, 192, 128, 3, true));
         assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 4096).unwrap(), long);
-        assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 2048).unwrap().kind(), KernelKind::FwdWgmma);
+        let short = if causal { KernelKind::FwdWgmma } else { KernelKind::FwdWs };
+        assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 2048).unwrap().kind(), short);
         assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 128, causal, 1).unwrap().kind(), KernelKind::FwdWs);
         // its fallback (192 rows do not fit fwd_wgmma's 8 warps) is fwd_wgmma's default
-        assert_eq!(long.without_warp_specialization(), KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 1024).unwrap());
+        assert_eq!(long.without_warp_specialization(), KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::F16, 64, causal).unwrap());
         assert_eq!(KernelSpec::default_for(Arch::Sm80, DType::Bf16, 128, causal).unwrap().kind(), KernelKind::Fwd);
     }
     assert_eq!(KernelKind::FwdWs.role(), KernelKind::Fwd);

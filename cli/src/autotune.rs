@@ -43,9 +43,9 @@ pub fn run(a: &AutotuneArgs) -> Result<(), String> {
     let flash = Flash::new(Gpu::open(0).map_err(|e| format!("autotune needs a GPU: {e}"))?, KernelCache::from_env());
     let dtype = DType::parse(&a.dtype).map_err(|e| e.to_string())?;
     // a role (fwd, bwd_dkdv, bwd_dq) means the family calls use on this GPU; a wgmma kind is taken as named
-    // (the forward's kind also depends on the head dim and the length: Flash::forward_kind)
-    let kind_of = |k: KernelKind, d: u32, n: u32| match k {
-        KernelKind::Fwd => flash.forward_kind(d, n as usize),
+    // (the forward's kind also depends on the head dim, causality and the length: Flash::forward_kind)
+    let kind_of = |k: KernelKind, d: u32, causal: bool, n: u32| match k {
+        KernelKind::Fwd => flash.forward_kind(d, causal, n as usize),
         k if k.uses_wgmma() => k,
         k => flash.kind_for(k),
     };
@@ -54,8 +54,8 @@ pub fn run(a: &AutotuneArgs) -> Result<(), String> {
     for role in roles {
         for d in list(&a.d)? {
             for n in list(&a.n)? {
-                let kind = kind_of(role, d, n);
                 for causal in list(&a.causal)? {
+                    let kind = kind_of(role, d, causal == 1, n);
                     keys.push(TuneKey::for_kind(kind, flash.gpu.arch, dtype, d, causal == 1, n as usize));
                 }
             }

@@ -599,17 +599,17 @@ impl KernelSpec {
 
     /// The default forward for a problem with `n_ctx` tokens (`default_for` is the one for long sequences).
     pub fn default_forward(arch: Arch, dtype: DType, head_dim: u32, causal: bool, n_ctx: usize) -> Result<KernelSpec, SpecError> {
-        KernelSpec::default_of(KernelSpec::forward_kind(arch, head_dim, n_ctx), arch, dtype, head_dim, causal)
+        KernelSpec::default_of(KernelSpec::forward_kind(arch, head_dim, causal, n_ctx), arch, dtype, head_dim, causal)
     }
 
-    /// The kind of the default forward: on sm_90a the warp-specialized fwd_ws, except at HEAD_DIM 64 up to
-    /// 2048 tokens, where fwd_wgmma stays (the same calls measured fwd_ws 9-22% faster on every HEAD_DIM 128
-    /// row, ws-v4; at 64, with three consumers, +1.5-17% from N = 4096 but -6%/-23% at 1024, ws-d64-v7);
-    /// elsewhere fwd.
-    pub fn forward_kind(arch: Arch, head_dim: u32, n_ctx: usize) -> KernelKind {
+    /// The kind of the default forward: on sm_90a the warp-specialized fwd_ws, except causal at HEAD_DIM 64
+    /// up to 2048 tokens, where fwd_wgmma stays (at N = 1024, 279-312 against fwd_ws's 245-274: 192-row
+    /// programs leave the diagonal's short ones too few SMs; non-causal, fwd_ws 192×128 +7%: verify-v9,
+    /// probe-v11); elsewhere fwd.
+    pub fn forward_kind(arch: Arch, head_dim: u32, causal: bool, n_ctx: usize) -> KernelKind {
         match (arch.has_wgmma(), head_dim) {
             (false, _) => KernelKind::Fwd,
-            (true, 64) if n_ctx <= 2048 => KernelKind::FwdWgmma,
+            (true, 64) if causal && n_ctx <= 2048 => KernelKind::FwdWgmma,
             (true, _) => KernelKind::FwdWs,
         }
     }

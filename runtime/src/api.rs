@@ -84,18 +84,18 @@ impl Flash {
         self.wgmma && self.gpu.arch.has_wgmma()
     }
 
-    /// The forward kind calls with this head dim and sequence length use: `KernelSpec::forward_kind` where
-    /// `uses_wgmma`, else fwd.
-    pub fn forward_kind(&self, head_dim: u32, n_ctx: usize) -> KernelKind {
+    /// The forward kind calls with this head dim, causality and sequence length use: `KernelSpec::forward_kind`
+    /// where `uses_wgmma`, else fwd.
+    pub fn forward_kind(&self, head_dim: u32, causal: bool, n_ctx: usize) -> KernelKind {
         if self.uses_wgmma() {
-            KernelSpec::forward_kind(self.gpu.arch, head_dim, n_ctx)
+            KernelSpec::forward_kind(self.gpu.arch, head_dim, causal, n_ctx)
         } else {
             KernelKind::Fwd
         }
     }
 
     /// The kernel kind calls use in this role (fwd, bwd_dkdv, bwd_dq): its wgmma kind where `uses_wgmma`
-    /// (for the forward, see `forward_kind`, which also depends on the head dim and the sequence length).
+    /// (for the forward, see `forward_kind`, which also depends on the head dim, causality and the length).
     pub fn kind_for(&self, role: KernelKind) -> KernelKind {
         match role.wgmma_kind() {
             Some(k) if self.uses_wgmma() => k,
@@ -204,7 +204,7 @@ impl Flash {
     /// The default spec for these inputs (see `KernelSpec::default_for`).
     pub fn default_spec(&self, q: &Tensor, causal: bool) -> Result<KernelSpec, RuntimeError> {
         let d = q.layout.shape[3] as u32;
-        KernelSpec::default_of(self.forward_kind(d, q.layout.shape[2]), self.gpu.arch, q.dtype, d, causal)
+        KernelSpec::default_of(self.forward_kind(d, causal, q.layout.shape[2]), self.gpu.arch, q.dtype, d, causal)
             .map_err(|e| RuntimeError::Argument(format!("tensor Q: no kernel for head dim {d} and {}: {e}", q.dtype.name())))
     }
 
