@@ -227,9 +227,9 @@ fn wgmma_forward_is_sm90a_only_with_one_warpgroup_per_64_rows() {
     assert!(e.contains("fwd_wgmma needs sm_90a"), "{e}");
     let e = KernelSpec::new(SpecParams { block_m: 256, ..p }).unwrap_err().to_string();
     assert!(e.contains("BLOCK_M=256 must be 16 × num_warps=8 = 128"), "{e}");
-    // the default forward on sm_90a, and only there
-    let d = KernelSpec::default_forward(Arch::Sm90a, DType::Bf16, 64, false, 1024).unwrap();
-    assert_eq!(d, KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::Bf16, 64, false).unwrap());
+    // the default forward on sm_90a (causal at HEAD_DIM 64 up to 2048 tokens), and only there
+    let d = KernelSpec::default_forward(Arch::Sm90a, DType::Bf16, 64, true, 1024).unwrap();
+    assert_eq!(d, KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::Bf16, 64, true).unwrap());
     assert_eq!(KernelSpec::default_for(Arch::Sm90, DType::Bf16, 64, false).unwrap().kind(), KernelKind::Fwd);
     // 3 stages keep the next block's S in flight during the softmax; 2 (the default) run them in turn
     assert!(!d.overlaps_softmax());
