@@ -326,3 +326,58 @@ fn the_parallel_output_check_is_the_relative_error_of_the_values() {
         assert!(relative_error_bits(dtype, &a[1..], &b).is_infinite(), "lengths must match");
     }
 }
+
+/// A device whose default config compiles slowest (or fails): see below.
+struct SlowDefault {
+    default: Config,
+    fail: bool,
+    default_done: Mutex<Option<Instant>>,
+    first_verify: Mutex<Option<Instant>>,
+    started_while_default_compiles: AtomicUsize,
+}
+
+impl Candidates for SlowDefault {
+    fn prepare(&self, spec: &KernelSpec) -> Result<(), String> {
+        if config_of(spec) != self.default {
+            if self.default_done.lock().unwrap().is_none() {
+                self.started_while_default_compiles.fetch_add(1, Ordering::SeqCst);
+            }
+            std::thread::sleep(Duration::from_millis(2));
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(60));
+        *self.default_done.lock().unwrap() = Some(Instant::now());
+        if self.fail {
+            Err("ptxas: out of registers".into())
+        } else {
+            Ok(())
+        }
+    }
+    fn verify(&self, _: &KernelSpec) -> Result<f64, String> {
+        self.first_verify.lock().unwrap().get_or_insert(Instant::now());
+        Ok(1e-3)
+    }
+    fn time(&self, _: &KernelSpec, _: f64) -> Result<Timing, String> {
+        Ok(Timing::of(vec![1.0]))
+    }
+}
+
+/// The default compiles on the compile threads with the rest (first in their queue, not alone before
+/// them); every candidate is checked against it, so none is checked before it is ready, and a default that
+/// does not compile is an error that names it.
+#[test]
+fn the_default_compiles_with_the_others_and_nothing_is_checked_before_it() {
+    let k = TuneKey::new(Arch::Sm90a, DType::Bf16, 64, false, 4096);
+    let default = k.default_config().unwrap();
+    let slow = |fail| SlowDefault { default, fail, default_done: Mutex::new(None), first_verify: Mutex::new(None), started_while_default_compiles: AtomicUsize::new(0) };
+    let f = slow(false);
+    let r = tune(&k, &config_space(), &f, 4, None).unwrap();
+    let (done, first) = (f.default_done.lock().unwrap().unwrap(), f.first_verify.lock().unwrap().unwrap());
+    assert!(first >= done, "a candidate was checked before the default compiled");
+    assert!(f.started_while_default_compiles.load(Ordering::SeqCst) > 0, "the others compile while the default does");
+    let (kept, _) = early_prune(&k, &config_space());
+    assert_eq!(r.outcomes.len(), kept.len() + usize::from(!kept.iter().any(|(c, _)| *c == default)), "every kept config and the default timed once");
+    assert!(r.outcomes.iter().all(|o| o.failure.is_none()));
+    let e = tune(&k, &config_space(), &slow(true), 4, None).unwrap_err();
+    assert!(e.contains(&format!("default config {default} failed to compile")) && e.contains("out of registers"), "{e}");
+}

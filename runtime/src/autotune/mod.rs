@@ -295,18 +295,17 @@ pub fn tune(key: &TuneKey, space: &[Config], candidates: &dyn Candidates, compil
     if let Some(k) = keep {
         kept = top_k(kept, k);
     }
-    if !kept.iter().any(|(c, _)| *c == default) {
-        kept.insert(0, (default, key.spec(default).map_err(|e| e.to_string())?));
-    }
-    // the default is the reference every candidate is checked against: it must work
+    // the default is the reference every candidate is checked against: it must work. It compiles first, on
+    // the compile threads like the rest (not before them: the first key of a process would wait for it alone)
     let default_spec = key.spec(default).map_err(|e| e.to_string())?;
-    candidates.prepare(&default_spec).map_err(|e| format!("default config {default} failed to compile: {e}"))?;
+    kept.retain(|(c, _)| *c != default);
+    kept.insert(0, (default, default_spec));
 
     let (tx, rx) = std::sync::mpsc::channel::<(Config, KernelSpec, Result<(), String>)>();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut outcomes: Vec<Outcome> = Vec::new();
     let mut phases = Phases::default();
-    std::thread::scope(|s| {
+    std::thread::scope(|s| -> Result<(), String> {
         for _ in 0..compile_threads.max(1) {
             let (tx, kept, next) = (tx.clone(), &kept, &next);
             s.spawn(move || loop {
@@ -325,24 +324,44 @@ pub fn tune(key: &TuneKey, space: &[Config], candidates: &dyn Candidates, compil
             s
         };
         let mut clock = std::time::Instant::now();
+        // candidates that finish compiling before the default wait for it (their check needs its output)
+        let mut before_default = Vec::new();
+        let mut default_ready = false;
         for (config, spec, prepared) in rx {
             phases.compile_wait_s += since(&mut clock);
-            let checked = prepared.and_then(|()| candidates.verify(&spec));
-            phases.verify_s += since(&mut clock);
-            let scored = checked
-                .and_then(|err| if err <= MAX_DISAGREEMENT { Ok(()) } else { Err(format!("output differs from the default config's by {err:.2e}")) })
-                .and_then(|()| {
-                    let best = outcomes.iter().filter(|o| o.failure.is_none()).map(|o| o.timing.median_ms).fold(f64::INFINITY, f64::min);
-                    candidates.time(&spec, early_stop_cutoff(best))
+            if !default_ready {
+                if config != default {
+                    before_default.push((config, spec, prepared));
+                    continue;
+                }
+                prepared.clone().map_err(|e| format!("default config {default} failed to compile: {e}"))?;
+                default_ready = true;
+            }
+            // the default first (the others' reference), then any that waited for it, in their order
+            let ready: Vec<_> = std::iter::once((config, spec, prepared)).chain(before_default.drain(..)).collect();
+            for (config, spec, prepared) in ready {
+                let checked = prepared.and_then(|()| candidates.verify(&spec));
+                phases.verify_s += since(&mut clock);
+                let scored = checked
+                    .and_then(|err| if err <= MAX_DISAGREEMENT { Ok(()) } else { Err(format!("output differs from the default config's by {err:.2e}")) })
+                    .and_then(|()| {
+                        let best = outcomes.iter().filter(|o| o.failure.is_none()).map(|o| o.timing.median_ms).fold(f64::INFINITY, f64::min);
+                        candidates.time(&spec, early_stop_cutoff(best))
+                    });
+                phases.time_s += since(&mut clock);
+                outcomes.push(match scored {
+                    Ok(timing) if timing.median_ms.is_finite() => Outcome { config, timing, failure: None },
+                    Ok(_) => Outcome { config, timing: Timing::FAILED, failure: Some("no finite time".into()) },
+                    Err(e) => Outcome { config, timing: Timing::FAILED, failure: Some(e) },
                 });
-            phases.time_s += since(&mut clock);
-            outcomes.push(match scored {
-                Ok(timing) if timing.median_ms.is_finite() => Outcome { config, timing, failure: None },
-                Ok(_) => Outcome { config, timing: Timing::FAILED, failure: Some("no finite time".into()) },
-                Err(e) => Outcome { config, timing: Timing::FAILED, failure: Some(e) },
-            });
+            }
         }
-    });
+        if default_ready {
+            Ok(())
+        } else {
+            Err(format!("default config {default} was never compiled"))
+        }
+    })?;
     outcomes.sort_by(|a, b| a.timing.median_ms.total_cmp(&b.timing.median_ms));
     let best = choose(key, &outcomes, default);
     if std::env::var_os("FLASHGEN_PRINT_AUTOTUNING").is_some_and(|v| v != "0") {
