@@ -25,3 +25,28 @@ sanitize() {
     echo "$1 $2 rc=$?" | tee -a "$OUT/extras.log"; grep -E "passed, |ERROR SUMMARY|RACECHECK SUMMARY" /tmp/san.log | tail -2 | tee -a "$OUT/extras.log"
   done
 }
+
+# The first call of a fresh process, with a cold cache then a warm one (the second must not run LLVM), rows to
+# $OUT/runtime.jsonl; then the prebuilt path (kernels embedded by build.rs, runtime without LLVM).
+first_calls() {
+  echo "== first call, cold cache then warm"; $B first-call | tee -a "$OUT/runtime.jsonl"; $B first-call | tee -a "$OUT/runtime.jsonl"
+  if [ -x $BIN/prebuilt ]; then
+    echo "== prebuilt path"; FLASHGEN_CACHE_DIR=off $BIN/prebuilt > /tmp/prebuilt.log 2>&1; echo "prebuilt rc=$?"
+    tail -3 /tmp/prebuilt.log; cat /tmp/prebuilt.log >> "$OUT/extras.log"
+  fi
+}
+
+# Autotune every key of TUNE_KERNELS from a cold cache ("$@": more autotune flags), so every config is compiled
+# inside the measured time: rows to $OUT/runtime.jsonl, the log to $OUT/extras.log, a line per key with its
+# seconds and where they went; the winners then join the run's cache (for `bench --tuned`).
+autotune_cold() {
+  echo "== autotune (cold)"; rm -rf /tmp/flashgen-tune-cache
+  FLASHGEN_CACHE_DIR=/tmp/flashgen-tune-cache $B autotune --kernel ${TUNE_KERNELS:-fwd,bwd_dkdv,bwd_dq} "$@" > /tmp/autotune.log 2>&1; echo "autotune rc=$?"
+  grep '"kind": "autotune"' /tmp/autotune.log > /tmp/autotune.jsonl; cat /tmp/autotune.jsonl >> "$OUT/runtime.jsonl"; cat /tmp/autotune.log >> "$OUT/extras.log"
+  cp -r /tmp/flashgen-tune-cache/autotune "$FLASHGEN_CACHE_DIR/" 2>/dev/null
+  python3 -c "
+import json
+rows = [json.loads(l) for l in open('/tmp/autotune.jsonl')]
+for r in rows: print(f\"{r['key']:<50} {r['seconds']:.2f} s (setup {r['setup_s']:.2f}, compile wait {r['compile_wait_s']:.2f}, check {r['verify_s']:.2f}, time {r['time_s']:.2f})  {r.get('best')}\")
+print('keys', len(rows), 'max', max((r['seconds'] for r in rows), default=0), 'over 2 s:', sum(r['seconds'] > 2 for r in rows))"
+}

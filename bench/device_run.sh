@@ -20,11 +20,9 @@ EXTRA_SPECS=${EXTRA_SPECS:-"bf16,64,64,128,3,4,3;bf16,128,64,32,1,4,4;bf16,64,12
 BENCH_CONFIGS=${BENCH_CONFIGS:-"w:128,64,8,2;w:128,128,8,2;w:64,64,4,3;w:128,64,8,3;128,64,4,3"}
 PART=${PART:-all}
 if [ "$PART" != 2 ]; then
-echo "== first call, cold cache then warm (a second process must not run LLVM or the PTX JIT)"
-$B first-call | tee "$OUT/runtime.jsonl"; $B first-call | tee -a "$OUT/runtime.jsonl"
+first_calls
 echo "== check"; $B check --specs "$EXTRA_SPECS" --json "$OUT/check.jsonl" --parity-dir /tmp/parity 2>&1 | tee -a "$OUT/extras.log" | grep -E "^backward|passed, |FAIL|error" | tail -30
 echo "== Triton parity (seed kernel, same inputs)"; PYTHONUNBUFFERED=1 timeout 300 python3 bench/triton_parity.py /tmp/parity .carry/anchor_bench.py 2>&1 | tee "$OUT/parity.jsonl" | tail -9
-if [ -x $BIN/prebuilt ]; then echo "== prebuilt path (kernels embedded by build.rs, runtime without LLVM)"; FLASHGEN_CACHE_DIR=off $BIN/prebuilt 2>&1 | tee -a "$OUT/extras.log"; fi
 if [ -x $BIN/gpu_test ]; then echo "== GPU integration tests (cargo test --ignored)"; $BIN/gpu_test --ignored 2>&1 | tee -a "$OUT/extras.log" | grep -E "^test |test result"; fi
 if [ "${MMA_SYNC:-1}" = 1 ]; then mma_sync_check; fi
 if [ "${SANITIZE:-1}" = 1 ]; then
@@ -36,12 +34,7 @@ fi
 fi
 if [ "$PART" != 1 ]; then
 if [ "${AUTOTUNE:-1}" = 1 ]; then
-  echo "== autotune (cold: every config compiled, JIT-ed, verified and timed), then a tuned call"
-  # a fresh cache, so every config is compiled and JIT-ed inside the measured time; winners then join the run's cache
-  rm -rf /tmp/flashgen-tune-cache
-  FLASHGEN_CACHE_DIR=/tmp/flashgen-tune-cache FLASHGEN_PRINT_AUTOTUNING=1 $B autotune --kernel ${TUNE_KERNELS:-fwd,bwd_dkdv,bwd_dq} --out /tmp/tuning.json > /tmp/autotune.log 2>&1; echo "autotune rc=$?"
-  grep '"kind": "autotune"' /tmp/autotune.log | tee -a "$OUT/runtime.jsonl"; cat /tmp/autotune.log >> "$OUT/extras.log"
-  cp -r /tmp/flashgen-tune-cache/autotune "$FLASHGEN_CACHE_DIR/"
+  FLASHGEN_PRINT_AUTOTUNING=1 autotune_cold --out /tmp/tuning.json
   $B emit --tuned /tmp/tuning.json --out-dir /tmp/tuned-kernels > /dev/null && echo "emit --tuned: $(ls /tmp/tuned-kernels/*.ptx | wc -l) tuned kernels generated"
 fi
 if [ "${BENCH:-1}" = 1 ]; then echo "== bench"; $B bench --mma-sync ${TUNED_FLAG:---tuned} ${BACKWARD_FLAG:---backward} --bwd-configs "${BWD_CONFIGS:-;}" --reps ${REPS:-15} --configs "$BENCH_CONFIGS" --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"; fi

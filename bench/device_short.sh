@@ -9,10 +9,7 @@
 set -u -o pipefail
 source bench/device_common.sh
 echo "== check --quick"; $B check --quick --json "$OUT/check.jsonl" 2>&1 | tee "$OUT/extras.log" | grep -E "^backward|passed, |FAIL|error" | tail -20
-echo "== autotune (cold)"; rm -rf /tmp/flashgen-tune-cache
-FLASHGEN_CACHE_DIR=/tmp/flashgen-tune-cache $B autotune --kernel ${TUNE_KERNELS:-fwd,bwd_dkdv,bwd_dq} > /tmp/autotune.log 2>&1; echo "autotune rc=$?"
-grep '"kind": "autotune"' /tmp/autotune.log | tee "$OUT/runtime.jsonl" | cut -c1-200; cat /tmp/autotune.log >> "$OUT/extras.log"
-cp -r /tmp/flashgen-tune-cache/autotune "$FLASHGEN_CACHE_DIR/"
+autotune_cold
 MS=""; [ "${MMA_SYNC:-0}" = 1 ] && { mma_sync_check; MS="--mma-sync"; }
 echo "== bench"; $B bench $MS --tuned --backward --reps ${REPS:-6} --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
 echo "== anchors (N=${ANCHOR_N:=16384})"; PYTHONUNBUFFERED=1 OUT=$OUT ANCHOR_N=$ANCHOR_N timeout ${ANCHOR_TIMEOUT:-200} python3 .carry/anchor_bench.py > "$OUT/anchors.log" 2>&1; echo "anchors rc=$?"; rm -f "$OUT/anchors.json"

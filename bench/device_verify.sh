@@ -10,15 +10,8 @@ if [ -n "${BENCH_CONFIGS:-}" ]; then
   echo "== bench"; $B bench --d ${BENCH_D:-64,128} --configs "$BENCH_CONFIGS" --reps ${REPS:-6} --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
   grep -A80 "=== flashgen" "$OUT/bench.log" | cut -c1-120
 fi
-echo "== first call, cold then warm"; $B first-call | tee "$OUT/runtime.jsonl"; $B first-call | tee -a "$OUT/runtime.jsonl"
-if [ -x $BIN/prebuilt ]; then echo "== prebuilt path"; FLASHGEN_CACHE_DIR=off $BIN/prebuilt > /tmp/prebuilt.log 2>&1; echo "prebuilt rc=$?"; tail -3 /tmp/prebuilt.log; cat /tmp/prebuilt.log >> "$OUT/extras.log"; fi
-echo "== autotune (cold)"; rm -rf /tmp/flashgen-tune-cache
-FLASHGEN_CACHE_DIR=/tmp/flashgen-tune-cache $B autotune --kernel ${TUNE_KERNELS:-fwd,bwd_dkdv,bwd_dq} > /tmp/autotune.log 2>&1; echo "autotune rc=$?"
-grep '"kind": "autotune"' /tmp/autotune.log | tee -a "$OUT/runtime.jsonl" | python3 -c "
-import sys, json
-rows = [json.loads(l) for l in sys.stdin]
-for r in rows: print(f\"{r['key']:<48} {r['seconds']:6.2f} s  verify {r['verify_s']:.2f}  time {r['time_s']:.2f}  {r.get('best')}\")
-print('keys', len(rows), 'max seconds', max((r['seconds'] for r in rows), default=0))"
+first_calls
+autotune_cold
 echo "== memcheck / racecheck"
 sanitize "memcheck fwd_ws_bf16_d128 --forward-only" "racecheck fwd_ws_bf16_d128_st1 --forward-only" "memcheck fwd_ws_bf16_d64 --forward-only" "racecheck fwd_ws_bf16_d64_st3 --forward-only" "memcheck dkdv_wgmma_bf16" "racecheck dkdv_wgmma_bf16_d64"
 echo "== GPU tests"; $BIN/gpu_test --ignored 2>&1 | tee -a "$OUT/extras.log" | grep -E "^test |test result"

@@ -174,6 +174,17 @@ impl Flash {
     /// The loaded kernel for `spec`: memory, else the disk cache's PTX, else compiled (JIT) or prebuilt PTX;
     /// the driver turns the PTX into machine code (whole program, cached by the driver).
     pub fn kernel(&self, spec: &KernelSpec) -> Result<Arc<LoadedKernel>, RuntimeError> {
+        self.load(spec, false)
+    }
+
+    /// `kernel` for a caller that prepares many kernels on several threads at once (the autotuner): the
+    /// driver's compile runs in a helper context first (jit::warm), where the threads do not wait for
+    /// each other.
+    pub fn prepare(&self, spec: &KernelSpec) -> Result<Arc<LoadedKernel>, RuntimeError> {
+        self.load(spec, crate::jit::helpers_enabled())
+    }
+
+    fn load(&self, spec: &KernelSpec, warm_in_helper: bool) -> Result<Arc<LoadedKernel>, RuntimeError> {
         if spec.arch() != self.gpu.arch {
             return Err(RuntimeError::Argument(format!("{} targets {}, but the GPU runs {}", spec.name(), spec.arch(), self.gpu.arch)));
         }
@@ -182,23 +193,15 @@ impl Flash {
         }
         let gpu = &self.gpu;
         let entry = self.cache.get(spec, gpu.capability)?;
-        // The driver compiles the PTX here (ptxas, 0.1-0.5 s): outside the lock, so the autotuner's threads
-        // load their candidates at once. Two callers racing on one spec both load it; the first one stays.
+        if warm_in_helper {
+            crate::jit::warm(gpu, &entry.ptx);
+        }
+        // The driver compiles the PTX here (ptxas, 0.1-0.5 s; a cache hit after `warm`): outside the lock.
+        // Two callers racing on one spec both load it; the first one stays.
         let k = Arc::new(LoadedKernel::load(gpu, &entry)?);
         self.cache.stats.ptx_loads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
         Ok(loaded.entry(*spec).or_insert(k).clone())
-    }
-
-    /// `kernel` for a caller that prepares many kernels on several threads at once (the autotuner): the
-    /// driver's compile runs in a helper context first (jit::warm), where the threads do not wait for
-    /// each other.
-    pub fn prepare(&self, spec: &KernelSpec) -> Result<Arc<LoadedKernel>, RuntimeError> {
-        let known = self.loaded.lock().unwrap_or_else(|p| p.into_inner()).contains_key(spec);
-        if !known && spec.arch() == self.gpu.arch && crate::jit::helpers_enabled() {
-            crate::jit::warm(&self.gpu, &self.cache.get(spec, self.gpu.capability)?.ptx);
-        }
-        self.kernel(spec)
     }
 
     /// The default spec for these inputs (see `KernelSpec::default_for`).

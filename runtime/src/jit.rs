@@ -55,28 +55,15 @@ fn jit_error_log(gpu: &Gpu, ptx: &str) -> String {
     log_text(&error_log)
 }
 
-/// Helper contexts (see `warm`): per device, those free to use (device, context) and how many exist. At
-/// most MAX_HELPERS per device: creating one costs about 0.1 s, so more would cost the first tuned key
-/// more than their compiles save.
+/// Helper contexts (see `warm`): those free to use, and the device of every one created. At most
+/// MAX_HELPERS per device: creating one costs about 0.1 s, so more would cost the first tuned key more
+/// than their compiles save.
 struct Helpers {
     free: Vec<(sys::CUdevice, usize)>,
-    created: Vec<(sys::CUdevice, usize)>,
+    created: Vec<sys::CUdevice>,
 }
 const MAX_HELPERS: usize = 6;
 static HELPERS: std::sync::Mutex<Helpers> = std::sync::Mutex::new(Helpers { free: Vec::new(), created: Vec::new() });
-
-impl Helpers {
-    fn created_mut(&mut self, device: sys::CUdevice) -> &mut usize {
-        let i = match self.created.iter().position(|&(d, _)| d == device) {
-            Some(i) => i,
-            None => {
-                self.created.push((device, 0));
-                self.created.len() - 1
-            }
-        };
-        &mut self.created[i].1
-    }
-}
 static HELPER_FREED: std::sync::Condvar = std::sync::Condvar::new();
 
 /// Whether `warm` compiles in helper contexts: FLASHGEN_JIT_HELPERS=0 turns it off, and it is off when
@@ -95,14 +82,17 @@ fn take_helper(gpu: &Gpu) -> Option<sys::CUcontext> {
         if let Some(i) = pool.free.iter().position(|&(d, _)| d == device) {
             return Some(pool.free.swap_remove(i).1 as sys::CUcontext);
         }
-        if *pool.created_mut(device) < MAX_HELPERS {
-            *pool.created_mut(device) += 1;
+        if pool.created.iter().filter(|&&d| d == device).count() < MAX_HELPERS {
+            pool.created.push(device);
             drop(pool);
             let mut ctx: sys::CUcontext = std::ptr::null_mut();
             // # Safety: creates a context on the GPU's own device; it is kept for the process (never destroyed).
             let ok = unsafe { sys::cuCtxCreate_v2(&mut ctx, 0, device) } == sys::CUresult::CUDA_SUCCESS;
             if !ok {
-                *HELPERS.lock().unwrap_or_else(|p| p.into_inner()).created_mut(device) -= 1;
+                let mut pool = HELPERS.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(i) = pool.created.iter().position(|&d| d == device) {
+                    pool.created.swap_remove(i);
+                }
                 HELPER_FREED.notify_all();
                 return None;
             }
