@@ -110,13 +110,13 @@ fn lse_scale_kernel_assembles() {
 fn wgmma_kernels_assemble_without_spills_or_serialization() {
     let Some(tool) = ptxas_or_skip() else { return };
     let mut specs = Vec::new();
-    for kind in [KernelKind::FwdWgmma, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma] {
+    for kind in [KernelKind::FwdWgmma, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma, KernelKind::BwdFused] {
         for dtype in [DType::Bf16, DType::F16] {
             for d in flashgen::spec::HEAD_DIMS {
                 for w in flashgen::spec::NUM_WARPS {
                     for streamed in flashgen::spec::BLOCK_NS {
                         for stage in [1, 3] {
-                            let (block_m, block_n) = if kind == KernelKind::BwdDkdvWgmma { (streamed, 16 * w) } else { (16 * w, streamed) };
+                            let (block_m, block_n) = if kind.role() == KernelKind::BwdDkdv { (streamed, 16 * w) } else { (16 * w, streamed) };
                             for num_stages in [2, 3] {
                                 let p = SpecParams { kind, dtype, head_dim: d, block_m, block_n, stage, num_warps: w, num_stages, arch: Arch::Sm90a };
                                 if let Ok(s) = KernelSpec::new(p) {
@@ -129,7 +129,7 @@ fn wgmma_kernels_assemble_without_spills_or_serialization() {
             }
         }
     }
-    for kind in [KernelKind::FwdWgmma, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma] {
+    for kind in [KernelKind::FwdWgmma, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma, KernelKind::BwdFused] {
         let n = specs.iter().filter(|s| s.kind() == kind).count();
         assert!(n >= 16, "{}: {n} shapes admitted", kind.name());
     }
@@ -159,7 +159,15 @@ fn wgmma_kernels_are_hgmma_in_sass() {
             // forward: S (D/16 steps; once more before the loop when S overlaps the softmax) + P·V (BLOCK_N/16);
             // dK/dV: Sᵀ and dPᵀ (2·D/16) + dV and dK (2·BLOCK_M/16); dQ: S and dP (2·D/16) + dQ (BLOCK_N/16)
             let s_issues = if f.overlaps_softmax() { 2 } else { 1 };
-            let expected = [(f, s_issues * k16(d) + k16(f.block_n())), (b.dkdv, 2 * k16(d) + 2 * k16(b.dkdv.block_m())), (b.dq, 2 * k16(d) + k16(b.dq.block_n()))];
+            let dq = b.dq.unwrap();
+            // bwd_fused: dK/dV's products + dQ = dS·K over the program's key rows (BLOCK_N/16)
+            let fused = KernelSpec::backward_fused(Arch::Sm90a, DType::Bf16, d, causal).unwrap().dkdv;
+            let expected = [
+                (f, s_issues * k16(d) + k16(f.block_n())),
+                (b.dkdv, 2 * k16(d) + 2 * k16(b.dkdv.block_m())),
+                (dq, 2 * k16(d) + k16(dq.block_n())),
+                (fused, 2 * k16(d) + 2 * k16(fused.block_m()) + k16(fused.block_n())),
+            ];
             for (spec, hgmma) in expected {
                 let text = sass(&tool, &dis, &compile(&spec, CompileOptions::default()).unwrap().ptx, "sm_90a").unwrap();
                 let count = |needle: &str| text.lines().filter(|l| l.contains(needle)).count() as u32;

@@ -111,8 +111,8 @@ fn default_set_is_complete_and_names_are_unique() {
     let set = KernelSpec::default_set();
     // per arch × dtype × head dim: forward and dK/dV and dQ for both stages, one preprocess; on sm_90a a
     // second forward per dtype, head dim and stage: fwd_ws's fwd_wgmma fallback (HEAD_DIM 128), which at
-    // HEAD_DIM 64 is also the short-sequence forward
-    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2);
+    // HEAD_DIM 64 is also the short-sequence forward; and on sm_90a the fused backward (bwd_fused)
+    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 * 2);
     for kind in KernelKind::ALL {
         // sm_80 gets the mma.sync kinds, sm_90a the wgmma ones; both get the preprocess
         let arch = if kind.uses_wgmma() { Arch::Sm90a } else { Arch::Sm80 };
@@ -199,13 +199,15 @@ fn backward_defaults_fit_every_target() {
             for d in [64, 128] {
                 for causal in [false, true] {
                     let b = KernelSpec::backward_defaults(arch, dtype, d, causal).unwrap();
-                    assert_eq!((b.dkdv.causal(), b.dq.causal()), (causal, causal));
-                    assert_eq!((b.preprocess.kind(), b.dkdv.kind().role(), b.dq.kind().role()), (KernelKind::BwdPre, KernelKind::BwdDkdv, KernelKind::BwdDq));
+                    let dq = b.dq.unwrap();
+                    assert_eq!((b.dkdv.causal(), dq.causal()), (causal, causal));
+                    assert_eq!((b.preprocess.kind(), b.dkdv.kind().role(), dq.kind().role()), (KernelKind::BwdPre, KernelKind::BwdDkdv, KernelKind::BwdDq));
                     // the Hopper kernels where the target runs them, mma.sync elsewhere (and on request)
                     assert_eq!(b.dkdv.kind().uses_wgmma(), arch.has_wgmma());
                     let m = KernelSpec::backward_mma_sync(arch, dtype, d, causal).unwrap();
-                    assert_eq!((m.dkdv.kind(), m.dq.kind()), (KernelKind::BwdDkdv, KernelKind::BwdDq));
-                    for s in [b.dkdv, b.dq, m.dkdv, m.dq] {
+                    let mdq = m.dq.unwrap();
+                    assert_eq!((m.dkdv.kind(), mdq.kind()), (KernelKind::BwdDkdv, KernelKind::BwdDq));
+                    for s in [b.dkdv, dq, m.dkdv, mdq] {
                         assert!(s.shared_memory_bytes() <= arch.shared_memory_limit(), "{}", s.name());
                     }
                 }
@@ -245,7 +247,7 @@ fn wgmma_backward_keeps_its_roles() {
     for d in [64, 128] {
         for causal in [false, true] {
             let b = KernelSpec::backward_wgmma(Arch::Sm90a, DType::Bf16, d, causal).unwrap();
-            assert_eq!((b.dkdv.kind(), b.dq.kind()), (KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma));
+            assert_eq!((b.dkdv.kind(), b.dq.map(|s| s.kind())), (KernelKind::BwdDkdvWgmma, Some(KernelKind::BwdDqWgmma)));
             // dK/dV owns BLOCK_N key rows (one warpgroup per 64) and streams BLOCK_M, like its mma.sync role
             assert_eq!((b.dkdv.resident_rows(), b.dkdv.streamed_rows(), b.dkdv.rows_per_warp()), (64, if d == 64 { 64 } else { 32 }, 16));
             // wgmma slots are whole multiples of 1024 B (the stats after the tiles are padded)
@@ -312,4 +314,36 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
     assert!(KernelKind::FwdWs.uses_wgmma());
     // the wgmma kind of the forward role stays fwd_wgmma (its ABI is the role's; fwd_ws appends TMA maps)
     assert_eq!(KernelKind::Fwd.wgmma_kind(), Some(KernelKind::FwdWgmma));
+}
+
+/// bwd_fused: a dK/dV kernel (its role, tiles and grid) that also computes dQ; query blocks of exactly 64
+/// rows; each warpgroup's dQ columns whole 64-column panels; registers within 255 (one warpgroup at
+/// HEAD_DIM 128 would hold 64 dQ registers beside dK and dV: ptxas spills it).
+#[test]
+fn fused_backward_is_a_dkdv_kernel_with_dq() {
+    let k = KernelKind::BwdFused;
+    assert!(k.fuses_dq() && k.uses_wgmma() && k.role() == KernelKind::BwdDkdv);
+    assert_eq!(KernelKind::parse("bwd_fused").unwrap(), k);
+    assert_eq!(KernelKind::BwdDkdv.wgmma_kind(), Some(KernelKind::BwdDkdvWgmma), "the plain wgmma kind stays the role's");
+    for d in [64, 128] {
+        for causal in [false, true] {
+            let b = KernelSpec::backward_fused(Arch::Sm90a, DType::Bf16, d, causal).unwrap();
+            assert_eq!((b.dkdv.kind(), b.dq, b.dkdv.causal()), (k, None, causal));
+            assert_eq!(b.kernels(), vec![b.preprocess, b.dkdv]);
+            assert_eq!((b.dkdv.streamed_rows(), b.dkdv.resident_rows()), (64, if d == 128 { 128 } else { 64 }));
+            // the dSᵀ tile (one 128-byte row per key) after the dK/dV kernel's own memory
+            let plain = KernelSpec::new(SpecParams { kind: KernelKind::BwdDkdvWgmma, ..*b.dkdv.params() }).map(|s| s.shared_memory_bytes());
+            if let Ok(plain) = plain {
+                assert_eq!(b.dkdv.shared_memory_bytes(), plain + b.dkdv.resident_rows() * 128);
+            }
+            assert!(b.dkdv.register_estimate() <= 255);
+        }
+    }
+    let p = *KernelSpec::backward_fused(Arch::Sm90a, DType::Bf16, 128, false).unwrap().dkdv.params();
+    let e = |q: SpecParams| KernelSpec::new(q).unwrap_err().to_string();
+    assert!(e(SpecParams { block_m: 32, ..p }).contains("bwd_fused: BLOCK_M=32 must be 64"));
+    assert!(e(SpecParams { arch: Arch::Sm80, ..p }).contains("bwd_fused needs sm_90a"));
+    assert!(e(SpecParams { num_warps: 4, block_n: 64, ..p }).contains("registers"));
+    assert!(e(SpecParams { head_dim: 64, ..p }).contains("gives each 32 dQ columns"));
+    assert!(KernelSpec::backward_fused(Arch::Sm90, DType::Bf16, 128, false).is_err());
 }

@@ -33,6 +33,9 @@ pub struct BenchArgs {
     /// Also time the backward pass (the three default kernels, Δ included), kind "bwd".
     #[arg(long)]
     backward: bool,
+    /// With --backward on sm_90a, also time bwd_pre + bwd_fused (dQ inside dK/dV), labelled "fused".
+    #[arg(long)]
+    fused: bool,
     /// Backward tile configs to time besides the default, "dkdv bm,bn,warps,stages|dq bm,bn,warps,stages;..."
     /// (dK/dV: BLOCK_M = streamed query rows, BLOCK_N = owned key rows); "w:dkdv|dq" varies the wgmma kernels.
     #[arg(long)]
@@ -90,7 +93,8 @@ fn backward_variant(item: &str, default: &flashgen::BackwardSpecs) -> Result<fla
         }
         KernelSpec::new(SpecParams { block_m: f[0], block_n: f[1], num_warps: f[2], num_stages: f[3], ..*base.params() }).map_err(|e| e.to_string())
     };
-    Ok(flashgen::BackwardSpecs { preprocess: default.preprocess, dkdv: tiles(parts[0], &default.dkdv)?, dq: tiles(parts[1], &default.dq)? })
+    let dq = default.dq.ok_or_else(|| format!("{} has no dQ kernel to vary", default.dkdv.name()))?;
+    Ok(flashgen::BackwardSpecs { preprocess: default.preprocess, dkdv: tiles(parts[0], &default.dkdv)?, dq: Some(tiles(parts[1], &dq)?) })
 }
 
 /// One measured row, printed and written in anchor_bench.py's format.
@@ -197,6 +201,9 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     if a.mma_sync && gpu.arch.has_wgmma() {
                         variants.push(("mma.sync".to_string(), KernelSpec::backward_mma_sync(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
                     }
+                    if a.fused && gpu.arch.has_wgmma() {
+                        variants.push(("fused".to_string(), KernelSpec::backward_fused(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
+                    }
                     if a.tuned {
                         // the kernels attention_backward would pick for this shape: the stored winners, if any
                         let tuned = flash.backward_specs(&sets[0].0, causal).map_err(|e| e.to_string())?;
@@ -221,7 +228,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                             turn += 1;
                             flash.backward_into(&specs, q, k, v, &out.o, RowStats::M(&out.m), d_o, None, &mut g).map_err(|e| e.to_string())
                         })?;
-                        let names = format!("{}+{}+{}", specs.preprocess.name(), specs.dkdv.name(), specs.dq.name());
+                        let names = specs.kernels().iter().map(|s| s.name()).collect::<Vec<_>>().join("+");
                         let row = Row { kind: "bwd", z, h, n: n_us, d: d_us, causal, label: &label, spec: names };
                         table.push(row.emit(&times, &mut json)?);
                     }

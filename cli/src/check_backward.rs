@@ -39,14 +39,19 @@ struct Case {
 }
 
 /// (errors of dQ, dK, dV; guard zones intact)
-/// The backward kernels under test: the target's defaults, or the mma.sync ones (check --mma-sync).
-fn backward_specs(arch: flashgen::Arch, dtype: DType, d: u32, causal: bool, mma_sync: bool) -> Result<flashgen::BackwardSpecs, String> {
-    let specs = if mma_sync { KernelSpec::backward_mma_sync(arch, dtype, d, causal) } else { KernelSpec::backward_defaults(arch, dtype, d, causal) };
-    specs.map_err(|x| x.to_string())
+/// The backward kernels under test: the target's defaults, or the mma.sync ones (check --mma-sync); with
+/// --fused-backward on sm_90a, bwd_pre + bwd_fused as well.
+fn backward_spec_sets(arch: flashgen::Arch, dtype: DType, d: u32, causal: bool, a: &CheckArgs) -> Result<Vec<flashgen::BackwardSpecs>, String> {
+    let e = |x: flashgen::SpecError| x.to_string();
+    let mut sets = vec![if a.mma_sync { KernelSpec::backward_mma_sync(arch, dtype, d, causal) } else { KernelSpec::backward_defaults(arch, dtype, d, causal) }.map_err(e)?];
+    if a.fused_backward && arch.has_wgmma() {
+        sets.push(KernelSpec::backward_fused(arch, dtype, d, causal).map_err(e)?);
+    }
+    Ok(sets)
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run_case(flash: &Flash, dtype: DType, d: usize, causal: bool, mma_sync: bool, c: &Case, seed: u64) -> Result<([f64; 3], bool), String> {
+fn run_case(flash: &Flash, dtype: DType, d: usize, causal: bool, specs: &flashgen::BackwardSpecs, c: &Case, seed: u64) -> Result<([f64; 3], bool), String> {
     let e = |x: flashgen_runtime::RuntimeError| x.to_string();
     let dr = |x: cudarc::driver::DriverError| x.to_string();
     let gpu = &flash.gpu;
@@ -62,9 +67,8 @@ fn run_case(flash: &Flash, dtype: DType, d: usize, causal: bool, mma_sync: bool,
     let out = flash.attention_forward_spec(&fwd, &tq, &tk, &tv, Some(scale as f32)).map_err(e)?;
     let poisoned = || -> Result<Tensor, String> { Ok(Tensor { data: gpu.stream.clone_htod(&vec![nan_bits(dtype); layout.extent() + GUARD]).map_err(dr)?, dtype, layout }) };
     let mut g = Gradients { dq: poisoned()?, dk: poisoned()?, dv: poisoned()? };
-    let specs = backward_specs(gpu.arch, dtype, d as u32, causal, mma_sync)?;
     let stats = if c.lse { RowStats::Lse(&out.lse) } else { RowStats::M(&out.m) };
-    flash.backward_into(&specs, &tq, &tk, &tv, &out.o, stats, &tdo, Some(scale as f32), &mut g).map_err(e)?;
+    flash.backward_into(specs, &tq, &tk, &tv, &out.o, stats, &tdo, Some(scale as f32), &mut g).map_err(e)?;
     gpu.stream.synchronize().map_err(dr)?;
     let reference = reference_parallel(&q, &k, &v, &d_o, s, causal, scale);
     // dV's norm is the floor of every denominator: a gradient that is mathematically zero (N = 1: the
@@ -110,15 +114,15 @@ pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>)
     for dtype in [DType::Bf16, DType::F16] {
         for d in flashgen::spec::HEAD_DIMS {
             for causal in [false, true] {
-                let specs = backward_specs(flash.gpu.arch, dtype, d, causal, a.mma_sync)?;
-                let names = format!("{} + {} + {}", specs.preprocess.name(), specs.dkdv.name(), specs.dq.name());
+                for specs in backward_spec_sets(flash.gpu.arch, dtype, d, causal, a)? {
+                let names = specs.names();
                 if a.filter.as_ref().is_some_and(|f| !names.contains(f.as_str())) {
                     continue;
                 }
                 let mut worst = [0f64; 3];
                 for c in &cases {
                     seed = seed.wrapping_add(0x9E37_79B9);
-                    let (err, guards) = run_case(flash, dtype, d as usize, causal, a.mma_sync, c, seed)?;
+                    let (err, guards) = run_case(flash, dtype, d as usize, causal, &specs, c, seed)?;
                     let ok = err.iter().all(|&x| x <= GRAD_TOL) && guards;
                     for i in 0..3 {
                         worst[i] = worst[i].max(err[i]);
@@ -135,7 +139,8 @@ pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>)
                         writeln!(f, "{line}").map_err(|e| e.to_string())?;
                     }
                 }
-                println!("backward {} d{d} causal={}: {} cases, worst dQ {:.1e} dK {:.1e} dV {:.1e}", dtype.name(), causal as u8, cases.len(), worst[0], worst[1], worst[2]);
+                println!("backward {} d{d} causal={} ({}): {} cases, worst dQ {:.1e} dK {:.1e} dV {:.1e}", dtype.name(), causal as u8, specs.dkdv.kind().name(), cases.len(), worst[0], worst[1], worst[2]);
+                }
             }
         }
     }

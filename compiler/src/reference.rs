@@ -325,3 +325,94 @@ pub fn tiled_backward_f32(
     g.dq.iter_mut().chain(g.dk.iter_mut()).for_each(|x| *x *= sm_scale);
     g
 }
+
+/// bwd_fused as the kernel computes it (lib/dq_fused.ll.tera), in f32: one program per key block of
+/// `block_n` rows streams query blocks of 64 rows from the last down to its first, computes dK and dV as
+/// the three-kernel pass does, and adds each block's dQ_partial = dS·K into an f32 buffer under that
+/// block's lock: program n adds when the lock reads n (the first stores, the last — the highest program
+/// that visits the block — writes dQ), then sets it to n + 1. The programs advance one block at a time in
+/// turn, each waiting while its lock is not yet its own, as on the GPU; a schedule in which no program can
+/// advance (a deadlock) or a block written twice or never panics: the lock rules are what this checks.
+#[allow(clippy::too_many_arguments, clippy::needless_range_loop)] // indices mirror the kernel's loops
+pub fn fused_backward_f32(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    o: &[f32],
+    m: &[f32],
+    d_o: &[f32],
+    s: Shape,
+    causal: bool,
+    sm_scale: f32,
+    block_n: usize,
+) -> Gradients<f32> {
+    const BLOCK_M: usize = 64;
+    let (n, d) = (s.n, s.d);
+    let qk_scale = sm_scale * std::f32::consts::LOG2_E;
+    let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    let mut g = Gradients { dq: vec![f32::NAN; s.len()], dk: vec![0f32; s.len()], dv: vec![0f32; s.len()] };
+    for hz in 0..s.heads() {
+        let base = hz * n * d;
+        let row = |x: &'_ [f32], r: usize| -> Vec<f32> { x[base + r * d..base + (r + 1) * d].to_vec() };
+        let delta: Vec<f32> = (0..n).map(|i| dot(&row(o, i), &row(d_o, i))).collect();
+        let ds_of = |i: usize, j: usize| -> f32 {
+            if causal && j > i {
+                return 0.0;
+            }
+            let p = (dot(&row(q, i), &row(k, j)) * qk_scale - m[hz * n + i]).exp2();
+            p * (dot(&row(d_o, i), &row(v, j)) - delta[i])
+        };
+        let (programs, n_q) = (n.div_ceil(block_n), n.div_ceil(BLOCK_M));
+        // the kernel's rule: causal, the program holding the block's last query (or the last program)
+        let last_of = |blk: usize| if causal { ((blk * BLOCK_M + BLOCK_M - 1) / block_n).min(programs - 1) } else { programs - 1 };
+        let first_block = |p: usize| if causal { p * block_n / BLOCK_M } else { 0 };
+        let mut lock = vec![0usize; n_q];
+        let mut written = vec![false; n_q];
+        let mut partial = vec![0f32; n_q * BLOCK_M * d];
+        let mut next = vec![n_q; programs]; // each program's next block + 1 (0: done)
+        while next.iter().zip(0..).any(|(&b, p)| b > first_block(p)) {
+            let mut advanced = false;
+            for p in 0..programs {
+                if next[p] <= first_block(p) || lock[next[p] - 1] != p {
+                    continue;
+                }
+                let blk = next[p] - 1;
+                let (keys, rows) = (p * block_n..((p + 1) * block_n).min(n), blk * BLOCK_M..((blk + 1) * BLOCK_M).min(n));
+                for i in rows.clone() {
+                    let (qi, doi) = (row(q, i), row(d_o, i));
+                    let mut dq_part = vec![0f32; d];
+                    for j in keys.clone() {
+                        let ds = ds_of(i, j);
+                        let p_ij = if causal && j > i { 0.0 } else { (dot(&qi, &row(k, j)) * qk_scale - m[hz * n + i]).exp2() };
+                        let kj = row(k, j);
+                        for c in 0..d {
+                            g.dv[base + j * d + c] += p_ij * doi[c];
+                            g.dk[base + j * d + c] += ds * qi[c];
+                            dq_part[c] += ds * kj[c];
+                        }
+                    }
+                    let at = (blk * BLOCK_M + i - rows.start) * d;
+                    for c in 0..d {
+                        let sum = if p == 0 { dq_part[c] } else { partial[at + c] + dq_part[c] };
+                        if p == last_of(blk) {
+                            g.dq[base + i * d + c] = sum * sm_scale;
+                        } else {
+                            partial[at + c] = sum;
+                        }
+                    }
+                }
+                if p == last_of(blk) {
+                    assert!(!written[blk], "query block {blk} written twice");
+                    written[blk] = true;
+                }
+                lock[blk] = p + 1;
+                next[p] -= 1;
+                advanced = true;
+            }
+            assert!(advanced, "deadlock: locks {lock:?}, next blocks {next:?}");
+        }
+        assert!(written.iter().all(|&w| w), "query blocks never written: {written:?}");
+    }
+    g.dk.iter_mut().for_each(|x| *x *= sm_scale);
+    g
+}

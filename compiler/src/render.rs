@@ -17,6 +17,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("fa2_bwd_pre.ll.tera", include_str!("../../templates/fa2_bwd_pre.ll.tera")),
     ("fa2_bwd_dkdv.ll.tera", include_str!("../../templates/fa2_bwd_dkdv.ll.tera")),
     ("fa2_bwd_dq.ll.tera", include_str!("../../templates/fa2_bwd_dq.ll.tera")),
+    ("lib/dq_fused.ll.tera", include_str!("../../templates/lib/dq_fused.ll.tera")),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -108,6 +109,15 @@ struct KernelConstants {
     // of the operands ----
     DESC_K: String,
     DESC_MN: String,
+    /// MN-major descriptor of the resident tiles (the next panel: resident rows·128 B): bwd_fused reads K
+    /// transposed for dQ = dS·K.
+    DESC_MN_RES: String,
+    // ---- bwd_fused: dQ inside dK/dV (lib/dq_fused.ll.tera): warpgroups, dQ columns per warpgroup, and
+    // the dSᵀ tile's offset from the tiles (after the ring) ----
+    FUSED: bool,
+    WGS: u32,
+    DQN: u32,
+    DS_OFF: u32,
     WG_TY: &'static str,
     // ---- fwd_ws: consumer warpgroups, 64-column panels per row, the mbarriers' offset from the tiles,
     // bytes the TMA loads of Q and of one K/V block bring, and the registers of each warpgroup role ----
@@ -190,6 +200,11 @@ impl KernelConstants {
             PRE_ITERS: bm * cpr / threads,
             DESC_K: descriptor_constant(1).to_string(),
             DESC_MN: descriptor_constant(bs * 128 / 16).to_string(),
+            DESC_MN_RES: descriptor_constant(br * 128 / 16).to_string(),
+            FUSED: spec.kind().fuses_dq(),
+            WGS: (spec.num_warps() / 4).max(1),
+            DQN: d / (spec.num_warps() / 4).max(1),
+            DS_OFF: 2 * br * row_bytes + spec.num_stages() * spec.slot_bytes(),
             WG_TY: match spec.dtype() {
                 DType::Bf16 => "bf16.bf16",
                 DType::F16 => "f16.f16",
@@ -256,7 +271,7 @@ pub fn template_for(kind: KernelKind) -> &'static str {
         KernelKind::Fwd | KernelKind::FwdWgmma => "fa2_fwd.ll.tera",
         KernelKind::FwdWs => "fa2_fwd_ws.ll.tera",
         KernelKind::BwdPre => "fa2_bwd_pre.ll.tera",
-        KernelKind::BwdDkdv | KernelKind::BwdDkdvWgmma => "fa2_bwd_dkdv.ll.tera",
+        KernelKind::BwdDkdv | KernelKind::BwdDkdvWgmma | KernelKind::BwdFused => "fa2_bwd_dkdv.ll.tera",
         KernelKind::BwdDq | KernelKind::BwdDqWgmma => "fa2_bwd_dq.ll.tera",
     }
 }

@@ -30,6 +30,12 @@ pub enum KernelKind {
     BwdDkdvWgmma,
     /// bwd_dq on Hopper's wgmma (sm_90a only; same ABI): one warpgroup per 64 query rows. Default on sm_90a.
     BwdDqWgmma,
+    /// bwd_dkdv_wgmma that also computes dQ (sm_90a only; five matrix products per block pair instead of
+    /// the three-kernel pass's seven): each step's dSᵀ goes to shared memory and dQ_partial = dS·K is
+    /// added, in program order (deterministic), into an f32 buffer; the last program of each query block
+    /// writes dQ. Its ABI appends dQ, the f32 buffer and the locks to bwd_dkdv's (docs/ABI.md). Query
+    /// blocks of 64 rows.
+    BwdFused,
 }
 
 /// Element type of Q, K, V and O. Accumulation is always f32.
@@ -206,14 +212,24 @@ impl DType {
 }
 
 impl KernelKind {
-    pub const ALL: [KernelKind; 8] =
-        [KernelKind::Fwd, KernelKind::FwdWgmma, KernelKind::FwdWs, KernelKind::BwdPre, KernelKind::BwdDkdv, KernelKind::BwdDq, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma];
+    /// Every kind; a role's plain wgmma kind comes before bwd_fused (`wgmma_kind` takes the first).
+    pub const ALL: [KernelKind; 9] = [
+        KernelKind::Fwd,
+        KernelKind::FwdWgmma,
+        KernelKind::FwdWs,
+        KernelKind::BwdPre,
+        KernelKind::BwdDkdv,
+        KernelKind::BwdDq,
+        KernelKind::BwdDkdvWgmma,
+        KernelKind::BwdDqWgmma,
+        KernelKind::BwdFused,
+    ];
 
     pub fn parse(s: &str) -> Result<KernelKind, SpecError> {
         KernelKind::ALL
             .into_iter()
             .find(|k| k.name() == s.trim())
-            .ok_or_else(|| SpecError(format!("kernel `{s}` is unknown: use one of fwd, fwd_wgmma, fwd_ws, bwd_pre, bwd_dkdv, bwd_dq, bwd_dkdv_wgmma, bwd_dq_wgmma")))
+            .ok_or_else(|| SpecError(format!("kernel `{s}` is unknown: use one of fwd, fwd_wgmma, fwd_ws, bwd_pre, bwd_dkdv, bwd_dq, bwd_dkdv_wgmma, bwd_dq_wgmma, bwd_fused")))
     }
     pub fn name(self) -> &'static str {
         match self {
@@ -225,6 +241,7 @@ impl KernelKind {
             KernelKind::BwdDq => "bwd_dq",
             KernelKind::BwdDkdvWgmma => "bwd_dkdv_wgmma",
             KernelKind::BwdDqWgmma => "bwd_dq_wgmma",
+            KernelKind::BwdFused => "bwd_fused",
         }
     }
     /// The kernel's role in the pass, whichever instructions implement it: a wgmma kind has the role (and
@@ -232,7 +249,7 @@ impl KernelKind {
     pub fn role(self) -> KernelKind {
         match self {
             KernelKind::FwdWgmma | KernelKind::FwdWs => KernelKind::Fwd,
-            KernelKind::BwdDkdvWgmma => KernelKind::BwdDkdv,
+            KernelKind::BwdDkdvWgmma | KernelKind::BwdFused => KernelKind::BwdDkdv,
             KernelKind::BwdDqWgmma => KernelKind::BwdDq,
             k => k,
         }
@@ -240,6 +257,10 @@ impl KernelKind {
     /// Whether the kernel's matrix products are Hopper's wgmma (sm_90a).
     pub fn uses_wgmma(self) -> bool {
         self != self.role()
+    }
+    /// Whether the kernel computes dQ besides dK and dV (bwd_fused: no separate dQ kernel runs).
+    pub fn fuses_dq(self) -> bool {
+        self == KernelKind::BwdFused
     }
     /// The Hopper (wgmma) kind that plays this kind's role, if there is one (not for the preprocess).
     pub fn wgmma_kind(self) -> Option<KernelKind> {
@@ -302,6 +323,14 @@ impl KernelSpec {
             let res = spec.resident_rows();
             rule(res == 16 * w, || {
                 format!("{kind}: {res_name}={res} must be 16 × num_warps={w} = {} (one warpgroup of 4 warps per 64 {rows}, 16 per warp)", 16 * w)
+            })?;
+        }
+        if p.kind.fuses_dq() {
+            let kind = p.kind.name();
+            rule(p.block_m == 64, || format!("{kind}: BLOCK_M={} must be 64 (dQ = dS·K is one wgmma of 64 query rows per block)", p.block_m))?;
+            let warpgroups = w / 4;
+            rule((d / warpgroups) % 64 == 0, || {
+                format!("{kind}: HEAD_DIM={d} split over num_warps={w} ({warpgroups} warpgroups) gives each {} dQ columns; each needs whole 64-column panels: use num_warps=4", d / warpgroups)
             })?;
         }
         let (res, strm) = (spec.resident_rows(), spec.streamed_rows());
@@ -493,6 +522,9 @@ impl KernelSpec {
         if self.0.kind == KernelKind::FwdWs {
             // and the mbarriers: Q full, then K/V full and empty per slot
             resident + ns * slot.next_multiple_of(1024) + 1024 + 8 * (1 + 2 * ns)
+        } else if self.0.kind.fuses_dq() {
+            // and the dSᵀ tile: one 128-byte row (64 queries) per key row
+            resident + ns * slot.next_multiple_of(1024) + 1024 + res * 128
         } else if self.0.kind.uses_wgmma() {
             resident + ns * slot.next_multiple_of(1024) + 1024
         } else {
@@ -525,6 +557,7 @@ impl KernelSpec {
         match self.0.kind.role() {
             KernelKind::Fwd => format!("Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
             KernelKind::BwdDq => format!("Q and dO {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
+            KernelKind::BwdDkdv if self.0.kind.fuses_dq() => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm}) + dSᵀ {res}×{strm}"),
             KernelKind::BwdDkdv => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm})"),
             _ => "none".into(),
         }
@@ -561,6 +594,9 @@ impl KernelSpec {
             // wgmma backward: the accumulators, S (or Sᵀ) and dP (BLOCK/2 each) and their packed copies
             KernelKind::BwdDqWgmma => (d / 2 + strm + strm / 2 + 4, REGISTER_OVERHEAD),
             KernelKind::BwdDkdvWgmma => (d + strm + strm / 2, REGISTER_OVERHEAD),
+            // dK, dV, Sᵀ and dPᵀ, then dQ's columns (HEAD_DIM / warpgroups / 2): fitted to ptxas 12.9
+            // (D128 with two warpgroups: 248 registers; with one, 64 dQ registers: spills; D64: 222)
+            KernelKind::BwdFused => (d + strm + d / (self.0.num_warps / 4) / 2, BACKWARD_REGISTER_OVERHEAD),
             KernelKind::BwdPre => (0, 0),
         };
         let in_flight = if self.0.kind.uses_wgmma() { 0 } else { strm * d / 256 };
@@ -649,9 +685,10 @@ impl KernelSpec {
             }
             KernelKind::BwdPre => KernelSpec::new(*KernelSpec::backward_preprocess(arch, dtype, head_dim).params()),
             KernelKind::BwdDkdv => Ok(KernelSpec::backward_mma_sync(arch, dtype, head_dim, causal)?.dkdv),
-            KernelKind::BwdDq => Ok(KernelSpec::backward_mma_sync(arch, dtype, head_dim, causal)?.dq),
+            KernelKind::BwdDq => KernelSpec::backward_mma_sync(arch, dtype, head_dim, causal)?.dq.ok_or_else(|| SpecError("bwd_dq: no mma.sync dQ kernel".into())),
             KernelKind::BwdDkdvWgmma => Ok(KernelSpec::backward_wgmma(arch, dtype, head_dim, causal)?.dkdv),
-            KernelKind::BwdDqWgmma => Ok(KernelSpec::backward_wgmma(arch, dtype, head_dim, causal)?.dq),
+            KernelKind::BwdDqWgmma => KernelSpec::backward_wgmma(arch, dtype, head_dim, causal)?.dq.ok_or_else(|| SpecError("bwd_dq_wgmma: no wgmma dQ kernel".into())),
+            KernelKind::BwdFused => KernelSpec::backward_fused(arch, dtype, head_dim, causal).map(|b| b.dkdv),
         }
     }
 
@@ -690,7 +727,7 @@ impl KernelSpec {
         Ok(BackwardSpecs {
             preprocess: KernelSpec::backward_preprocess(arch, dtype, head_dim),
             dkdv: kernel(KernelKind::BwdDkdv, dkdv_m, dkdv_n)?,
-            dq: kernel(KernelKind::BwdDq, dq_m, dq_n)?,
+            dq: Some(kernel(KernelKind::BwdDq, dq_m, dq_n)?),
         })
     }
 
@@ -711,14 +748,23 @@ impl KernelSpec {
         Ok(BackwardSpecs {
             preprocess: KernelSpec::backward_preprocess(arch, dtype, head_dim),
             dkdv: kernel(KernelKind::BwdDkdvWgmma, dkdv)?,
-            dq: kernel(KernelKind::BwdDqWgmma, dq)?,
+            dq: Some(kernel(KernelKind::BwdDqWgmma, dq)?),
         })
+    }
+
+    /// The fused backward on wgmma (sm_90a): Δ, then one kernel for dK, dV and dQ (`KernelKind::BwdFused`).
+    /// Query blocks of 64 rows; HEAD_DIM 128: two warpgroups of 64 key rows (each warpgroup then computes
+    /// 64 of dQ's 128 columns: 32 registers), HEAD_DIM 64: one; 2 stages. Not measured yet: not the default.
+    pub fn backward_fused(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
+        let num_warps = if head_dim == 128 { 8 } else { 4 };
+        let p = SpecParams { kind: KernelKind::BwdFused, dtype, head_dim, block_m: 64, block_n: 16 * num_warps, stage: if causal { 3 } else { 1 }, num_warps, num_stages: 2, arch };
+        Ok(BackwardSpecs { preprocess: KernelSpec::backward_preprocess(arch, dtype, head_dim), dkdv: KernelSpec::new(p)?, dq: None })
     }
 
     /// The default set that `flashgen emit --defaults` generates: for sm_80 and sm_90a, bf16 and fp16,
     /// HEAD_DIM 64 and 128, STAGE 1 and 3: the default forward and the default backward kernels (on sm_90a
     /// the wgmma kinds; with fwd_ws, also its fwd_wgmma fallback, and the short-sequence forward where it
-    /// differs).
+    /// differs; and the fused backward, which FLASHGEN_BACKWARD=fused selects).
     pub fn default_set() -> Vec<KernelSpec> {
         let mut out = Vec::new();
         for arch in [Arch::Sm80, Arch::Sm90a] {
@@ -738,7 +784,11 @@ impl KernelSpec {
                         if !causal {
                             out.push(b.preprocess);
                         }
-                        out.extend([b.dkdv, b.dq]);
+                        out.push(b.dkdv);
+                        out.extend(b.dq);
+                        if arch.has_wgmma() {
+                            out.push(KernelSpec::backward_fused(arch, dtype, head_dim, causal).expect("default specs validate").dkdv);
+                        }
                     }
                 }
             }
@@ -755,10 +805,22 @@ pub struct Registers {
     pub consumer: u32,
 }
 
-/// The three kernels of one backward pass, launched in this order.
+/// The kernels of one backward pass, launched in this order: Δ, dK/dV, and dQ unless dK/dV computes it
+/// too (`dq` is None exactly when `dkdv.kind().fuses_dq()`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BackwardSpecs {
     pub preprocess: KernelSpec,
     pub dkdv: KernelSpec,
-    pub dq: KernelSpec,
+    pub dq: Option<KernelSpec>,
+}
+
+impl BackwardSpecs {
+    /// The kernels in launch order.
+    pub fn kernels(&self) -> Vec<KernelSpec> {
+        [Some(self.preprocess), Some(self.dkdv), self.dq].into_iter().flatten().collect()
+    }
+    /// "fa2_bwd_pre_.. + fa2_bwd_dkdv_.. + fa2_bwd_dq_..": the kernels' names in launch order.
+    pub fn names(&self) -> String {
+        self.kernels().iter().map(|s| s.name()).collect::<Vec<_>>().join(" + ")
+    }
 }

@@ -59,6 +59,11 @@ pub struct Flash {
     /// The backward's Δ buffer, kept between calls (the stream orders its uses): a call then allocates
     /// nothing but its outputs.
     delta: Mutex<Option<CudaSlice<f32>>>,
+    /// bwd_fused's dQ partial sums and locks, kept between calls like Δ.
+    fused_scratch: Mutex<Option<(CudaSlice<f32>, CudaSlice<u32>)>>,
+    /// Run the backward as bwd_pre + bwd_fused (dQ inside dK/dV) where the GPU has wgmma: opt-in while
+    /// it is being measured (FLASHGEN_BACKWARD=fused or `set_fused_backward(true)`).
+    fused_backward: bool,
 }
 
 impl Flash {
@@ -66,7 +71,25 @@ impl Flash {
         let tunes = TuneStore::new(cache.dir());
         let autotune = std::env::var_os("FLASHGEN_AUTOTUNE").is_some_and(|v| v != "0");
         let wgmma = std::env::var_os("FLASHGEN_WGMMA").is_none_or(|v| v != "0");
-        Flash { gpu, cache, autotune, wgmma, tunes, tuned: Mutex::new(HashMap::new()), loaded: Mutex::new(HashMap::new()), scale: OnceLock::new(), delta: Mutex::new(None) }
+        let fused_backward = std::env::var_os("FLASHGEN_BACKWARD").is_some_and(|v| v == "fused");
+        Flash {
+            gpu,
+            cache,
+            autotune,
+            wgmma,
+            tunes,
+            tuned: Mutex::new(HashMap::new()),
+            loaded: Mutex::new(HashMap::new()),
+            scale: OnceLock::new(),
+            delta: Mutex::new(None),
+            fused_scratch: Mutex::new(None),
+            fused_backward,
+        }
+    }
+
+    /// Run the backward as Δ + bwd_fused (on sm_90a with wgmma on), or as the three kernels.
+    pub fn set_fused_backward(&mut self, on: bool) {
+        self.fused_backward = on;
     }
 
     /// Tune keys on their first call when nothing is stored for them.
@@ -282,12 +305,18 @@ impl Flash {
     /// (tuned first if autotuning is on), else the defaults of `KernelSpec::backward_defaults`.
     pub fn backward_specs(&self, q: &Tensor, causal: bool) -> Result<BackwardSpecs, RuntimeError> {
         let d = q.layout.shape[3] as u32;
-        let defaults = if self.uses_wgmma() { KernelSpec::backward_wgmma(self.gpu.arch, q.dtype, d, causal) } else { KernelSpec::backward_mma_sync(self.gpu.arch, q.dtype, d, causal) }
-            .map_err(|e| RuntimeError::Argument(format!("tensor Q: no backward kernels for head dim {d} and {}: {e}", q.dtype.name())))?;
+        let no_kernels = |e: flashgen::SpecError| RuntimeError::Argument(format!("tensor Q: no backward kernels for head dim {d} and {}: {e}", q.dtype.name()));
+        if self.fused_backward && self.uses_wgmma() {
+            return KernelSpec::backward_fused(self.gpu.arch, q.dtype, d, causal).map_err(no_kernels);
+        }
+        let defaults = if self.uses_wgmma() { KernelSpec::backward_wgmma(self.gpu.arch, q.dtype, d, causal) } else { KernelSpec::backward_mma_sync(self.gpu.arch, q.dtype, d, causal) }.map_err(no_kernels)?;
         Ok(BackwardSpecs {
             preprocess: defaults.preprocess,
             dkdv: self.tuned_or(defaults.dkdv.kind(), defaults.dkdv, q, causal)?,
-            dq: self.tuned_or(defaults.dq.kind(), defaults.dq, q, causal)?,
+            dq: match defaults.dq {
+                Some(dq) => Some(self.tuned_or(dq.kind(), dq, q, causal)?),
+                None => None,
+            },
         })
     }
 
@@ -317,10 +346,10 @@ impl Flash {
                 return Err(RuntimeError::Argument(format!("tensor {name} has shape {:?} but Q has {:?}{what}", t.layout.shape, q.layout.shape)));
             }
         }
-        if specs.dkdv.causal() != specs.dq.causal() {
-            return Err(RuntimeError::Argument(format!("{} and {} disagree on causality: use one BackwardSpecs from backward_defaults", specs.dkdv.name(), specs.dq.name())));
+        if let Some(dq) = specs.dq.filter(|dq| dq.causal() != specs.dkdv.causal()) {
+            return Err(RuntimeError::Argument(format!("{} and {} disagree on causality: use one BackwardSpecs from backward_defaults", specs.dkdv.name(), dq.name())));
         }
-        for spec in [specs.preprocess, specs.dkdv, specs.dq] {
+        for spec in specs.kernels() {
             if q.dtype != spec.dtype() {
                 return Err(RuntimeError::Argument(format!("tensor Q is {} but kernel {} takes {}", q.dtype.name(), spec.name(), spec.dtype().name())));
             }
@@ -349,8 +378,23 @@ impl Flash {
             Some(buf) if buf.len() >= rows => buf,
             _ => self.gpu.stream.alloc_zeros::<f32>(rows)?,
         };
-        let (pre, dkdv, dq) = (self.kernel(&specs.preprocess)?, self.kernel(&specs.dkdv)?, self.kernel(&specs.dq)?);
-        let kernels = BackwardKernels { preprocess: &pre, dkdv: &dkdv, dq: &dq };
+        let (pre, dkdv) = (self.kernel(&specs.preprocess)?, self.kernel(&specs.dkdv)?);
+        let dq = match specs.dq {
+            Some(s) => Some(self.kernel(&s)?),
+            None => None,
+        };
+        let kernels = BackwardKernels { preprocess: &pre, dkdv: &dkdv, dq: dq.as_deref() };
+        // bwd_fused's scratch, grown when a larger problem needs more
+        let mut fused_guard = self.fused_scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let mut fused_buffers = None;
+        if specs.dkdv.kind().fuses_dq() {
+            let (partial, locks) = crate::backward::FusedScratch::lengths(&specs.dkdv, z, h, n);
+            fused_buffers = match fused_guard.take() {
+                Some((p, l)) if p.len() >= partial && l.len() >= locks => Some((p, l)),
+                _ => Some((self.gpu.stream.alloc_zeros::<f32>(partial)?, self.gpu.stream.alloc_zeros::<u32>(locks)?)),
+            };
+        }
+        let fused = fused_buffers.as_mut().map(|(p, l)| crate::backward::FusedScratch { dq_partial: p, locks: l });
         let launched = kernels.launch(
             &self.gpu,
             BackwardArgs {
@@ -365,9 +409,13 @@ impl Flash {
                 dk: (&mut g.dk.data, g.dk.layout),
                 dv: (&mut g.dv.data, g.dv.layout),
                 sm_scale,
+                fused,
             },
         );
         *scratch = Some(delta);
+        if fused_buffers.is_some() {
+            *fused_guard = fused_buffers;
+        }
         launched
     }
 

@@ -1,15 +1,33 @@
-//! Launching the backward pass: Δ = rowsum(dO ⊙ O), then dK/dV, then dQ, in order on one stream.
+//! Launching the backward pass: Δ = rowsum(dO ⊙ O), then dK/dV, then dQ, in order on one stream; or Δ,
+//! then bwd_fused (dK, dV and dQ in one kernel, dQ's partial sums meeting in an f32 buffer).
 
 use crate::kernel::{check_problem, expect_kind, launch_config, strides, LoadedKernel};
 use crate::{Gpu, Layout, RuntimeError};
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use flashgen::KernelKind;
 
-/// The three loaded kernels of one backward pass.
+/// The loaded kernels of one backward pass: `dq` is None when `dkdv` computes dQ too (bwd_fused).
 pub struct BackwardKernels<'a> {
     pub preprocess: &'a LoadedKernel,
     pub dkdv: &'a LoadedKernel,
-    pub dq: &'a LoadedKernel,
+    pub dq: Option<&'a LoadedKernel>,
+}
+
+/// bwd_fused's scratch: the f32 partial sums of dQ ([Z·H][cdiv(N, 64)·64][D]) and one lock per query
+/// block of 64 rows and warpgroup ([Z·H][cdiv(N, 64)][num_warps / 4]), zeroed by the launch.
+pub struct FusedScratch<'a> {
+    pub dq_partial: &'a mut CudaSlice<f32>,
+    pub locks: &'a mut CudaSlice<u32>,
+}
+
+impl FusedScratch<'_> {
+    /// The lengths a problem needs: (f32 partial sums, locks).
+    pub fn lengths(spec: &flashgen::KernelSpec, z: usize, h: usize, n: usize) -> (usize, usize) {
+        let blocks = n.div_ceil(64);
+        let d = spec.head_dim() as usize;
+        let warpgroups = (spec.num_warps() as usize / 4).max(1);
+        (z * h * blocks * 64 * d, z * h * blocks * warpgroups)
+    }
 }
 
 /// Operands of one backward pass: inputs Q, K, V, O, dO and the forward's base-2 M (f32 [Z·H·N]);
@@ -26,6 +44,8 @@ pub struct BackwardArgs<'a> {
     pub dk: (&'a mut CudaSlice<u16>, Layout),
     pub dv: (&'a mut CudaSlice<u16>, Layout),
     pub sm_scale: f32,
+    /// Needed exactly when dK/dV computes dQ (bwd_fused).
+    pub fused: Option<FusedScratch<'a>>,
 }
 
 impl BackwardKernels<'_> {
@@ -34,7 +54,10 @@ impl BackwardKernels<'_> {
         let problem = self.check(&a)?;
         self.launch_preprocess(gpu, &mut a, problem)?;
         self.launch_dkdv(gpu, &mut a, problem)?;
-        self.launch_dq(gpu, &mut a, problem)
+        match self.dq {
+            Some(dq) => self.launch_dq(dq, gpu, &mut a, problem),
+            None => Ok(()),
+        }
     }
 
     /// Check every operand, then launch only the kernel of `kind` (the autotuner times dK/dV and dQ alone,
@@ -44,7 +67,10 @@ impl BackwardKernels<'_> {
         match kind.role() {
             KernelKind::BwdPre => self.launch_preprocess(gpu, &mut a, problem),
             KernelKind::BwdDkdv => self.launch_dkdv(gpu, &mut a, problem),
-            KernelKind::BwdDq => self.launch_dq(gpu, &mut a, problem),
+            KernelKind::BwdDq => match self.dq {
+                Some(dq) => self.launch_dq(dq, gpu, &mut a, problem),
+                None => Err(RuntimeError::Argument(format!("{} computes dQ itself: there is no dQ kernel to launch", self.dkdv.spec.name()))),
+            },
             _ => Err(RuntimeError::Argument("the forward is not a backward kernel".into())),
         }
     }
@@ -53,7 +79,17 @@ impl BackwardKernels<'_> {
     fn check(&self, a: &BackwardArgs<'_>) -> Result<(usize, usize, usize), RuntimeError> {
         expect_kind(self.preprocess, KernelKind::BwdPre)?;
         expect_kind(self.dkdv, KernelKind::BwdDkdv)?;
-        expect_kind(self.dq, KernelKind::BwdDq)?;
+        let fused = self.dkdv.spec.kind().fuses_dq();
+        match (self.dq, fused) {
+            (Some(dq), false) => expect_kind(dq, KernelKind::BwdDq)?,
+            (None, true) => {}
+            (Some(dq), true) => return Err(RuntimeError::Argument(format!("{} computes dQ itself: launch it without the dQ kernel {}", self.dkdv.spec.name(), dq.spec.name()))),
+            (None, false) => return Err(RuntimeError::Argument(format!("{} does not compute dQ: it needs a dQ kernel (BackwardSpecs::dq)", self.dkdv.spec.name()))),
+        }
+        if fused != a.fused.is_some() {
+            let want = if fused { "needs FusedScratch (dQ's partial sums and locks)" } else { "takes no FusedScratch" };
+            return Err(RuntimeError::Argument(format!("{} {want}", self.dkdv.spec.name())));
+        }
         let tensors = [
             ("Q", a.q.1, a.q.0.len()),
             ("K", a.k.1, a.k.0.len()),
@@ -66,8 +102,19 @@ impl BackwardKernels<'_> {
         ];
         let rows = [("M", a.m.len()), ("Δ", a.delta.len())];
         let mut problem = (0, 0, 0);
-        for k in [self.preprocess, self.dkdv, self.dq] {
+        for k in [Some(self.preprocess), Some(self.dkdv), self.dq].into_iter().flatten() {
             problem = check_problem(&k.spec, &tensors, &rows, Some(a.sm_scale))?;
+        }
+        if let Some(f) = &a.fused {
+            let (z, h, n) = problem;
+            let (partial, locks) = FusedScratch::lengths(&self.dkdv.spec, z, h, n);
+            if f.dq_partial.len() < partial || f.locks.len() < locks {
+                return Err(crate::LayoutError {
+                    tensor: "FusedScratch",
+                    rule: format!("holds {} f32 and {} locks; Z={z} H={h} N={n} needs {partial} and {locks} (FusedScratch::lengths)", f.dq_partial.len(), f.locks.len()),
+                }
+                .into());
+            }
         }
         Ok(problem)
     }
@@ -90,28 +137,40 @@ impl BackwardKernels<'_> {
         Ok(())
     }
 
-    /// dK, dV.
+    /// dK, dV (and with bwd_fused dQ: the locks are zeroed first, on the same stream).
     fn launch_dkdv(&self, gpu: &Gpu, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
         let (zi, hi, ni) = (z as i32, h as i32, n as i32);
+        let fused = a.fused.is_some();
+        if let Some(f) = a.fused.as_mut() {
+            gpu.stream.memset_zeros(&mut *f.locks)?;
+        }
         let mut b = gpu.stream.launch_builder(&self.dkdv.function);
         b.arg(a.q.0).arg(a.k.0).arg(a.v.0).arg(&a.sm_scale).arg(a.d_o.0).arg(&mut *a.dk.0).arg(&mut *a.dv.0).arg(a.m).arg(&*a.delta);
-        let dkdv_strides = [strides(&a.q.1), strides(&a.k.1), strides(&a.v.1), strides(&a.d_o.1), strides(&a.dk.1), strides(&a.dv.1)];
+        if let Some(f) = a.fused.as_mut() {
+            b.arg(&mut *a.dq.0).arg(&mut *f.dq_partial).arg(&mut *f.locks);
+        }
+        let mut dkdv_strides = vec![strides(&a.q.1), strides(&a.k.1), strides(&a.v.1), strides(&a.d_o.1), strides(&a.dk.1), strides(&a.dv.1)];
+        if fused {
+            dkdv_strides.push(strides(&a.dq.1));
+        }
         for s in dkdv_strides.iter().flatten() {
             b.arg(s);
         }
         b.arg(&zi).arg(&hi).arg(&ni);
         // # Safety
         // 1. The argument list matches the dK/dV ABI (docs/ABI.md): Q, K, V, sm_scale, dO, dK, dV, M, Delta,
-        //    24 i64 strides, Z, H, N_CTX.
-        // 2. As for the preprocess; block size and dynamic shared memory are the spec's own, raised at load.
+        //    24 i64 strides, Z, H, N_CTX; bwd_fused's: dQ, the f32 partial sums and the locks after Delta,
+        //    and dQ's 4 strides after dV's.
+        // 2. As for the preprocess; block size and dynamic shared memory are the spec's own, raised at load;
+        //    the scratch buffers hold `FusedScratch::lengths` (checked), the locks are zero.
         unsafe { b.launch(launch_config(self.dkdv, z, h, n)) }?;
         Ok(())
     }
 
     /// dQ.
-    fn launch_dq(&self, gpu: &Gpu, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
+    fn launch_dq(&self, dq: &LoadedKernel, gpu: &Gpu, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
         let (zi, hi, ni) = (z as i32, h as i32, n as i32);
-        let mut b = gpu.stream.launch_builder(&self.dq.function);
+        let mut b = gpu.stream.launch_builder(&dq.function);
         b.arg(a.q.0).arg(a.k.0).arg(a.v.0).arg(&a.sm_scale).arg(a.d_o.0).arg(&mut *a.dq.0).arg(a.m).arg(&*a.delta);
         let dq_strides = [strides(&a.q.1), strides(&a.k.1), strides(&a.v.1), strides(&a.d_o.1), strides(&a.dq.1)];
         for s in dq_strides.iter().flatten() {
@@ -122,7 +181,7 @@ impl BackwardKernels<'_> {
         // 1. The argument list matches the dQ ABI (docs/ABI.md): Q, K, V, sm_scale, dO, dQ, M, Delta,
         //    20 i64 strides, Z, H, N_CTX.
         // 2. As for the preprocess.
-        unsafe { b.launch(launch_config(self.dq, z, h, n)) }?;
+        unsafe { b.launch(launch_config(dq, z, h, n)) }?;
         Ok(())
     }
 }

@@ -29,6 +29,9 @@ impl<'a> BackwardCandidates<'a> {
         if !matches!(key.kind.role(), KernelKind::BwdDkdv | KernelKind::BwdDq) {
             return Err(format!("{} is not a backward tile kernel", key.kind.name()));
         }
+        if key.kind.fuses_dq() {
+            return Err(format!("{} is not tuned yet: its candidates would need dQ checked and the scratch of bwd_fused", key.kind.name()));
+        }
         let (t, zeros) = tuning_inputs(flash, key, heads, 4)?;
         let inputs: [Tensor; 4] = t.try_into().map_err(|_| "tuning inputs: expected Q, K, V, dO".to_string())?;
         let out = flash.attention_forward_spec(&KernelSpec::default_for(key.arch, key.dtype, key.head_dim, key.causal).map_err(|x| x.to_string())?, &inputs[0], &inputs[1], &inputs[2], None).map_err(e)?;
@@ -49,12 +52,13 @@ impl<'a> BackwardCandidates<'a> {
         let e = |x: crate::RuntimeError| x.to_string();
         let d = &self.defaults;
         let load = |s: &KernelSpec| self.flash.kernel(s).map_err(e);
+        let default_dq = d.dq.ok_or_else(|| format!("{}: the family's defaults have no dQ kernel", d.dkdv.name()))?;
         let (pre, dkdv, dq) = match kind.role() {
-            KernelKind::BwdDkdv => (load(&d.preprocess)?, load(spec)?, load(&d.dq)?),
+            KernelKind::BwdDkdv => (load(&d.preprocess)?, load(spec)?, load(&default_dq)?),
             KernelKind::BwdDq => (load(&d.preprocess)?, load(&d.dkdv)?, load(spec)?),
-            _ => (load(spec)?, load(&d.dkdv)?, load(&d.dq)?),
+            _ => (load(spec)?, load(&d.dkdv)?, load(&default_dq)?),
         };
-        let kernels = BackwardKernels { preprocess: &pre, dkdv: &dkdv, dq: &dq };
+        let kernels = BackwardKernels { preprocess: &pre, dkdv: &dkdv, dq: Some(&dq) };
         let mut guard = self.scratch.lock().map_err(|_| "scratch buffers poisoned".to_string())?;
         let (g, delta) = &mut *guard;
         let [q, k, v, d_o] = &self.inputs;
@@ -70,6 +74,7 @@ impl<'a> BackwardCandidates<'a> {
             dk: (&mut g.dk.data, g.dk.layout),
             dv: (&mut g.dv.data, g.dv.layout),
             sm_scale: 1.0 / (q.layout.shape[3] as f32).sqrt(),
+            fused: None,
         };
         kernels.launch_only(&self.flash.gpu, args, kind).map_err(e)
     }
@@ -92,7 +97,8 @@ impl Candidates for BackwardCandidates<'_> {
     }
 
     fn verify(&self, spec: &KernelSpec) -> Result<f64, String> {
-        let default = if self.kind.role() == KernelKind::BwdDkdv { self.defaults.dkdv } else { self.defaults.dq };
+        let default = if self.kind.role() == KernelKind::BwdDkdv { Some(self.defaults.dkdv) } else { self.defaults.dq };
+        let default = default.ok_or_else(|| format!("{}: the family's defaults have no dQ kernel", self.defaults.dkdv.name()))?;
         let reference = self.reference.get_or_init(|| self.run(&default)).as_ref().map_err(|e| format!("default config: {e}"))?;
         Ok(relative_error_bits(spec.dtype(), &self.run(spec)?, reference))
     }
