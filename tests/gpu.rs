@@ -147,3 +147,38 @@ fn kernels_load_as_whole_programs_and_rejected_ptx_is_an_error() {
     let e = flashgen_runtime::jit::load_module(&f.gpu, "broken", bad).err().expect("bad PTX must not load").to_string();
     assert!(e.contains("broken") && e.contains("PTX JIT failed"), "{e}");
 }
+
+/// The fused backward (bwd_pre + bwd_fused, opt-in): gradients match f64 on ragged lengths and many key
+/// blocks, causal and not; dQ is the same bit for bit on a second run (its partial sums are added in
+/// program order).
+#[test]
+#[ignore = "needs a GPU: run on the device machine with --ignored"]
+fn fused_backward_matches_f64_and_is_deterministic() {
+    let mut f = flash();
+    if !f.gpu.arch.has_wgmma() {
+        panic!("bwd_fused needs sm_90a; this GPU is {}", f.gpu.arch);
+    }
+    f.set_fused_backward(true);
+    let mut rng = SplitMix(21);
+    for (dtype, d, causal, n) in [(DType::Bf16, 128, true, 333), (DType::Bf16, 128, false, 1000), (DType::F16, 64, true, 200), (DType::Bf16, 64, false, 65)] {
+        let s = Shape { z: 1, h: 3, n, d };
+        let layout = Layout::bshd(1, 3, n, d);
+        let round = |x: f32| flashgen_runtime::tensor::from_bits(dtype, flashgen_runtime::tensor::to_bits(dtype, x));
+        let mut gen = || -> Vec<f32> { (0..s.len()).map(|_| round(rng.normal())).collect() };
+        let (q, k, v, d_o) = (gen(), gen(), gen(), gen());
+        let up = |x: &[f32]| Tensor::from_f32(&f.gpu, x, dtype, layout).unwrap();
+        let (tq, tk, tv, tdo) = (up(&q), up(&k), up(&v), up(&d_o));
+        let out = f.attention_forward(&tq, &tk, &tv, causal, None).unwrap();
+        let specs = f.backward_specs(&tq, causal).unwrap();
+        assert!(specs.dkdv.kind().fuses_dq() && specs.dq.is_none(), "{}", specs.names());
+        let g = f.attention_backward(&tq, &tk, &tv, &out.o, RowStats::M(&out.m), &tdo, causal, None).unwrap();
+        let r = backward_f64(&q, &k, &v, &d_o, s, causal, 1.0 / (d as f64).sqrt());
+        for (name, got, want) in [("dQ", &g.dq, &r.dq), ("dK", &g.dk, &r.dk), ("dV", &g.dv, &r.dv)] {
+            let e = relative_error(&got.to_f32(&f.gpu).unwrap(), want);
+            assert!(e <= 2e-2, "{name} relative error {e:.3e} ({} d{d} causal={causal} N={n})", dtype.name());
+        }
+        let again = f.attention_backward(&tq, &tk, &tv, &out.o, RowStats::M(&out.m), &tdo, causal, None).unwrap();
+        let bits = |t: &Tensor| f.gpu.stream.clone_dtoh(&t.data).unwrap();
+        assert_eq!(bits(&g.dq), bits(&again.dq), "dQ differs between two runs ({} d{d} causal={causal} N={n})", dtype.name());
+    }
+}
