@@ -2,7 +2,7 @@
 //! differences of the f64 forward, and the seed's 3-kernel tiled backward (f32, base-2 M, causal block
 //! skipping) agrees with them, including ragged lengths and BLOCK_N != BLOCK_M.
 
-use flashgen::reference::{backward_f64, naive_f64, relative_error, tiled_backward_f32, Shape, SplitMix};
+use flashgen::reference::{backward_f64, fused_backward_f32, naive_f64, relative_error, tiled_backward_f32, Gradients, Shape, SplitMix};
 
 /// L = Σ O ⊙ dO, so ∂L/∂x is what backward_f64 returns for dO.
 fn loss(q: &[f32], k: &[f32], v: &[f32], d_o: &[f32], s: Shape, causal: bool, scale: f64) -> f64 {
@@ -32,23 +32,47 @@ fn backward_formulas_match_finite_differences() {
     }
 }
 
+/// Random Q, K, V, dO of one shape, the f64 forward's O and M rounded to f32 (what the kernels read), and
+/// a check that a tiled backward's gradients are the f64 ones within 1e-5.
+struct Problem {
+    s: Shape,
+    causal: bool,
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    d_o: Vec<f32>,
+    o: Vec<f32>,
+    m: Vec<f32>,
+}
+
+const SCALE: f64 = 0.5;
+
+impl Problem {
+    fn new(rng: &mut SplitMix, n: usize, causal: bool) -> Problem {
+        let s = Shape { z: 1, h: 2, n, d: 16 };
+        let (q, k, v, d_o) = (rng.vec(s.len()), rng.vec(s.len()), rng.vec(s.len()), rng.vec(s.len()));
+        let fwd = naive_f64(&q, &k, &v, s, causal, SCALE);
+        let (o, m) = (fwd.o.iter().map(|&x| x as f32).collect(), fwd.m.iter().map(|&x| x as f32).collect());
+        Problem { s, causal, q, k, v, d_o, o, m }
+    }
+
+    fn assert_matches_f64(&self, t: &Gradients<f32>, what: &str) {
+        let r = backward_f64(&self.q, &self.k, &self.v, &self.d_o, self.s, self.causal, SCALE);
+        for (name, a, b) in [("dQ", &t.dq, &r.dq), ("dK", &t.dk, &r.dk), ("dV", &t.dv, &r.dv)] {
+            let e = relative_error(a, b);
+            assert!(e <= 1e-5, "{name} N={} {what} causal={}: {e:.2e}", self.s.n, self.causal);
+        }
+    }
+}
+
 #[test]
 fn tiled_backward_matches_f64() {
     let mut rng = SplitMix(9);
     for &(n, bm, bn) in &[(1usize, 16usize, 16usize), (77, 32, 16), (100, 16, 64), (130, 64, 32), (64, 64, 64)] {
         for causal in [false, true] {
-            let s = Shape { z: 1, h: 2, n, d: 16 };
-            let (q, k, v, d_o) = (rng.vec(s.len()), rng.vec(s.len()), rng.vec(s.len()), rng.vec(s.len()));
-            let scale = 0.5;
-            let fwd = naive_f64(&q, &k, &v, s, causal, scale);
-            let o: Vec<f32> = fwd.o.iter().map(|&x| x as f32).collect();
-            let m: Vec<f32> = fwd.m.iter().map(|&x| x as f32).collect();
-            let t = tiled_backward_f32(&q, &k, &v, &o, &m, &d_o, s, causal, scale as f32, bm, bn);
-            let r = backward_f64(&q, &k, &v, &d_o, s, causal, scale);
-            for (name, a, b) in [("dQ", &t.dq, &r.dq), ("dK", &t.dk, &r.dk), ("dV", &t.dv, &r.dv)] {
-                let e = relative_error(a, b);
-                assert!(e <= 1e-5, "{name} N={n} BM={bm} BN={bn} causal={causal}: {e:.2e}");
-            }
+            let p = Problem::new(&mut rng, n, causal);
+            let t = tiled_backward_f32(&p.q, &p.k, &p.v, &p.o, &p.m, &p.d_o, p.s, causal, SCALE as f32, bm, bn);
+            p.assert_matches_f64(&t, &format!("BM={bm} BN={bn}"));
         }
     }
 }
@@ -59,22 +83,12 @@ fn tiled_backward_matches_f64() {
 /// 128-row key blocks, causal and not.
 #[test]
 fn fused_backward_matches_f64() {
-    use flashgen::reference::fused_backward_f32;
     let mut rng = SplitMix(13);
     for &(n, bn) in &[(1usize, 64usize), (63, 64), (64, 128), (65, 64), (200, 64), (200, 128), (333, 128), (256, 64)] {
         for causal in [false, true] {
-            let s = Shape { z: 1, h: 2, n, d: 16 };
-            let (q, k, v, d_o) = (rng.vec(s.len()), rng.vec(s.len()), rng.vec(s.len()), rng.vec(s.len()));
-            let scale = 0.5;
-            let fwd = naive_f64(&q, &k, &v, s, causal, scale);
-            let o: Vec<f32> = fwd.o.iter().map(|&x| x as f32).collect();
-            let m: Vec<f32> = fwd.m.iter().map(|&x| x as f32).collect();
-            let t = fused_backward_f32(&q, &k, &v, &o, &m, &d_o, s, causal, scale as f32, bn);
-            let r = backward_f64(&q, &k, &v, &d_o, s, causal, scale);
-            for (name, a, b) in [("dQ", &t.dq, &r.dq), ("dK", &t.dk, &r.dk), ("dV", &t.dv, &r.dv)] {
-                let e = relative_error(a, b);
-                assert!(e <= 1e-5, "{name} N={n} BN={bn} causal={causal}: {e:.2e}");
-            }
+            let p = Problem::new(&mut rng, n, causal);
+            let t = fused_backward_f32(&p.q, &p.k, &p.v, &p.o, &p.m, &p.d_o, p.s, causal, SCALE as f32, bn);
+            p.assert_matches_f64(&t, &format!("BN={bn}"));
         }
     }
 }

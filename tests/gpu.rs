@@ -56,6 +56,15 @@ fn bad_arguments_are_errors_not_crashes() {
     assert!(e.contains("sm_scale"), "{e}");
 }
 
+/// Random Q, K, V, dO of shape `s` in BSHD layout, rounded to the dtype: the host values and the tensors.
+fn backward_inputs(f: &Flash, rng: &mut SplitMix, dtype: DType, s: Shape) -> ([Vec<f32>; 4], [Tensor; 4]) {
+    let layout = Layout::bshd(s.z, s.h, s.n, s.d);
+    let round = |x: f32| flashgen_runtime::tensor::from_bits(dtype, flashgen_runtime::tensor::to_bits(dtype, x));
+    let host: [Vec<f32>; 4] = std::array::from_fn(|_| (0..s.len()).map(|_| round(rng.normal())).collect());
+    let tensors = std::array::from_fn(|i| Tensor::from_f32(&f.gpu, &host[i], dtype, layout).unwrap());
+    (host, tensors)
+}
+
 #[test]
 #[ignore = "needs a GPU: run on the device machine with --ignored"]
 fn attention_backward_matches_f64_from_lse_or_m() {
@@ -63,12 +72,7 @@ fn attention_backward_matches_f64_from_lse_or_m() {
     let mut rng = SplitMix(12);
     for (dtype, d, causal, natural) in [(DType::Bf16, 128, true, true), (DType::F16, 64, false, false)] {
         let s = Shape { z: 1, h: 2, n: 200, d };
-        let layout = Layout::bshd(1, 2, 200, d);
-        let round = |x: f32| flashgen_runtime::tensor::from_bits(dtype, flashgen_runtime::tensor::to_bits(dtype, x));
-        let mut gen = || -> Vec<f32> { (0..s.len()).map(|_| round(rng.normal())).collect() };
-        let (q, k, v, d_o) = (gen(), gen(), gen(), gen());
-        let up = |x: &[f32]| Tensor::from_f32(&f.gpu, x, dtype, layout).unwrap();
-        let (tq, tk, tv, tdo) = (up(&q), up(&k), up(&v), up(&d_o));
+        let ([q, k, v, d_o], [tq, tk, tv, tdo]) = backward_inputs(&f, &mut rng, dtype, s);
         let out = f.attention_forward(&tq, &tk, &tv, causal, None).unwrap();
         let stats = if natural { RowStats::Lse(&out.lse) } else { RowStats::M(&out.m) };
         let g = f.attention_backward(&tq, &tk, &tv, &out.o, stats, &tdo, causal, None).unwrap();
@@ -162,12 +166,7 @@ fn fused_backward_matches_f64_and_is_deterministic() {
     let mut rng = SplitMix(21);
     for (dtype, d, causal, n) in [(DType::Bf16, 128, true, 333), (DType::Bf16, 128, false, 1000), (DType::F16, 64, true, 200), (DType::Bf16, 64, false, 65)] {
         let s = Shape { z: 1, h: 3, n, d };
-        let layout = Layout::bshd(1, 3, n, d);
-        let round = |x: f32| flashgen_runtime::tensor::from_bits(dtype, flashgen_runtime::tensor::to_bits(dtype, x));
-        let mut gen = || -> Vec<f32> { (0..s.len()).map(|_| round(rng.normal())).collect() };
-        let (q, k, v, d_o) = (gen(), gen(), gen(), gen());
-        let up = |x: &[f32]| Tensor::from_f32(&f.gpu, x, dtype, layout).unwrap();
-        let (tq, tk, tv, tdo) = (up(&q), up(&k), up(&v), up(&d_o));
+        let ([q, k, v, d_o], [tq, tk, tv, tdo]) = backward_inputs(&f, &mut rng, dtype, s);
         let out = f.attention_forward(&tq, &tk, &tv, causal, None).unwrap();
         let specs = f.backward_specs(&tq, causal).unwrap();
         assert!(specs.dkdv.kind().fuses_dq() && specs.dq.is_none(), "{}", specs.names());

@@ -248,6 +248,52 @@ pub fn backward_f64(q: &[f32], k: &[f32], v: &[f32], d_o: &[f32], s: Shape, caus
     g
 }
 
+/// One head of a backward's f32 inputs, with what every tiled backward recomputes as the kernels do: Δ_i =
+/// rowsum(dO_i ⊙ O_i), P_ij = exp2(Q_i·K_j·qk_scale − M_i) (0 above the causal diagonal) and
+/// dS_ij = P_ij (dO_i·V_j − Δ_i).
+struct HeadTerms<'a> {
+    q: &'a [f32],
+    k: &'a [f32],
+    v: &'a [f32],
+    m: &'a [f32],
+    d_o: &'a [f32],
+    base: usize,
+    n: usize,
+    d: usize,
+    hz: usize,
+    causal: bool,
+    qk_scale: f32,
+    delta: Vec<f32>,
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>()
+}
+
+impl<'a> HeadTerms<'a> {
+    #[allow(clippy::too_many_arguments)]
+    fn new(q: &'a [f32], k: &'a [f32], v: &'a [f32], o: &[f32], m: &'a [f32], d_o: &'a [f32], s: Shape, hz: usize, causal: bool, sm_scale: f32) -> HeadTerms<'a> {
+        let (n, d, base) = (s.n, s.d, hz * s.n * s.d);
+        let mut t = HeadTerms { q, k, v, m, d_o, base, n, d, hz, causal, qk_scale: sm_scale * std::f32::consts::LOG2_E, delta: Vec::new() };
+        t.delta = (0..n).map(|i| dot(&t.row(o, i), &t.row(d_o, i))).collect();
+        t
+    }
+    /// Row r of this head of `x` (one of the [Z, H, N, D] inputs).
+    fn row(&self, x: &[f32], r: usize) -> Vec<f32> {
+        x[self.base + r * self.d..self.base + (r + 1) * self.d].to_vec()
+    }
+    fn p(&self, i: usize, j: usize) -> f32 {
+        if self.causal && j > i {
+            0.0
+        } else {
+            (dot(&self.row(self.q, i), &self.row(self.k, j)) * self.qk_scale - self.m[self.hz * self.n + i]).exp2()
+        }
+    }
+    fn ds(&self, i: usize, j: usize) -> f32 {
+        self.p(i, j) * (dot(&self.row(self.d_o, i), &self.row(self.v, j)) - self.delta[i])
+    }
+}
+
 /// The seed's 3-kernel backward as the kernels will compute it, in f32 from the forward's O and base-2 M:
 /// preprocess Δ = rowsum(dO ⊙ O); dK/dV with an outer loop over K/V blocks and an inner one over Q blocks
 /// (causal: Q blocks wholly above the diagonal skipped, only diagonal blocks masked), P recomputed as
@@ -267,21 +313,14 @@ pub fn tiled_backward_f32(
     block_n: usize,
 ) -> Gradients<f32> {
     let (n, d) = (s.n, s.d);
-    let qk_scale = sm_scale * std::f32::consts::LOG2_E;
-    let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
     let mut g = Gradients { dq: vec![0f32; s.len()], dk: vec![0f32; s.len()], dv: vec![0f32; s.len()] };
     for hz in 0..s.heads() {
         let base = hz * n * d;
-        let row = |x: &'_ [f32], r: usize| -> Vec<f32> { x[base + r * d..base + (r + 1) * d].to_vec() };
-        // ---- preprocess: Δ_i = rowsum(dO_i ⊙ O_i) ----
-        let delta: Vec<f32> = (0..n).map(|i| dot(&row(o, i), &row(d_o, i))).collect();
-        let p_of = |i: usize, j: usize| -> f32 {
-            if causal && j > i {
-                0.0
-            } else {
-                (dot(&row(q, i), &row(k, j)) * qk_scale - m[hz * n + i]).exp2()
-            }
-        };
+        // ---- preprocess (Δ), and P and dS as the kernels recompute them ----
+        let t = HeadTerms::new(q, k, v, o, m, d_o, s, hz, causal, sm_scale);
+        let row = |x: &'_ [f32], r: usize| t.row(x, r);
+        let p_of = |i: usize, j: usize| t.p(i, j);
+        let delta = &t.delta;
         // ---- dK, dV: outer over K/V blocks, inner over Q blocks ----
         for start_n in (0..n).step_by(block_n) {
             let keys = start_n..(start_n + block_n).min(n);
@@ -348,20 +387,11 @@ pub fn fused_backward_f32(
 ) -> Gradients<f32> {
     const BLOCK_M: usize = 64;
     let (n, d) = (s.n, s.d);
-    let qk_scale = sm_scale * std::f32::consts::LOG2_E;
-    let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
     let mut g = Gradients { dq: vec![f32::NAN; s.len()], dk: vec![0f32; s.len()], dv: vec![0f32; s.len()] };
     for hz in 0..s.heads() {
         let base = hz * n * d;
-        let row = |x: &'_ [f32], r: usize| -> Vec<f32> { x[base + r * d..base + (r + 1) * d].to_vec() };
-        let delta: Vec<f32> = (0..n).map(|i| dot(&row(o, i), &row(d_o, i))).collect();
-        let ds_of = |i: usize, j: usize| -> f32 {
-            if causal && j > i {
-                return 0.0;
-            }
-            let p = (dot(&row(q, i), &row(k, j)) * qk_scale - m[hz * n + i]).exp2();
-            p * (dot(&row(d_o, i), &row(v, j)) - delta[i])
-        };
+        let t = HeadTerms::new(q, k, v, o, m, d_o, s, hz, causal, sm_scale);
+        let row = |x: &'_ [f32], r: usize| t.row(x, r);
         let (programs, n_q) = (n.div_ceil(block_n), n.div_ceil(BLOCK_M));
         // the kernel's rule: causal, the program holding the block's last query (or the last program)
         let last_of = |blk: usize| if causal { ((blk * BLOCK_M + BLOCK_M - 1) / block_n).min(programs - 1) } else { programs - 1 };
@@ -382,9 +412,7 @@ pub fn fused_backward_f32(
                     let (qi, doi) = (row(q, i), row(d_o, i));
                     let mut dq_part = vec![0f32; d];
                     for j in keys.clone() {
-                        let ds = ds_of(i, j);
-                        let p_ij = if causal && j > i { 0.0 } else { (dot(&qi, &row(k, j)) * qk_scale - m[hz * n + i]).exp2() };
-                        let kj = row(k, j);
+                        let (ds, p_ij, kj) = (t.ds(i, j), t.p(i, j), row(k, j));
                         for c in 0..d {
                             g.dv[base + j * d + c] += p_ij * doi[c];
                             g.dk[base + j * d + c] += ds * qi[c];
