@@ -4,7 +4,7 @@
 
 use flashgen::reference::{backward_f64, naive_f64, relative_error, Shape, SplitMix};
 use flashgen::DType;
-use flashgen_runtime::{Flash, Gpu, KernelCache, Layout, RowStats, Tensor};
+use flashgen_runtime::{BackwardPath, Flash, Gpu, KernelCache, Layout, RowStats, Tensor};
 
 fn flash() -> Flash {
     Flash::new(Gpu::open(0).expect("a CUDA GPU is required for this test"), KernelCache::new(None, flashgen_runtime::KernelSource::default_source()))
@@ -152,9 +152,9 @@ fn kernels_load_as_whole_programs_and_rejected_ptx_is_an_error() {
     assert!(e.contains("broken") && e.contains("PTX JIT failed"), "{e}");
 }
 
-/// The fused backward (bwd_pre + bwd_fused, opt-in): gradients match f64 on ragged lengths and many key
-/// blocks, causal and not; dQ is the same bit for bit on a second run (its partial sums are added in
-/// program order).
+/// The fused backward (bwd_pre + bwd_fused, opt-in), deterministic and with atomics: gradients match f64
+/// on ragged lengths and many key blocks, causal and not; the deterministic one's dQ is the same bit for
+/// bit on a second run (its partial sums are added in program order).
 #[test]
 #[ignore = "needs a GPU: run on the device machine with --ignored"]
 fn fused_backward_matches_f64_and_is_deterministic() {
@@ -162,22 +162,26 @@ fn fused_backward_matches_f64_and_is_deterministic() {
     if !f.gpu.arch.has_wgmma() {
         panic!("bwd_fused needs sm_90a; this GPU is {}", f.gpu.arch);
     }
-    f.set_fused_backward(true);
     let mut rng = SplitMix(21);
     for (dtype, d, causal, n) in [(DType::Bf16, 128, true, 333), (DType::Bf16, 128, false, 1000), (DType::F16, 64, true, 200), (DType::Bf16, 64, false, 65)] {
         let s = Shape { z: 1, h: 3, n, d };
         let ([q, k, v, d_o], [tq, tk, tv, tdo]) = backward_inputs(&f, &mut rng, dtype, s);
         let out = f.attention_forward(&tq, &tk, &tv, causal, None).unwrap();
-        let specs = f.backward_specs(&tq, causal).unwrap();
-        assert!(specs.dkdv.kind().fuses_dq() && specs.dq.is_none(), "{}", specs.names());
-        let g = f.attention_backward(&tq, &tk, &tv, &out.o, RowStats::M(&out.m), &tdo, causal, None).unwrap();
         let r = backward_f64(&q, &k, &v, &d_o, s, causal, 1.0 / (d as f64).sqrt());
-        for (name, got, want) in [("dQ", &g.dq, &r.dq), ("dK", &g.dk, &r.dk), ("dV", &g.dv, &r.dv)] {
-            let e = relative_error(&got.to_f32(&f.gpu).unwrap(), want);
-            assert!(e <= 2e-2, "{name} relative error {e:.3e} ({} d{d} causal={causal} N={n})", dtype.name());
+        for path in [BackwardPath::Fused, BackwardPath::FusedAtomic] {
+            f.set_backward_path(path);
+            let specs = f.backward_specs(&tq, causal).unwrap();
+            assert!(specs.dkdv.kind().fuses_dq() && specs.dq.is_none(), "{}", specs.names());
+            let g = f.attention_backward(&tq, &tk, &tv, &out.o, RowStats::M(&out.m), &tdo, causal, None).unwrap();
+            for (name, got, want) in [("dQ", &g.dq, &r.dq), ("dK", &g.dk, &r.dk), ("dV", &g.dv, &r.dv)] {
+                let e = relative_error(&got.to_f32(&f.gpu).unwrap(), want);
+                assert!(e <= 2e-2, "{path:?}: {name} relative error {e:.3e} ({} d{d} causal={causal} N={n})", dtype.name());
+            }
+            if path == BackwardPath::Fused {
+                let again = f.attention_backward(&tq, &tk, &tv, &out.o, RowStats::M(&out.m), &tdo, causal, None).unwrap();
+                let bits = |t: &Tensor| f.gpu.stream.clone_dtoh(&t.data).unwrap();
+                assert_eq!(bits(&g.dq), bits(&again.dq), "dQ differs between two runs ({} d{d} causal={causal} N={n})", dtype.name());
+            }
         }
-        let again = f.attention_backward(&tq, &tk, &tv, &out.o, RowStats::M(&out.m), &tdo, causal, None).unwrap();
-        let bits = |t: &Tensor| f.gpu.stream.clone_dtoh(&t.data).unwrap();
-        assert_eq!(bits(&g.dq), bits(&again.dq), "dQ differs between two runs ({} d{d} causal={causal} N={n})", dtype.name());
     }
 }

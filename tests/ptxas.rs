@@ -110,7 +110,8 @@ fn lse_scale_kernel_assembles() {
 fn wgmma_kernels_assemble_without_spills_or_serialization() {
     let Some(tool) = ptxas_or_skip() else { return };
     let mut specs = Vec::new();
-    for kind in [KernelKind::FwdWgmma, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma, KernelKind::BwdFused] {
+    let kinds = [KernelKind::FwdWgmma, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma, KernelKind::BwdFused, KernelKind::BwdFusedAtomic];
+    for kind in kinds {
         for dtype in [DType::Bf16, DType::F16] {
             for d in flashgen::spec::HEAD_DIMS {
                 for w in flashgen::spec::NUM_WARPS {
@@ -129,7 +130,7 @@ fn wgmma_kernels_assemble_without_spills_or_serialization() {
             }
         }
     }
-    for kind in [KernelKind::FwdWgmma, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma, KernelKind::BwdFused] {
+    for kind in kinds {
         let n = specs.iter().filter(|s| s.kind() == kind).count();
         assert!(n >= 16, "{}: {n} shapes admitted", kind.name());
     }
@@ -162,11 +163,13 @@ fn wgmma_kernels_are_hgmma_in_sass() {
             let dq = b.dq.unwrap();
             // bwd_fused: dK/dV's products + dQ = dS·K over the program's key rows (BLOCK_N/16)
             let fused = KernelSpec::backward_fused(Arch::Sm90a, DType::Bf16, d, causal).unwrap().dkdv;
+            let atomic = KernelSpec::backward_fused_atomic(Arch::Sm90a, DType::Bf16, d, causal).unwrap().dkdv;
             let expected = [
                 (f, s_issues * k16(d) + k16(f.block_n())),
                 (b.dkdv, 2 * k16(d) + 2 * k16(b.dkdv.block_m())),
                 (dq, 2 * k16(d) + k16(dq.block_n())),
                 (fused, 2 * k16(d) + 2 * k16(fused.block_m()) + k16(fused.block_n())),
+                (atomic, 2 * k16(d) + 2 * k16(atomic.block_m()) + k16(atomic.block_n())),
             ];
             for (spec, hgmma) in expected {
                 let text = sass(&tool, &dis, &compile(&spec, CompileOptions::default()).unwrap().ptx, "sm_90a").unwrap();

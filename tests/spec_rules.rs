@@ -111,8 +111,9 @@ fn default_set_is_complete_and_names_are_unique() {
     let set = KernelSpec::default_set();
     // per arch × dtype × head dim: forward and dK/dV and dQ for both stages, one preprocess; on sm_90a a
     // second forward per dtype, head dim and stage: fwd_ws's fwd_wgmma fallback (HEAD_DIM 128), which at
-    // HEAD_DIM 64 is also the short-sequence forward; and on sm_90a the fused backward (bwd_fused)
-    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 * 2);
+    // HEAD_DIM 64 is also the short-sequence forward; and on sm_90a the fused backwards (bwd_fused and
+    // bwd_fused_atomic)
+    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 * 2 * 2);
     for kind in KernelKind::ALL {
         // sm_80 gets the mma.sync kinds, sm_90a the wgmma ones; both get the preprocess
         let arch = if kind.uses_wgmma() { Arch::Sm90a } else { Arch::Sm80 };
@@ -322,19 +323,24 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
 #[test]
 fn fused_backward_is_a_dkdv_kernel_with_dq() {
     let k = KernelKind::BwdFused;
-    assert!(k.fuses_dq() && k.uses_wgmma() && k.role() == KernelKind::BwdDkdv);
+    assert!(k.fuses_dq() && k.uses_wgmma() && k.role() == KernelKind::BwdDkdv && !k.dq_atomics());
     assert_eq!(KernelKind::parse("bwd_fused").unwrap(), k);
+    let atomic = KernelKind::BwdFusedAtomic;
+    assert!(atomic.fuses_dq() && atomic.dq_atomics() && atomic.role() == KernelKind::BwdDkdv);
+    assert_eq!(KernelKind::parse("bwd_fused_atomic").unwrap(), atomic);
     assert_eq!(KernelKind::BwdDkdv.wgmma_kind(), Some(KernelKind::BwdDkdvWgmma), "the plain wgmma kind stays the role's");
     for d in [64, 128] {
         for causal in [false, true] {
             let b = KernelSpec::backward_fused(Arch::Sm90a, DType::Bf16, d, causal).unwrap();
             assert_eq!((b.dkdv.kind(), b.dq, b.dkdv.causal()), (k, None, causal));
+            let a = KernelSpec::backward_fused_atomic(Arch::Sm90a, DType::Bf16, d, causal).unwrap();
+            assert_eq!(SpecParams { kind: k, ..*a.dkdv.params() }, *b.dkdv.params(), "the same tiles, atomics aside");
             assert_eq!(b.kernels(), vec![b.preprocess, b.dkdv]);
             assert_eq!((b.dkdv.streamed_rows(), b.dkdv.resident_rows()), (64, if d == 128 { 128 } else { 64 }));
             // the dSᵀ tile (one 128-byte row per key) after the dK/dV kernel's own memory
             let plain = KernelSpec::new(SpecParams { kind: KernelKind::BwdDkdvWgmma, ..*b.dkdv.params() }).map(|s| s.shared_memory_bytes());
             if let Ok(plain) = plain {
-                assert_eq!(b.dkdv.shared_memory_bytes(), plain + b.dkdv.resident_rows() * 128);
+                assert_eq!(b.dkdv.shared_memory_bytes(), plain + b.dkdv.resident_rows() * 128 + 16);
             }
             assert!(b.dkdv.register_estimate() <= 255);
         }

@@ -33,7 +33,8 @@ pub struct BenchArgs {
     /// Also time the backward pass (the three default kernels, Δ included), kind "bwd".
     #[arg(long)]
     backward: bool,
-    /// With --backward on sm_90a, also time bwd_pre + bwd_fused (dQ inside dK/dV), labelled "fused".
+    /// With --backward on sm_90a, also time bwd_pre + bwd_fused (dQ inside dK/dV), labelled "fused", and
+    /// with atomics, "fused-atomic".
     #[arg(long)]
     fused: bool,
     /// Backward tile configs to time besides the default, "dkdv bm,bn,warps,stages|dq bm,bn,warps,stages;..."
@@ -203,6 +204,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     }
                     if a.fused && gpu.arch.has_wgmma() {
                         variants.push(("fused".to_string(), KernelSpec::backward_fused(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
+                        variants.push(("fused-atomic".to_string(), KernelSpec::backward_fused_atomic(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
                     }
                     if a.tuned {
                         // the kernels attention_backward would pick for this shape: the stored winners, if any

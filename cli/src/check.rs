@@ -37,7 +37,8 @@ pub struct CheckArgs {
     /// wgmma ones; elsewhere the mma.sync kernels are the defaults.
     #[arg(long)]
     pub mma_sync: bool,
-    /// On sm_90a, also check the fused backward (bwd_pre + bwd_fused: dQ inside the dK/dV kernel).
+    /// On sm_90a, also check the fused backward (bwd_pre + bwd_fused, and bwd_fused_atomic: dQ inside the
+    /// dK/dV kernel).
     #[arg(long)]
     pub fused_backward: bool,
     /// Extra specs to check beside the defaults, as "[w:|ws:]dtype,d,bm,bn,stage,warps,stages;..." (target = the GPU's; "w:" = fwd_wgmma, "ws:" = fwd_ws).

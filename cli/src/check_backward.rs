@@ -46,6 +46,7 @@ fn backward_spec_sets(arch: flashgen::Arch, dtype: DType, d: u32, causal: bool, 
     let mut sets = vec![if a.mma_sync { KernelSpec::backward_mma_sync(arch, dtype, d, causal) } else { KernelSpec::backward_defaults(arch, dtype, d, causal) }.map_err(e)?];
     if a.fused_backward && arch.has_wgmma() {
         sets.push(KernelSpec::backward_fused(arch, dtype, d, causal).map_err(e)?);
+        sets.push(KernelSpec::backward_fused_atomic(arch, dtype, d, causal).map_err(e)?);
     }
     Ok(sets)
 }

@@ -115,6 +115,7 @@ struct KernelConstants {
     // ---- bwd_fused: dQ inside dK/dV (lib/dq_fused.ll.tera): warpgroups, dQ columns per warpgroup, and
     // the dSᵀ tile's offset from the tiles (after the ring) ----
     FUSED: bool,
+    DQ_ATOMIC: bool,
     WGS: u32,
     DQN: u32,
     DS_OFF: u32,
@@ -202,6 +203,7 @@ impl KernelConstants {
             DESC_MN: descriptor_constant(bs * 128 / 16).to_string(),
             DESC_MN_RES: descriptor_constant(br * 128 / 16).to_string(),
             FUSED: spec.kind().fuses_dq(),
+            DQ_ATOMIC: spec.kind().dq_atomics(),
             WGS: (spec.num_warps() / 4).max(1),
             DQN: d / (spec.num_warps() / 4).max(1),
             DS_OFF: 2 * br * row_bytes + spec.num_stages() * spec.slot_bytes(),
@@ -271,7 +273,7 @@ pub fn template_for(kind: KernelKind) -> &'static str {
         KernelKind::Fwd | KernelKind::FwdWgmma => "fa2_fwd.ll.tera",
         KernelKind::FwdWs => "fa2_fwd_ws.ll.tera",
         KernelKind::BwdPre => "fa2_bwd_pre.ll.tera",
-        KernelKind::BwdDkdv | KernelKind::BwdDkdvWgmma | KernelKind::BwdFused => "fa2_bwd_dkdv.ll.tera",
+        KernelKind::BwdDkdv | KernelKind::BwdDkdvWgmma | KernelKind::BwdFused | KernelKind::BwdFusedAtomic => "fa2_bwd_dkdv.ll.tera",
         KernelKind::BwdDq | KernelKind::BwdDqWgmma => "fa2_bwd_dq.ll.tera",
     }
 }

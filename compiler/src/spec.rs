@@ -36,6 +36,10 @@ pub enum KernelKind {
     /// writes dQ. Its ABI appends dQ, the f32 buffer and the locks to bwd_dkdv's (docs/ABI.md). Query
     /// blocks of 64 rows.
     BwdFused,
+    /// bwd_fused with dQ's partial sums added by atomics (red.global.add.f32) in whatever order they
+    /// arrive: no program waits for another, but dQ's last bits vary from run to run. Opt-in only
+    /// (FLASHGEN_BACKWARD=fused-atomic); same ABI, and the f32 buffer must be zero at launch.
+    BwdFusedAtomic,
 }
 
 /// Element type of Q, K, V and O. Accumulation is always f32.
@@ -213,7 +217,7 @@ impl DType {
 
 impl KernelKind {
     /// Every kind; a role's plain wgmma kind comes before bwd_fused (`wgmma_kind` takes the first).
-    pub const ALL: [KernelKind; 9] = [
+    pub const ALL: [KernelKind; 10] = [
         KernelKind::Fwd,
         KernelKind::FwdWgmma,
         KernelKind::FwdWs,
@@ -223,13 +227,14 @@ impl KernelKind {
         KernelKind::BwdDkdvWgmma,
         KernelKind::BwdDqWgmma,
         KernelKind::BwdFused,
+        KernelKind::BwdFusedAtomic,
     ];
 
     pub fn parse(s: &str) -> Result<KernelKind, SpecError> {
         KernelKind::ALL
             .into_iter()
             .find(|k| k.name() == s.trim())
-            .ok_or_else(|| SpecError(format!("kernel `{s}` is unknown: use one of fwd, fwd_wgmma, fwd_ws, bwd_pre, bwd_dkdv, bwd_dq, bwd_dkdv_wgmma, bwd_dq_wgmma, bwd_fused")))
+            .ok_or_else(|| SpecError(format!("kernel `{s}` is unknown: use one of fwd, fwd_wgmma, fwd_ws, bwd_pre, bwd_dkdv, bwd_dq, bwd_dkdv_wgmma, bwd_dq_wgmma, bwd_fused, bwd_fused_atomic")))
     }
     pub fn name(self) -> &'static str {
         match self {
@@ -242,6 +247,7 @@ impl KernelKind {
             KernelKind::BwdDkdvWgmma => "bwd_dkdv_wgmma",
             KernelKind::BwdDqWgmma => "bwd_dq_wgmma",
             KernelKind::BwdFused => "bwd_fused",
+            KernelKind::BwdFusedAtomic => "bwd_fused_atomic",
         }
     }
     /// The kernel's role in the pass, whichever instructions implement it: a wgmma kind has the role (and
@@ -249,7 +255,7 @@ impl KernelKind {
     pub fn role(self) -> KernelKind {
         match self {
             KernelKind::FwdWgmma | KernelKind::FwdWs => KernelKind::Fwd,
-            KernelKind::BwdDkdvWgmma | KernelKind::BwdFused => KernelKind::BwdDkdv,
+            KernelKind::BwdDkdvWgmma | KernelKind::BwdFused | KernelKind::BwdFusedAtomic => KernelKind::BwdDkdv,
             KernelKind::BwdDqWgmma => KernelKind::BwdDq,
             k => k,
         }
@@ -260,7 +266,11 @@ impl KernelKind {
     }
     /// Whether the kernel computes dQ besides dK and dV (bwd_fused: no separate dQ kernel runs).
     pub fn fuses_dq(self) -> bool {
-        self == KernelKind::BwdFused
+        matches!(self, KernelKind::BwdFused | KernelKind::BwdFusedAtomic)
+    }
+    /// Whether dQ's partial sums are added by atomics, in arrival order (not deterministic).
+    pub fn dq_atomics(self) -> bool {
+        self == KernelKind::BwdFusedAtomic
     }
     /// The Hopper (wgmma) kind that plays this kind's role, if there is one (not for the preprocess).
     pub fn wgmma_kind(self) -> Option<KernelKind> {
@@ -523,8 +533,9 @@ impl KernelSpec {
             // and the mbarriers: Q full, then K/V full and empty per slot
             resident + ns * slot.next_multiple_of(1024) + 1024 + 8 * (1 + 2 * ns)
         } else if self.0.kind.fuses_dq() {
-            // and the dSᵀ tile: one 128-byte row (64 queries) per key row
-            resident + ns * slot.next_multiple_of(1024) + 1024 + res * 128
+            // and the dSᵀ tile (one 128-byte row of 64 queries per key row), and a word per warpgroup
+            // for bwd_fused_atomic's "last to add" flag
+            resident + ns * slot.next_multiple_of(1024) + 1024 + res * 128 + 16
         } else if self.0.kind.uses_wgmma() {
             resident + ns * slot.next_multiple_of(1024) + 1024
         } else {
@@ -596,7 +607,7 @@ impl KernelSpec {
             KernelKind::BwdDkdvWgmma => (d + strm + strm / 2, REGISTER_OVERHEAD),
             // dK, dV, Sᵀ and dPᵀ, then dQ's columns (HEAD_DIM / warpgroups / 2): fitted to ptxas 12.9
             // (D128 with two warpgroups: 248 registers; with one, 64 dQ registers: spills; D64: 222)
-            KernelKind::BwdFused => (d + strm + d / (self.0.num_warps / 4) / 2, BACKWARD_REGISTER_OVERHEAD),
+            KernelKind::BwdFused | KernelKind::BwdFusedAtomic => (d + strm + d / (self.0.num_warps / 4) / 2, BACKWARD_REGISTER_OVERHEAD),
             KernelKind::BwdPre => (0, 0),
         };
         let in_flight = if self.0.kind.uses_wgmma() { 0 } else { strm * d / 256 };
@@ -689,6 +700,7 @@ impl KernelSpec {
             KernelKind::BwdDkdvWgmma => Ok(KernelSpec::backward_wgmma(arch, dtype, head_dim, causal)?.dkdv),
             KernelKind::BwdDqWgmma => KernelSpec::backward_wgmma(arch, dtype, head_dim, causal)?.dq.ok_or_else(|| SpecError("bwd_dq_wgmma: no wgmma dQ kernel".into())),
             KernelKind::BwdFused => KernelSpec::backward_fused(arch, dtype, head_dim, causal).map(|b| b.dkdv),
+            KernelKind::BwdFusedAtomic => KernelSpec::backward_fused_atomic(arch, dtype, head_dim, causal).map(|b| b.dkdv),
         }
     }
 
@@ -756,15 +768,24 @@ impl KernelSpec {
     /// Query blocks of 64 rows; HEAD_DIM 128: two warpgroups of 64 key rows (each warpgroup then computes
     /// 64 of dQ's 128 columns: 32 registers), HEAD_DIM 64: one; 2 stages. Not measured yet: not the default.
     pub fn backward_fused(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
+        KernelSpec::backward_fused_of(KernelKind::BwdFused, arch, dtype, head_dim, causal)
+    }
+
+    /// `backward_fused` with dQ added by atomics (`KernelKind::BwdFusedAtomic`; not deterministic).
+    pub fn backward_fused_atomic(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
+        KernelSpec::backward_fused_of(KernelKind::BwdFusedAtomic, arch, dtype, head_dim, causal)
+    }
+
+    fn backward_fused_of(kind: KernelKind, arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
         let num_warps = if head_dim == 128 { 8 } else { 4 };
-        let p = SpecParams { kind: KernelKind::BwdFused, dtype, head_dim, block_m: 64, block_n: 16 * num_warps, stage: if causal { 3 } else { 1 }, num_warps, num_stages: 2, arch };
+        let p = SpecParams { kind, dtype, head_dim, block_m: 64, block_n: 16 * num_warps, stage: if causal { 3 } else { 1 }, num_warps, num_stages: 2, arch };
         Ok(BackwardSpecs { preprocess: KernelSpec::backward_preprocess(arch, dtype, head_dim), dkdv: KernelSpec::new(p)?, dq: None })
     }
 
     /// The default set that `flashgen emit --defaults` generates: for sm_80 and sm_90a, bf16 and fp16,
     /// HEAD_DIM 64 and 128, STAGE 1 and 3: the default forward and the default backward kernels (on sm_90a
     /// the wgmma kinds; with fwd_ws, also its fwd_wgmma fallback, and the short-sequence forward where it
-    /// differs; and the fused backward, which FLASHGEN_BACKWARD=fused selects).
+    /// differs; and the fused backwards, which FLASHGEN_BACKWARD=fused or fused-atomic selects).
     pub fn default_set() -> Vec<KernelSpec> {
         let mut out = Vec::new();
         for arch in [Arch::Sm80, Arch::Sm90a] {
@@ -788,6 +809,7 @@ impl KernelSpec {
                         out.extend(b.dq);
                         if arch.has_wgmma() {
                             out.push(KernelSpec::backward_fused(arch, dtype, head_dim, causal).expect("default specs validate").dkdv);
+                            out.push(KernelSpec::backward_fused_atomic(arch, dtype, head_dim, causal).expect("default specs validate").dkdv);
                         }
                     }
                 }

@@ -61,9 +61,31 @@ pub struct Flash {
     delta: Mutex<Option<CudaSlice<f32>>>,
     /// bwd_fused's dQ partial sums and locks, kept between calls like Δ.
     fused_scratch: Mutex<Option<(CudaSlice<f32>, CudaSlice<u32>)>>,
-    /// Run the backward as bwd_pre + bwd_fused (dQ inside dK/dV) where the GPU has wgmma: opt-in while
-    /// it is being measured (FLASHGEN_BACKWARD=fused or `set_fused_backward(true)`).
-    fused_backward: bool,
+    /// Which backward runs where the GPU has wgmma (FLASHGEN_BACKWARD or `set_backward_path`).
+    backward_path: BackwardPath,
+    /// An unknown FLASHGEN_BACKWARD, reported by every backward call until `set_backward_path`.
+    backward_path_error: Option<String>,
+}
+
+/// The backward's kernels on sm_90a: the three-kernel pass (the default), or Δ + one kernel that computes
+/// dQ inside dK/dV, its partial sums added in program order (deterministic) or by atomics (not).
+/// FLASHGEN_BACKWARD=split|fused|fused-atomic. The fused paths are opt-in while they are measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackwardPath {
+    Split,
+    Fused,
+    FusedAtomic,
+}
+
+impl BackwardPath {
+    pub fn parse(s: &str) -> Result<BackwardPath, RuntimeError> {
+        match s.trim() {
+            "split" | "" => Ok(BackwardPath::Split),
+            "fused" => Ok(BackwardPath::Fused),
+            "fused-atomic" => Ok(BackwardPath::FusedAtomic),
+            other => Err(RuntimeError::Argument(format!("FLASHGEN_BACKWARD={other} is unknown: use split (three kernels), fused (deterministic) or fused-atomic"))),
+        }
+    }
 }
 
 impl Flash {
@@ -71,7 +93,8 @@ impl Flash {
         let tunes = TuneStore::new(cache.dir());
         let autotune = std::env::var_os("FLASHGEN_AUTOTUNE").is_some_and(|v| v != "0");
         let wgmma = std::env::var_os("FLASHGEN_WGMMA").is_none_or(|v| v != "0");
-        let fused_backward = std::env::var_os("FLASHGEN_BACKWARD").is_some_and(|v| v == "fused");
+        // an unknown value is reported at the first backward call (`backward_specs`), not here
+        let backward_path = std::env::var("FLASHGEN_BACKWARD").ok().map(|v| BackwardPath::parse(&v));
         Flash {
             gpu,
             cache,
@@ -83,13 +106,18 @@ impl Flash {
             scale: OnceLock::new(),
             delta: Mutex::new(None),
             fused_scratch: Mutex::new(None),
-            fused_backward,
+            backward_path: match backward_path {
+                Some(Ok(p)) => p,
+                _ => BackwardPath::Split,
+            },
+            backward_path_error: backward_path.and_then(|r| r.err()).map(|e| e.to_string()),
         }
     }
 
-    /// Run the backward as Δ + bwd_fused (on sm_90a with wgmma on), or as the three kernels.
-    pub fn set_fused_backward(&mut self, on: bool) {
-        self.fused_backward = on;
+    /// Which backward runs on sm_90a with wgmma on (elsewhere: the three mma.sync kernels).
+    pub fn set_backward_path(&mut self, path: BackwardPath) {
+        self.backward_path = path;
+        self.backward_path_error = None;
     }
 
     /// Tune keys on their first call when nothing is stored for them.
@@ -306,8 +334,15 @@ impl Flash {
     pub fn backward_specs(&self, q: &Tensor, causal: bool) -> Result<BackwardSpecs, RuntimeError> {
         let d = q.layout.shape[3] as u32;
         let no_kernels = |e: flashgen::SpecError| RuntimeError::Argument(format!("tensor Q: no backward kernels for head dim {d} and {}: {e}", q.dtype.name()));
-        if self.fused_backward && self.uses_wgmma() {
-            return KernelSpec::backward_fused(self.gpu.arch, q.dtype, d, causal).map_err(no_kernels);
+        if let Some(e) = &self.backward_path_error {
+            return Err(RuntimeError::Argument(e.clone()));
+        }
+        if self.uses_wgmma() {
+            match self.backward_path {
+                BackwardPath::Fused => return KernelSpec::backward_fused(self.gpu.arch, q.dtype, d, causal).map_err(no_kernels),
+                BackwardPath::FusedAtomic => return KernelSpec::backward_fused_atomic(self.gpu.arch, q.dtype, d, causal).map_err(no_kernels),
+                BackwardPath::Split => {}
+            }
         }
         let defaults = if self.uses_wgmma() { KernelSpec::backward_wgmma(self.gpu.arch, q.dtype, d, causal) } else { KernelSpec::backward_mma_sync(self.gpu.arch, q.dtype, d, causal) }.map_err(no_kernels)?;
         Ok(BackwardSpecs {

@@ -13,8 +13,9 @@ pub struct BackwardKernels<'a> {
     pub dq: Option<&'a LoadedKernel>,
 }
 
-/// bwd_fused's scratch: the f32 partial sums of dQ ([Z·H][cdiv(N, 64)·64][D]) and one lock per query
-/// block of 64 rows and warpgroup ([Z·H][cdiv(N, 64)][num_warps / 4]), zeroed by the launch.
+/// bwd_fused's scratch: the f32 partial sums of dQ ([Z·H][cdiv(N, 64)·64][D]; zeroed by the launch for
+/// bwd_fused_atomic) and one lock per query block of 64 rows and warpgroup ([Z·H][cdiv(N, 64)][num_warps
+/// / 4]), zeroed by the launch.
 pub struct FusedScratch<'a> {
     pub dq_partial: &'a mut CudaSlice<f32>,
     pub locks: &'a mut CudaSlice<u32>,
@@ -143,6 +144,10 @@ impl BackwardKernels<'_> {
         let fused = a.fused.is_some();
         if let Some(f) = a.fused.as_mut() {
             gpu.stream.memset_zeros(&mut *f.locks)?;
+            if self.dkdv.spec.kind().dq_atomics() {
+                // bwd_fused_atomic adds every partial into the buffer: it starts from zero
+                gpu.stream.memset_zeros(&mut *f.dq_partial)?;
+            }
         }
         let mut b = gpu.stream.launch_builder(&self.dkdv.function);
         b.arg(a.q.0).arg(a.k.0).arg(a.v.0).arg(&a.sm_scale).arg(a.d_o.0).arg(&mut *a.dk.0).arg(&mut *a.dv.0).arg(a.m).arg(&*a.delta);

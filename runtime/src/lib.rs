@@ -19,8 +19,8 @@ pub mod lse;
 pub mod tensor;
 pub mod tma;
 
-pub use api::{Flash, ForwardOutput, Gradients, RowStats};
-pub use backward::{BackwardArgs, BackwardKernels};
+pub use api::{BackwardPath, Flash, ForwardOutput, Gradients, RowStats};
+pub use backward::{BackwardArgs, BackwardKernels, FusedScratch};
 pub use cache::{CacheError, KernelCache, KernelSource};
 pub use forward::ForwardArgs;
 pub use kernel::LoadedKernel;
