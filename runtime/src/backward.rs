@@ -109,6 +109,9 @@ impl BackwardKernels<'_> {
         if let Some(f) = &a.fused {
             let (z, h, n) = problem;
             let (partial, locks) = FusedScratch::lengths(&self.dkdv.spec, z, h, n);
+            if z * h * n.div_ceil(64) * 64 > i32::MAX as usize {
+                return Err(crate::LayoutError { tensor: "dQ", rule: format!("Z·H·cdiv(N, 64)·64 = {} overflows bwd_fused's 32-bit row indices: use the three-kernel backward", z * h * n.div_ceil(64) * 64) }.into());
+            }
             if f.dq_partial.len() < partial || f.locks.len() < locks {
                 return Err(crate::LayoutError {
                     tensor: "FusedScratch",
