@@ -38,7 +38,8 @@ pub struct BenchArgs {
     #[arg(long)]
     fused: bool,
     /// Backward tile configs to time besides the default, "dkdv bm,bn,warps,stages|dq bm,bn,warps,stages;..."
-    /// (dK/dV: BLOCK_M = streamed query rows, BLOCK_N = owned key rows); "w:dkdv|dq" varies the wgmma kernels.
+    /// (dK/dV: BLOCK_M = streamed query rows, BLOCK_N = owned key rows); "w:dkdv|dq" varies the wgmma kernels;
+    /// "f:bm,bn,warps,stages" the fused backward, "fa:..." the fused one with atomics.
     #[arg(long)]
     bwd_configs: Option<String>,
     /// Timed batches (median reported); each batch is 10 launches between two CUDA events.
@@ -79,6 +80,16 @@ fn time_launches(gpu: &Gpu, reps: usize, mut launch: impl FnMut() -> Result<(), 
     }
     times.sort_by(f64::total_cmp);
     Ok(times)
+}
+
+/// "bm,bn,warps,stages" -> the fused backward `base` (bwd_fused or bwd_fused_atomic) with those tiles.
+fn fused_variant(item: &str, base: &flashgen::BackwardSpecs) -> Result<flashgen::BackwardSpecs, String> {
+    let f = list(item)?;
+    if f.len() != 4 {
+        return Err(format!("`{item}` must be bm,bn,warps,stages"));
+    }
+    let dkdv = KernelSpec::new(SpecParams { block_m: f[0], block_n: f[1], num_warps: f[2], num_stages: f[3], ..*base.dkdv.params() }).map_err(|e| e.to_string())?;
+    Ok(flashgen::BackwardSpecs { dkdv, ..*base })
 }
 
 /// "bm,bn,warps,stages|bm,bn,warps,stages" -> the default backward specs with those dK/dV and dQ tiles.
@@ -216,8 +227,14 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                         }
                     }
                     for item in a.bwd_configs.iter().flat_map(|c| c.split(';')).filter(|c| !c.trim().is_empty()) {
-                        let base = if item.starts_with("w:") { KernelSpec::backward_wgmma(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())? } else { variants[0].1 };
-                        match backward_variant(item.trim_start_matches("w:"), &base) {
+                        let variant = if let Some(tiles) = item.strip_prefix("f:").or_else(|| item.strip_prefix("fa:")) {
+                            let family = if item.starts_with("fa:") { KernelSpec::backward_fused_atomic } else { KernelSpec::backward_fused };
+                            family(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string()).and_then(|base| fused_variant(tiles, &base))
+                        } else {
+                            let base = if item.starts_with("w:") { KernelSpec::backward_wgmma(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())? } else { variants[0].1 };
+                            backward_variant(item.trim_start_matches("w:"), &base)
+                        };
+                        match variant {
                             Ok(v) => variants.push((format!("bwd:{item}"), v)),
                             Err(e) => println!("skip backward {item} at D={d}: {e}"),
                         }
