@@ -112,12 +112,14 @@ struct KernelConstants {
     /// MN-major descriptor of the resident tiles (the next panel: resident rows·128 B): bwd_fused reads K
     /// transposed for dQ = dS·K.
     DESC_MN_RES: String,
-    // ---- bwd_fused: dQ inside dK/dV (lib/dq_fused.ll.tera): warpgroups, dQ columns per warpgroup, and
-    // the dSᵀ tile's offset from the tiles (after the ring) ----
+    // ---- bwd_fused: dQ inside dK/dV (lib/dq_fused.ll.tera): warpgroups; dQ is computed in chunks of DQN
+    // = 64 columns (one K panel), DQ_CHUNKS per warpgroup in turn (warpgroup w owns chunks w·DQ_CHUNKS ..),
+    // one lock each; the dSᵀ tile's offset from the tiles (after the ring) ----
     FUSED: bool,
     DQ_ATOMIC: bool,
     WGS: u32,
     DQN: u32,
+    DQ_CHUNKS: u32,
     DS_OFF: u32,
     WG_TY: &'static str,
     // ---- fwd_ws: consumer warpgroups, 64-column panels per row, the mbarriers' offset from the tiles,
@@ -205,7 +207,8 @@ impl KernelConstants {
             FUSED: spec.kind().fuses_dq(),
             DQ_ATOMIC: spec.kind().dq_atomics(),
             WGS: (spec.num_warps() / 4).max(1),
-            DQN: d / (spec.num_warps() / 4).max(1),
+            DQN: 64,
+            DQ_CHUNKS: d / 64 / (spec.num_warps() / 4).max(1),
             DS_OFF: 2 * br * row_bytes + spec.num_stages() * spec.slot_bytes(),
             WG_TY: match spec.dtype() {
                 DType::Bf16 => "bf16.bf16",

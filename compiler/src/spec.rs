@@ -605,9 +605,8 @@ impl KernelSpec {
             // wgmma backward: the accumulators, S (or Sᵀ) and dP (BLOCK/2 each) and their packed copies
             KernelKind::BwdDqWgmma => (d / 2 + strm + strm / 2 + 4, REGISTER_OVERHEAD),
             KernelKind::BwdDkdvWgmma => (d + strm + strm / 2, REGISTER_OVERHEAD),
-            // dK, dV, Sᵀ and dPᵀ, then dQ's columns (HEAD_DIM / warpgroups / 2): fitted to ptxas 12.9
-            // (D128 with two warpgroups: 248 registers; with one, 64 dQ registers: spills; D64: 222)
-            KernelKind::BwdFused | KernelKind::BwdFusedAtomic => (d + strm + d / (self.0.num_warps / 4) / 2, BACKWARD_REGISTER_OVERHEAD),
+            // dK, dV, Sᵀ and dPᵀ, then one 64-column chunk of dQ at a time (32): fitted to ptxas 12.9
+            KernelKind::BwdFused | KernelKind::BwdFusedAtomic => (d + strm + 32, BACKWARD_REGISTER_OVERHEAD),
             KernelKind::BwdPre => (0, 0),
         };
         let in_flight = if self.0.kind.uses_wgmma() { 0 } else { strm * d / 256 };

@@ -14,8 +14,8 @@ pub struct BackwardKernels<'a> {
 }
 
 /// bwd_fused's scratch: the f32 partial sums of dQ ([Z·H][cdiv(N, 64)·64][D]; zeroed by the launch for
-/// bwd_fused_atomic) and one lock per query block of 64 rows and warpgroup ([Z·H][cdiv(N, 64)][num_warps
-/// / 4]), zeroed by the launch.
+/// bwd_fused_atomic) and one lock per query block of 64 rows and 64 columns of dQ ([Z·H][cdiv(N, 64)][D /
+/// 64]), zeroed by the launch.
 pub struct FusedScratch<'a> {
     pub dq_partial: &'a mut CudaSlice<f32>,
     pub locks: &'a mut CudaSlice<u32>,
@@ -26,8 +26,8 @@ impl FusedScratch<'_> {
     pub fn lengths(spec: &flashgen::KernelSpec, z: usize, h: usize, n: usize) -> (usize, usize) {
         let blocks = n.div_ceil(64);
         let d = spec.head_dim() as usize;
-        let warpgroups = (spec.num_warps() as usize / 4).max(1);
-        (z * h * blocks * 64 * d, z * h * blocks * warpgroups)
+        // a lock per query block and 64-column chunk of dQ
+        (z * h * blocks * 64 * d, z * h * blocks * (d / 64))
     }
 }
 
