@@ -15,6 +15,10 @@ if [ "${SANITIZE:-1}" = 1 ]; then
   echo "== memcheck / racecheck (bwd_fused)"
   sanitize "memcheck bwd_fused_bf16_d128 --fused-backward" "racecheck bwd_fused_bf16_d64_st3 --fused-backward"
 fi
+if [ "${TUNE:-1}" = 1 ]; then
+  # the fused backward's configs (one or two warpgroups at HEAD_DIM 128, 2-4 stages) from a cold cache
+  TUNE_KERNELS=bwd_fused autotune_cold --d 64,128 --n 4096,16384 --causal 0,1
+fi
 echo "== bench backward: default (three kernels) and fused"
 timeout ${BENCH_TIMEOUT:-360} $B bench --backward --fused --bwd-configs "${BWD_CONFIGS-f:64,64,4,2;fa:64,64,4,2;f:64,128,8,3}" --d ${BENCH_D:-64,128} --n ${BENCH_N:-1024,4096,16384} --reps ${REPS:-6} --json "$OUT/bench.jsonl" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
 echo "== anchors (N=${ANCHOR_N:=4096,16384})"; PYTHONUNBUFFERED=1 OUT=$OUT ANCHOR_N=$ANCHOR_N timeout ${ANCHOR_TIMEOUT:-240} python3 .carry/anchor_bench.py > "$OUT/anchors.log" 2>&1; echo "anchors rc=$?"; rm -f "$OUT/anchors.json"

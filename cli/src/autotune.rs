@@ -21,7 +21,8 @@ pub struct AutotuneArgs {
     dtype: String,
     /// Kernels to tune: fwd, bwd_dkdv, bwd_dq (comma-separated): the kernels calls use on this GPU (on sm_90a
     /// unless FLASHGEN_WGMMA=0: fwd_ws, or fwd_wgmma at HEAD_DIM 64 up to N = 2048; the wgmma backward); fwd_wgmma,
-    /// fwd_ws, bwd_dkdv_wgmma, bwd_dq_wgmma name those.
+    /// fwd_ws, bwd_dkdv_wgmma, bwd_dq_wgmma name those; bwd_fused and bwd_fused_atomic tune the fused backward
+    /// (FLASHGEN_BACKWARD=fused / fused-atomic then uses the winners).
     #[arg(long, default_value = "fwd")]
     kernel: String,
     /// Time only the k best configs by the performance model (Triton's top_k); default: all that survive pruning.

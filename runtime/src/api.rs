@@ -338,10 +338,13 @@ impl Flash {
             return Err(RuntimeError::Argument(e.clone()));
         }
         if self.uses_wgmma() {
-            match self.backward_path {
-                BackwardPath::Fused => return KernelSpec::backward_fused(self.gpu.arch, q.dtype, d, causal).map_err(no_kernels),
-                BackwardPath::FusedAtomic => return KernelSpec::backward_fused_atomic(self.gpu.arch, q.dtype, d, causal).map_err(no_kernels),
-                BackwardPath::Split => {}
+            let fused = match self.backward_path {
+                BackwardPath::Fused => Some(KernelSpec::backward_fused(self.gpu.arch, q.dtype, d, causal).map_err(no_kernels)?),
+                BackwardPath::FusedAtomic => Some(KernelSpec::backward_fused_atomic(self.gpu.arch, q.dtype, d, causal).map_err(no_kernels)?),
+                BackwardPath::Split => None,
+            };
+            if let Some(f) = fused {
+                return Ok(BackwardSpecs { dkdv: self.tuned_or(f.dkdv.kind(), f.dkdv, q, causal)?, ..f });
             }
         }
         let defaults = if self.uses_wgmma() { KernelSpec::backward_wgmma(self.gpu.arch, q.dtype, d, causal) } else { KernelSpec::backward_mma_sync(self.gpu.arch, q.dtype, d, causal) }.map_err(no_kernels)?;

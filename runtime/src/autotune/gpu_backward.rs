@@ -1,10 +1,11 @@
 //! The real `Candidates` of the backward's tile kernels: each dK/dV or dQ candidate runs alone (with the
 //! default kernels beside it only for the argument checks) on Δ computed once, is verified against the
-//! default config's dK and dV (or dQ), and timed with CUDA events, all on scratch buffers.
+//! default config's dK and dV (or dQ), and timed with CUDA events, all on scratch buffers. A fused
+//! candidate (bwd_fused, bwd_fused_atomic) computes all three gradients: all three are verified.
 
 use super::gpu::{relative_error_bits, three_heads, time_launches, tuning_inputs};
 use super::{Candidates, Timing, TuneKey};
-use crate::backward::{BackwardArgs, BackwardKernels};
+use crate::backward::{BackwardArgs, BackwardKernels, FusedScratch};
 use crate::{Flash, Gradients, Tensor};
 use cudarc::driver::CudaSlice;
 use flashgen::{BackwardSpecs, KernelKind, KernelSpec};
@@ -19,6 +20,8 @@ pub struct BackwardCandidates<'a> {
     m: CudaSlice<f32>,
     /// The outputs, and Δ (written once by the preprocess, read by every candidate).
     scratch: Mutex<(Gradients, CudaSlice<f32>)>,
+    /// A fused candidate's dQ partial sums and locks (sized for the largest, the 64-column chunks).
+    fused: Option<Mutex<(CudaSlice<f32>, CudaSlice<u32>)>>,
     reference: OnceLock<Result<Vec<u16>, String>>,
 }
 
@@ -29,20 +32,30 @@ impl<'a> BackwardCandidates<'a> {
         if !matches!(key.kind.role(), KernelKind::BwdDkdv | KernelKind::BwdDq) {
             return Err(format!("{} is not a backward tile kernel", key.kind.name()));
         }
-        if key.kind.fuses_dq() {
-            return Err(format!("{} is not tuned yet: its candidates would need dQ checked and the scratch of bwd_fused", key.kind.name()));
-        }
         let (t, zeros) = tuning_inputs(flash, key, heads, 4)?;
         let inputs: [Tensor; 4] = t.try_into().map_err(|_| "tuning inputs: expected Q, K, V, dO".to_string())?;
         let out = flash.attention_forward_spec(&KernelSpec::default_for(key.arch, key.dtype, key.head_dim, key.causal).map_err(|x| x.to_string())?, &inputs[0], &inputs[1], &inputs[2], None).map_err(e)?;
         // the other kernels of the pass: the defaults of the tuned kernel's family
-        let family = if key.kind.uses_wgmma() { KernelSpec::backward_wgmma } else { KernelSpec::backward_mma_sync };
+        let family = match key.kind {
+            KernelKind::BwdFused => KernelSpec::backward_fused,
+            KernelKind::BwdFusedAtomic => KernelSpec::backward_fused_atomic,
+            k if k.uses_wgmma() => KernelSpec::backward_wgmma,
+            _ => KernelSpec::backward_mma_sync,
+        };
         let defaults = family(key.arch, key.dtype, key.head_dim, key.causal).map_err(|x| x.to_string())?;
         let rows = zeros.layout.shape[1] * zeros.layout.shape[2];
         let delta = flash.gpu.stream.alloc_zeros::<f32>(rows).map_err(|x| x.to_string())?;
         let like = |t: &Tensor| -> Result<Tensor, String> { Ok(Tensor { data: flash.gpu.stream.alloc_zeros::<u16>(t.data.len()).map_err(|x| x.to_string())?, dtype: t.dtype, layout: t.layout }) };
+        let fused = if key.kind.fuses_dq() {
+            let [z, h, n, _] = zeros.layout.shape;
+            let (partial, locks) = FusedScratch::lengths(&defaults.dkdv, z, h, n);
+            let dr = |x: cudarc::driver::DriverError| x.to_string();
+            Some(Mutex::new((flash.gpu.stream.alloc_zeros::<f32>(partial).map_err(dr)?, flash.gpu.stream.alloc_zeros::<u32>(locks).map_err(dr)?)))
+        } else {
+            None
+        };
         let scratch = Gradients { dq: like(&zeros)?, dk: like(&zeros)?, dv: zeros };
-        let c = BackwardCandidates { flash, kind: key.kind, defaults, inputs, o: out.o, m: out.m, scratch: Mutex::new((scratch, delta)), reference: OnceLock::new() };
+        let c = BackwardCandidates { flash, kind: key.kind, defaults, inputs, o: out.o, m: out.m, scratch: Mutex::new((scratch, delta)), fused, reference: OnceLock::new() };
         c.launch(&defaults.preprocess, KernelKind::BwdPre)?;
         Ok(c)
     }
@@ -52,13 +65,22 @@ impl<'a> BackwardCandidates<'a> {
         let e = |x: crate::RuntimeError| x.to_string();
         let d = &self.defaults;
         let load = |s: &KernelSpec| self.flash.kernel(s).map_err(e);
-        let default_dq = d.dq.ok_or_else(|| format!("{}: the family's defaults have no dQ kernel", d.dkdv.name()))?;
-        let (pre, dkdv, dq) = match kind.role() {
-            KernelKind::BwdDkdv => (load(&d.preprocess)?, load(spec)?, load(&default_dq)?),
-            KernelKind::BwdDq => (load(&d.preprocess)?, load(&d.dkdv)?, load(spec)?),
-            _ => (load(spec)?, load(&d.dkdv)?, load(&default_dq)?),
+        // the dQ kernel beside a dK/dV one (none beside a fused one, which computes dQ itself)
+        let default_dq = match d.dq {
+            Some(dq) if !(kind.role() == KernelKind::BwdDkdv && spec.kind().fuses_dq()) => Some(load(&dq)?),
+            _ => None,
         };
-        let kernels = BackwardKernels { preprocess: &pre, dkdv: &dkdv, dq: Some(&dq) };
+        let (pre, dkdv, dq) = match kind.role() {
+            KernelKind::BwdDkdv => (load(&d.preprocess)?, load(spec)?, default_dq),
+            KernelKind::BwdDq => (load(&d.preprocess)?, load(&d.dkdv)?, Some(load(spec)?)),
+            _ => (load(spec)?, load(&d.dkdv)?, default_dq),
+        };
+        let kernels = BackwardKernels { preprocess: &pre, dkdv: &dkdv, dq: dq.as_deref() };
+        let mut fused_guard = match &self.fused {
+            Some(m) if dkdv.spec.kind().fuses_dq() => Some(m.lock().map_err(|_| "fused scratch poisoned".to_string())?),
+            _ => None,
+        };
+        let fused = fused_guard.as_deref_mut().map(|(dq_partial, locks)| FusedScratch { dq_partial, locks });
         let mut guard = self.scratch.lock().map_err(|_| "scratch buffers poisoned".to_string())?;
         let (g, delta) = &mut *guard;
         let [q, k, v, d_o] = &self.inputs;
@@ -74,7 +96,7 @@ impl<'a> BackwardCandidates<'a> {
             dk: (&mut g.dk.data, g.dk.layout),
             dv: (&mut g.dv.data, g.dv.layout),
             sm_scale: 1.0 / (q.layout.shape[3] as f32).sqrt(),
-            fused: None,
+            fused,
         };
         kernels.launch_only(&self.flash.gpu, args, kind).map_err(e)
     }
@@ -85,6 +107,7 @@ impl<'a> BackwardCandidates<'a> {
         let guard = self.scratch.lock().map_err(|_| "scratch buffers poisoned".to_string())?;
         let g = &guard.0;
         match self.kind.role() {
+            KernelKind::BwdDkdv if self.kind.fuses_dq() => Ok([three_heads(self.flash, &g.dk)?, three_heads(self.flash, &g.dv)?, three_heads(self.flash, &g.dq)?].concat()),
             KernelKind::BwdDkdv => Ok([three_heads(self.flash, &g.dk)?, three_heads(self.flash, &g.dv)?].concat()),
             _ => three_heads(self.flash, &g.dq),
         }
