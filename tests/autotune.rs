@@ -134,7 +134,7 @@ fn failures_score_infinity_and_are_reported_never_fatal() {
 
 #[test]
 fn long_launches_stop_early_at_a_tighter_ratio() {
-    assert!(LONG_EARLY_STOP_RATIO < EARLY_STOP_RATIO);
+    const { assert!(LONG_EARLY_STOP_RATIO < EARLY_STOP_RATIO) };
     assert_eq!(early_stop_cutoff(1.0), 1.0 * EARLY_STOP_RATIO);
     assert_eq!(early_stop_cutoff(LONG_LAUNCH_MS * 2.0), LONG_LAUNCH_MS * 2.0 * LONG_EARLY_STOP_RATIO);
     assert!(early_stop_cutoff(f64::INFINITY).is_infinite(), "nothing timed yet: nothing stops");

@@ -66,7 +66,8 @@ fn corrupt_entries_are_reported_rebuilt_and_never_loaded() {
     let name = spec(true).name();
     let key = KernelCache::new(Some(dir.clone()), KernelSource::Jit).get(&spec(true), (9, 0)).unwrap().key.clone();
     let entry = dir.join(&key);
-    let corruptions: Vec<(&str, Box<dyn Fn()>)> = vec![
+    type Corruption<'a> = (&'static str, Box<dyn Fn() + 'a>);
+    let corruptions: Vec<Corruption> = vec![
         ("truncated PTX", Box::new(|| {
             let p = entry.join(format!("{name}.ptx"));
             let t = std::fs::read_to_string(&p).unwrap();

@@ -148,7 +148,7 @@ fn kernels_load_as_whole_programs_and_rejected_ptx_is_an_error() {
         assert_eq!(k.function.num_regs().unwrap() as u32, spec.registers().launch, "{}: registers at launch", spec.name());
     }
     let bad = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry broken() { bogus.instruction; }\n";
-    let e = flashgen_runtime::jit::load_module(&f.gpu, "broken", bad).err().expect("bad PTX must not load").to_string();
+    let e = flashgen_runtime::jit::load_module(&f.gpu, "broken", bad).expect_err("bad PTX must not load").to_string();
     assert!(e.contains("broken") && e.contains("PTX JIT failed"), "{e}");
 }
 
