@@ -33,6 +33,9 @@ pub struct BenchArgs {
     /// Also time the backward pass (the three default kernels, Δ included), kind "bwd".
     #[arg(long)]
     backward: bool,
+    /// With --backward: time only the backward (the forward still runs, untimed, for its O and M).
+    #[arg(long, requires = "backward")]
+    backward_only: bool,
     /// With --backward on sm_90a, also time bwd_pre + bwd_fused (dQ inside dK/dV), labelled "fused", and
     /// with atomics, "fused-atomic".
     #[arg(long)]
@@ -190,7 +193,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                         Err(e) => println!("skip {cfg}: {e}"),
                     }
                 }
-                for (label, spec) in specs {
+                for (label, spec) in specs.into_iter().filter(|_| !a.backward_only) {
                     let mut turn = 0usize;
                     let times = time_launches(gpu, a.reps, || {
                         let (q, k, v) = &sets[turn % INPUT_SETS];
