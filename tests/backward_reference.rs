@@ -78,17 +78,20 @@ fn tiled_backward_matches_f64() {
 }
 
 /// bwd_fused's schedule and lock rules (one program per key block, query blocks of 64 from the last down,
-/// dQ added in program order, the last program of a block writing it) give the f64 gradients, with no
-/// deadlock and every query block written exactly once: ragged lengths, one and many programs, 64- and
-/// 128-row key blocks, causal and not.
+/// dQ added in program order within each of 1-3 chains, the last program of a block combining the chains
+/// in order and writing dQ) give the f64 gradients, with no deadlock and every query block written
+/// exactly once: ragged lengths, one and many programs (fewer programs than chains too), 64- and 128-row
+/// key blocks, causal and not.
 #[test]
 fn fused_backward_matches_f64() {
     let mut rng = SplitMix(13);
     for &(n, bn) in &[(1usize, 64usize), (63, 64), (64, 128), (65, 64), (200, 64), (200, 128), (333, 128), (256, 64)] {
         for causal in [false, true] {
-            let p = Problem::new(&mut rng, n, causal);
-            let t = fused_backward_f32(&p.q, &p.k, &p.v, &p.o, &p.m, &p.d_o, p.s, causal, SCALE as f32, bn);
-            p.assert_matches_f64(&t, &format!("BN={bn}"));
+            for chains in [1, 2, 3] {
+                let p = Problem::new(&mut rng, n, causal);
+                let t = fused_backward_f32(&p.q, &p.k, &p.v, &p.o, &p.m, &p.d_o, p.s, causal, SCALE as f32, bn, chains);
+                p.assert_matches_f64(&t, &format!("BN={bn} chains={chains}"));
+            }
         }
     }
 }

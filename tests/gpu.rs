@@ -152,9 +152,10 @@ fn kernels_load_as_whole_programs_and_rejected_ptx_is_an_error() {
     assert!(e.contains("broken") && e.contains("PTX JIT failed"), "{e}");
 }
 
-/// The fused backward (bwd_pre + bwd_fused, opt-in), deterministic and with atomics: gradients match f64
-/// on ragged lengths and many key blocks, causal and not; the deterministic one's dQ is the same bit for
-/// bit on a second run (its partial sums are added in program order).
+/// The fused backward (bwd_pre + bwd_fused, opt-in), deterministic (one and three chains of additions) and
+/// with atomics: gradients match f64 on ragged lengths and many key blocks, causal and not; the
+/// deterministic one's dQ is the same bit for bit on a second run (its partial sums are added in program
+/// order).
 #[test]
 #[ignore = "needs a GPU: run on the device machine with --ignored"]
 fn fused_backward_matches_f64_and_is_deterministic() {
@@ -181,6 +182,14 @@ fn fused_backward_matches_f64_and_is_deterministic() {
                 let again = f.attention_backward(&tq, &tk, &tv, &out.o, RowStats::M(&out.m), &tdo, causal, None).unwrap();
                 let bits = |t: &Tensor| f.gpu.stream.clone_dtoh(&t.data).unwrap();
                 assert_eq!(bits(&g.dq), bits(&again.dq), "dQ differs between two runs ({} d{d} causal={causal} N={n})", dtype.name());
+                // three chains of additions: as right, and as repeatable
+                f.set_dq_chains(3).unwrap();
+                let c3 = f.attention_backward(&tq, &tk, &tv, &out.o, RowStats::M(&out.m), &tdo, causal, None).unwrap();
+                let c3_again = f.attention_backward(&tq, &tk, &tv, &out.o, RowStats::M(&out.m), &tdo, causal, None).unwrap();
+                f.set_dq_chains(1).unwrap();
+                let e = relative_error(&c3.dq.to_f32(&f.gpu).unwrap(), &r.dq);
+                assert!(e <= 2e-2, "3 chains: dQ relative error {e:.3e} ({} d{d} causal={causal} N={n})", dtype.name());
+                assert_eq!(bits(&c3.dq), bits(&c3_again.dq), "3 chains: dQ differs between two runs");
             }
             if d == 128 {
                 // one warpgroup of 64 key rows, dQ's two 64-column chunks in turn (the default has two)

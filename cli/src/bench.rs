@@ -36,6 +36,10 @@ pub struct BenchArgs {
     /// With --backward: time only the backward (the forward still runs, untimed, for its O and M).
     #[arg(long, requires = "backward")]
     backward_only: bool,
+    /// With --fused: also time bwd_fused with these numbers of dQ chains (comma-separated, > 1), labelled
+    /// "fused-c<n>" (the plain "fused" row has FLASHGEN_DQ_CHAINS, default 1).
+    #[arg(long, requires = "fused")]
+    dq_chains: Option<String>,
     /// With --backward on sm_90a, also time bwd_pre + bwd_fused (dQ inside dK/dV), labelled "fused", and
     /// with atomics, "fused-atomic".
     #[arg(long)]
@@ -213,12 +217,17 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     }
                     let mut g = Gradients { dq: tensor(&vec![0u16; len])?, dk: tensor(&vec![0u16; len])?, dv: tensor(&vec![0u16; len])? };
                     let mut variants = vec![("default".to_string(), KernelSpec::backward_defaults(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?)];
+                    let mut chained = Vec::new();
                     if a.mma_sync && gpu.arch.has_wgmma() {
                         variants.push(("mma.sync".to_string(), KernelSpec::backward_mma_sync(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
                     }
                     if a.fused && gpu.arch.has_wgmma() {
                         variants.push(("fused".to_string(), KernelSpec::backward_fused(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
                         variants.push(("fused-atomic".to_string(), KernelSpec::backward_fused_atomic(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
+                        for c in a.dq_chains.as_deref().map(list).transpose()?.unwrap_or_default() {
+                            chained.push((format!("fused-c{c}"), c));
+                            variants.push((format!("fused-c{c}"), KernelSpec::backward_fused(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
+                        }
                     }
                     if a.tuned {
                         // the kernels attention_backward would pick for this shape: the stored winners, if any
@@ -242,7 +251,10 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                             Err(e) => println!("skip backward {item} at D={d}: {e}"),
                         }
                     }
+                    let chains_default = std::env::var("FLASHGEN_DQ_CHAINS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
                     for (label, specs) in variants {
+                        let chains = chained.iter().find(|(l, _)| *l == label).map_or(chains_default, |&(_, c)| c);
+                        flash.set_dq_chains(chains).map_err(|e| e.to_string())?;
                         let mut turn = 0usize;
                         let times = time_launches(gpu, a.reps, || {
                             let (q, k, v) = &sets[turn % INPUT_SETS];

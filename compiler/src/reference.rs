@@ -367,11 +367,14 @@ pub fn tiled_backward_f32(
 
 /// bwd_fused as the kernel computes it (lib/dq_fused.ll.tera), in f32: one program per key block of
 /// `block_n` rows streams query blocks of 64 rows from the last down to its first, computes dK and dV as
-/// the three-kernel pass does, and adds each block's dQ_partial = dS·K into an f32 buffer under that
-/// block's lock: program n adds when the lock reads n (the first stores, the last — the highest program
-/// that visits the block — writes dQ), then sets it to n + 1. The programs advance one block at a time in
-/// turn, each waiting while its lock is not yet its own, as on the GPU; a schedule in which no program can
-/// advance (a deadlock) or a block written twice or never panics: the lock rules are what this checks.
+/// the three-kernel pass does, and adds each block's dQ_partial = dS·K into one of `chains` f32 buffers
+/// under that block's lock of its chain: program n is in chain n mod C with ticket n / C, and adds when
+/// its lock reads its ticket (the chain's first stores), then sets it to ticket + 1. The last program of
+/// the block (the highest that visits it, last of its chain too) also waits until every other chain's lock
+/// reads that chain's count of programs, then writes dQ = the chains' sums in chain order plus its own
+/// part. The programs advance one block at a time in turn, each waiting while its locks say so, as on the
+/// GPU; a schedule in which no program can advance (a deadlock) or a block written twice or never panics:
+/// the lock rules are what this checks.
 #[allow(clippy::too_many_arguments, clippy::needless_range_loop)] // indices mirror the kernel's loops
 pub fn fused_backward_f32(
     q: &[f32],
@@ -384,6 +387,7 @@ pub fn fused_backward_f32(
     causal: bool,
     sm_scale: f32,
     block_n: usize,
+    chains: usize,
 ) -> Gradients<f32> {
     const BLOCK_M: usize = 64;
     let (n, d) = (s.n, s.d);
@@ -396,17 +400,25 @@ pub fn fused_backward_f32(
         // the kernel's rule: causal, the program holding the block's last query (or the last program)
         let last_of = |blk: usize| if causal { ((blk * BLOCK_M + BLOCK_M - 1) / block_n).min(programs - 1) } else { programs - 1 };
         let first_block = |p: usize| if causal { p * block_n / BLOCK_M } else { 0 };
-        let mut lock = vec![0usize; n_q];
+        // programs 0..=last in chain c
+        let members = |c: usize, last: usize| if c <= last { (last - c) / chains + 1 } else { 0 };
+        let mut lock = vec![0usize; n_q * chains];
         let mut written = vec![false; n_q];
-        let mut partial = vec![0f32; n_q * BLOCK_M * d];
+        let block_len = n_q * BLOCK_M * d;
+        let mut partial = vec![0f32; chains * block_len];
         let mut next = vec![n_q; programs]; // each program's next block + 1 (0: done)
         while next.iter().zip(0..).any(|(&b, p)| b > first_block(p)) {
             let mut advanced = false;
             for p in 0..programs {
-                if next[p] <= first_block(p) || lock[next[p] - 1] != p {
+                if next[p] <= first_block(p) {
                     continue;
                 }
                 let blk = next[p] - 1;
+                let (chain, ticket, last) = (p % chains, p / chains, last_of(blk));
+                let others_done = (0..chains).all(|c| c == chain || lock[blk * chains + c] == members(c, last));
+                if lock[blk * chains + chain] != ticket || (p == last && !others_done) {
+                    continue;
+                }
                 let (keys, rows) = (p * block_n..((p + 1) * block_n).min(n), blk * BLOCK_M..((blk + 1) * BLOCK_M).min(n));
                 for i in rows.clone() {
                     let (qi, doi) = (row(q, i), row(d_o, i));
@@ -421,19 +433,23 @@ pub fn fused_backward_f32(
                     }
                     let at = (blk * BLOCK_M + i - rows.start) * d;
                     for c in 0..d {
-                        let sum = if p == 0 { dq_part[c] } else { partial[at + c] + dq_part[c] };
-                        if p == last_of(blk) {
-                            g.dq[base + i * d + c] = sum * sm_scale;
+                        if p == last {
+                            let mut total = 0f32;
+                            for ch in (0..chains).filter(|&ch| members(ch, last) > 0 && !(ch == chain && ticket == 0)) {
+                                total += partial[ch * block_len + at + c];
+                            }
+                            g.dq[base + i * d + c] = (total + dq_part[c]) * sm_scale;
                         } else {
-                            partial[at + c] = sum;
+                            let mine = &mut partial[chain * block_len + at + c];
+                            *mine = if ticket == 0 { dq_part[c] } else { *mine + dq_part[c] };
                         }
                     }
                 }
-                if p == last_of(blk) {
+                if p == last {
                     assert!(!written[blk], "query block {blk} written twice");
                     written[blk] = true;
                 }
-                lock[blk] = p + 1;
+                lock[blk * chains + chain] = ticket + 1;
                 next[p] -= 1;
                 advanced = true;
             }

@@ -65,6 +65,9 @@ pub struct Flash {
     backward_path: BackwardPath,
     /// An unknown FLASHGEN_BACKWARD, reported by every backward call until `set_backward_path`.
     backward_path_error: Option<String>,
+    /// bwd_fused's independent orders of addition (FLASHGEN_DQ_CHAINS, default 1; `set_dq_chains`). Atomic,
+    /// so that a benchmark can vary it between calls on a shared Flash; a call reads it once.
+    dq_chains: std::sync::atomic::AtomicU32,
 }
 
 /// The backward's kernels on sm_90a: the three-kernel pass (the default), or Δ + one kernel that computes
@@ -111,6 +114,27 @@ impl Flash {
                 _ => BackwardPath::Split,
             },
             backward_path_error: backward_path.and_then(|r| r.err()).map(|e| e.to_string()),
+            dq_chains: std::sync::atomic::AtomicU32::new(std::env::var("FLASHGEN_DQ_CHAINS").ok().and_then(|v| v.parse().ok()).filter(|&c| (1..=8).contains(&c)).unwrap_or(1)),
+        }
+    }
+
+    /// bwd_fused's number of independent chains of dQ additions (1..=8; each is deterministic, and so is
+    /// their sum in chain order): more chains shorten the programs' waits for each other and cost a
+    /// dQ-sized f32 buffer each.
+    pub fn set_dq_chains(&self, chains: u32) -> Result<(), RuntimeError> {
+        if !(1..=8).contains(&chains) {
+            return Err(RuntimeError::Argument(format!("{chains} dQ chains: use 1 to 8")));
+        }
+        self.dq_chains.store(chains, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The chains a fused kernel runs with (bwd_fused_atomic: 1).
+    fn dq_chains_for(&self, dkdv: &KernelSpec) -> u32 {
+        if dkdv.kind().dq_atomics() {
+            1
+        } else {
+            self.dq_chains.load(std::sync::atomic::Ordering::Relaxed)
         }
     }
 
@@ -425,14 +449,15 @@ impl Flash {
         // bwd_fused's scratch, grown when a larger problem needs more
         let mut fused_guard = self.fused_scratch.lock().unwrap_or_else(|p| p.into_inner());
         let mut fused_buffers = None;
+        let chains = self.dq_chains_for(&specs.dkdv);
         if specs.dkdv.kind().fuses_dq() {
-            let (partial, locks) = crate::backward::FusedScratch::lengths(&specs.dkdv, z, h, n);
+            let (partial, locks) = crate::backward::FusedScratch::lengths(&specs.dkdv, z, h, n, chains);
             fused_buffers = match fused_guard.take() {
                 Some((p, l)) if p.len() >= partial && l.len() >= locks => Some((p, l)),
                 _ => Some((self.gpu.stream.alloc_zeros::<f32>(partial)?, self.gpu.stream.alloc_zeros::<u32>(locks)?)),
             };
         }
-        let fused = fused_buffers.as_mut().map(|(p, l)| crate::backward::FusedScratch { dq_partial: p, locks: l });
+        let fused = fused_buffers.as_mut().map(|(p, l)| crate::backward::FusedScratch { dq_partial: p, locks: l, chains });
         let launched = kernels.launch(
             &self.gpu,
             BackwardArgs {

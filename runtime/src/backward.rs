@@ -13,21 +13,23 @@ pub struct BackwardKernels<'a> {
     pub dq: Option<&'a LoadedKernel>,
 }
 
-/// bwd_fused's scratch: the f32 partial sums of dQ ([Z·H][cdiv(N, 64)·64][D]; zeroed by the launch for
-/// bwd_fused_atomic) and one lock per query block of 64 rows and 64 columns of dQ ([Z·H][cdiv(N, 64)][D /
-/// 64]), zeroed by the launch.
+/// bwd_fused's scratch: per chain, the f32 partial sums of dQ ([chains][Z·H][cdiv(N, 64)·64][D]; zeroed
+/// by the launch for bwd_fused_atomic) and one lock per query block of 64 rows, 64 columns of dQ and chain
+/// ([Z·H][cdiv(N, 64)][D / 64][chains]), zeroed by the launch. `chains` (≥ 1) independent orders of
+/// addition shorten the wait of bwd_fused's programs (docs/ABI.md); bwd_fused_atomic has one.
 pub struct FusedScratch<'a> {
     pub dq_partial: &'a mut CudaSlice<f32>,
     pub locks: &'a mut CudaSlice<u32>,
+    pub chains: u32,
 }
 
 impl FusedScratch<'_> {
     /// The lengths a problem needs: (f32 partial sums, locks).
-    pub fn lengths(spec: &flashgen::KernelSpec, z: usize, h: usize, n: usize) -> (usize, usize) {
+    pub fn lengths(spec: &flashgen::KernelSpec, z: usize, h: usize, n: usize, chains: u32) -> (usize, usize) {
         let blocks = n.div_ceil(64);
         let d = spec.head_dim() as usize;
-        // a lock per query block and 64-column chunk of dQ
-        (z * h * blocks * 64 * d, z * h * blocks * (d / 64))
+        let chains = chains.max(1) as usize;
+        (chains * z * h * blocks * 64 * d, z * h * blocks * (d / 64) * chains)
     }
 }
 
@@ -108,7 +110,10 @@ impl BackwardKernels<'_> {
         }
         if let Some(f) = &a.fused {
             let (z, h, n) = problem;
-            let (partial, locks) = FusedScratch::lengths(&self.dkdv.spec, z, h, n);
+            if f.chains == 0 || (f.chains > 1 && self.dkdv.spec.kind().dq_atomics()) {
+                return Err(RuntimeError::Argument(format!("{}: {} chains; use 1 and more only for the ordered bwd_fused", self.dkdv.spec.name(), f.chains)));
+            }
+            let (partial, locks) = FusedScratch::lengths(&self.dkdv.spec, z, h, n, f.chains);
             if z * h * n.div_ceil(64) * 64 > i32::MAX as usize {
                 return Err(crate::LayoutError { tensor: "dQ", rule: format!("Z·H·cdiv(N, 64)·64 = {} overflows bwd_fused's 32-bit row indices: use the three-kernel backward", z * h * n.div_ceil(64) * 64) }.into());
             }
@@ -154,8 +159,9 @@ impl BackwardKernels<'_> {
         }
         let mut b = gpu.stream.launch_builder(&self.dkdv.function);
         b.arg(a.q.0).arg(a.k.0).arg(a.v.0).arg(&a.sm_scale).arg(a.d_o.0).arg(&mut *a.dk.0).arg(&mut *a.dv.0).arg(a.m).arg(&*a.delta);
+        let chains = a.fused.as_ref().map_or(1, |f| f.chains as i32);
         if let Some(f) = a.fused.as_mut() {
-            b.arg(&mut *a.dq.0).arg(&mut *f.dq_partial).arg(&mut *f.locks);
+            b.arg(&mut *a.dq.0).arg(&mut *f.dq_partial).arg(&mut *f.locks).arg(&chains);
         }
         let mut dkdv_strides = vec![strides(&a.q.1), strides(&a.k.1), strides(&a.v.1), strides(&a.d_o.1), strides(&a.dk.1), strides(&a.dv.1)];
         if fused {
@@ -167,8 +173,8 @@ impl BackwardKernels<'_> {
         b.arg(&zi).arg(&hi).arg(&ni);
         // # Safety
         // 1. The argument list matches the dK/dV ABI (docs/ABI.md): Q, K, V, sm_scale, dO, dK, dV, M, Delta,
-        //    24 i64 strides, Z, H, N_CTX; bwd_fused's: dQ, the f32 partial sums and the locks after Delta,
-        //    and dQ's 4 strides after dV's.
+        //    24 i64 strides, Z, H, N_CTX; bwd_fused's: dQ, the f32 partial sums, the locks and the chains
+        //    (i32) after Delta, and dQ's 4 strides after dV's.
         // 2. As for the preprocess; block size and dynamic shared memory are the spec's own, raised at load;
         //    the scratch buffers hold `FusedScratch::lengths` (checked), the locks are zero.
         unsafe { b.launch(launch_config(self.dkdv, z, h, n)) }?;

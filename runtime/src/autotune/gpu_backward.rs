@@ -48,7 +48,7 @@ impl<'a> BackwardCandidates<'a> {
         let like = |t: &Tensor| -> Result<Tensor, String> { Ok(Tensor { data: flash.gpu.stream.alloc_zeros::<u16>(t.data.len()).map_err(|x| x.to_string())?, dtype: t.dtype, layout: t.layout }) };
         let fused = if key.kind.fuses_dq() {
             let [z, h, n, _] = zeros.layout.shape;
-            let (partial, locks) = FusedScratch::lengths(&defaults.dkdv, z, h, n);
+            let (partial, locks) = FusedScratch::lengths(&defaults.dkdv, z, h, n, 1);
             let dr = |x: cudarc::driver::DriverError| x.to_string();
             Some(Mutex::new((flash.gpu.stream.alloc_zeros::<f32>(partial).map_err(dr)?, flash.gpu.stream.alloc_zeros::<u32>(locks).map_err(dr)?)))
         } else {
@@ -80,7 +80,7 @@ impl<'a> BackwardCandidates<'a> {
             Some(m) if dkdv.spec.kind().fuses_dq() => Some(m.lock().map_err(|_| "fused scratch poisoned".to_string())?),
             _ => None,
         };
-        let fused = fused_guard.as_deref_mut().map(|(dq_partial, locks)| FusedScratch { dq_partial, locks });
+        let fused = fused_guard.as_deref_mut().map(|(dq_partial, locks)| FusedScratch { dq_partial, locks, chains: 1 });
         let mut guard = self.scratch.lock().map_err(|_| "scratch buffers poisoned".to_string())?;
         let (g, delta) = &mut *guard;
         let [q, k, v, d_o] = &self.inputs;
