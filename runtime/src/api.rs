@@ -63,8 +63,9 @@ pub struct Flash {
     fused_scratch: Mutex<Option<(CudaSlice<f32>, CudaSlice<u32>)>>,
     /// Which backward runs where the GPU has wgmma (FLASHGEN_BACKWARD or `set_backward_path`).
     backward_path: BackwardPath,
-    /// An unknown FLASHGEN_BACKWARD, reported by every backward call until `set_backward_path`.
-    backward_path_error: Option<String>,
+    /// An unknown FLASHGEN_BACKWARD or FLASHGEN_DQ_CHAINS, reported by every backward call until
+    /// `set_backward_path` (the caller then chose explicitly).
+    backward_env_error: Option<String>,
     /// bwd_fused's independent orders of addition (FLASHGEN_DQ_CHAINS, default 1; `set_dq_chains`). Atomic,
     /// so that a benchmark can vary it between calls on a shared Flash; a call reads it once.
     dq_chains: std::sync::atomic::AtomicU32,
@@ -96,8 +97,12 @@ impl Flash {
         let tunes = TuneStore::new(cache.dir());
         let autotune = std::env::var_os("FLASHGEN_AUTOTUNE").is_some_and(|v| v != "0");
         let wgmma = std::env::var_os("FLASHGEN_WGMMA").is_none_or(|v| v != "0");
-        // an unknown value is reported at the first backward call (`backward_specs`), not here
+        // unknown values are reported at the first backward call (`backward_specs`), not here
         let backward_path = std::env::var("FLASHGEN_BACKWARD").ok().map(|v| BackwardPath::parse(&v));
+        let dq_chains = std::env::var("FLASHGEN_DQ_CHAINS").ok().map(|v| match v.trim().parse::<u32>() {
+            Ok(c) if (1..=8).contains(&c) => Ok(c),
+            _ => Err(format!("FLASHGEN_DQ_CHAINS={v} is not a number of dQ chains: use 1 to 8")),
+        });
         Flash {
             gpu,
             cache,
@@ -113,8 +118,15 @@ impl Flash {
                 Some(Ok(p)) => p,
                 _ => BackwardPath::Split,
             },
-            backward_path_error: backward_path.and_then(|r| r.err()).map(|e| e.to_string()),
-            dq_chains: std::sync::atomic::AtomicU32::new(std::env::var("FLASHGEN_DQ_CHAINS").ok().and_then(|v| v.parse().ok()).filter(|&c| (1..=8).contains(&c)).unwrap_or(1)),
+            backward_env_error: match (backward_path, &dq_chains) {
+                (Some(Err(e)), _) => Some(e.to_string()),
+                (_, Some(Err(e))) => Some(e.clone()),
+                _ => None,
+            },
+            dq_chains: std::sync::atomic::AtomicU32::new(match dq_chains {
+                Some(Ok(c)) => c,
+                _ => 1,
+            }),
         }
     }
 
@@ -141,7 +153,7 @@ impl Flash {
     /// Which backward runs on sm_90a with wgmma on (elsewhere: the three mma.sync kernels).
     pub fn set_backward_path(&mut self, path: BackwardPath) {
         self.backward_path = path;
-        self.backward_path_error = None;
+        self.backward_env_error = None;
     }
 
     /// Tune keys on their first call when nothing is stored for them.
@@ -358,7 +370,7 @@ impl Flash {
     pub fn backward_specs(&self, q: &Tensor, causal: bool) -> Result<BackwardSpecs, RuntimeError> {
         let d = q.layout.shape[3] as u32;
         let no_kernels = |e: flashgen::SpecError| RuntimeError::Argument(format!("tensor Q: no backward kernels for head dim {d} and {}: {e}", q.dtype.name()));
-        if let Some(e) = &self.backward_path_error {
+        if let Some(e) = &self.backward_env_error {
             return Err(RuntimeError::Argument(e.clone()));
         }
         if self.uses_wgmma() {
