@@ -206,3 +206,63 @@ fn fused_backward_matches_f64_and_is_deterministic() {
         }
     }
 }
+
+/// The fused backward's launch refuses what would make it read or write out of bounds, or wait forever:
+/// scratch shorter than `FusedScratch::lengths`, zero chains, chains for the atomic kind, no scratch, or
+/// a dQ kernel beside it. Each is an error that names the rule, and nothing is launched.
+#[test]
+#[ignore = "needs a GPU: run on the device machine with --ignored"]
+fn bad_fused_backward_arguments_are_errors_not_crashes() {
+    use flashgen_runtime::{BackwardArgs, BackwardKernels, FusedScratch};
+    let f = flash();
+    let (z, h, n, d) = (1, 2, 100, 64);
+    let l = Layout::contiguous(z, h, n, d);
+    let x = vec![0.25f32; z * h * n * d];
+    let t = || Tensor::from_f32(&f.gpu, &x, DType::Bf16, l).unwrap();
+    let (q, o) = (t(), t());
+    let (mut dq, mut dk, mut dv) = (t(), t(), t());
+    let m = f.gpu.stream.alloc_zeros::<f32>(z * h * n).unwrap();
+    let mut delta = f.gpu.stream.alloc_zeros::<f32>(z * h * n).unwrap();
+    let fused = flashgen::KernelSpec::backward_fused(f.gpu.arch, DType::Bf16, d as u32, false).unwrap();
+    let atomic = flashgen::KernelSpec::backward_fused_atomic(f.gpu.arch, DType::Bf16, d as u32, false).unwrap();
+    let split = flashgen::KernelSpec::backward_wgmma(f.gpu.arch, DType::Bf16, d as u32, false).unwrap();
+    let (pre, fk, ak, dq_k) = (f.kernel(&fused.preprocess).unwrap(), f.kernel(&fused.dkdv).unwrap(), f.kernel(&atomic.dkdv).unwrap(), f.kernel(&split.dq.unwrap()).unwrap());
+    let (partial_len, locks_len) = FusedScratch::lengths(&fused.dkdv, z, h, n, 1);
+    let mut partial = f.gpu.stream.alloc_zeros::<f32>(partial_len).unwrap();
+    let mut short = f.gpu.stream.alloc_zeros::<f32>(partial_len - 1).unwrap();
+    let mut locks = f.gpu.stream.alloc_zeros::<u32>(locks_len).unwrap();
+    let mut launch = |dkdv: &flashgen_runtime::LoadedKernel, with_dq: bool, scratch: Option<(&mut _, u32)>, locks: &mut _| {
+        let kernels = BackwardKernels { preprocess: &pre, dkdv, dq: with_dq.then_some(&*dq_k) };
+        let fused = scratch.map(|(dq_partial, chains)| FusedScratch { dq_partial, locks, chains });
+        let args = BackwardArgs {
+            q: (&q.data, l),
+            k: (&q.data, l),
+            v: (&q.data, l),
+            o: (&o.data, l),
+            d_o: (&o.data, l),
+            m: &m,
+            delta: &mut delta,
+            dq: (&mut dq.data, l),
+            dk: (&mut dk.data, l),
+            dv: (&mut dv.data, l),
+            sm_scale: 0.125,
+            fused,
+        };
+        kernels.launch(&f.gpu, args).err().map(|e| e.to_string()).unwrap_or_default()
+    };
+    let e = launch(&fk, false, Some((&mut short, 1)), &mut locks);
+    assert!(e.contains("FusedScratch") && e.contains("FusedScratch::lengths"), "{e}");
+    let e = launch(&fk, false, Some((&mut partial, 2)), &mut locks);
+    assert!(e.contains("FusedScratch"), "two chains need twice the buffer: {e}");
+    let e = launch(&fk, false, Some((&mut partial, 0)), &mut locks);
+    assert!(e.contains("0 chains"), "{e}");
+    let e = launch(&ak, false, Some((&mut partial, 2)), &mut locks);
+    assert!(e.contains("2 chains"), "{e}");
+    let e = launch(&fk, false, None, &mut locks);
+    assert!(e.contains("needs FusedScratch"), "{e}");
+    let e = launch(&fk, true, Some((&mut partial, 1)), &mut locks);
+    assert!(e.contains("computes dQ itself"), "{e}");
+    // and the right arguments run
+    assert_eq!(launch(&fk, false, Some((&mut partial, 1)), &mut locks), "");
+    f.gpu.stream.synchronize().unwrap();
+}
