@@ -2,7 +2,7 @@
 //! differences of the f64 forward, and the seed's 3-kernel tiled backward (f32, base-2 M, causal block
 //! skipping) agrees with them, including ragged lengths and BLOCK_N != BLOCK_M.
 
-use flashgen::reference::{backward_f64, fused_backward_f32, naive_f64, relative_error, tiled_backward_f32, Gradients, Shape, SplitMix};
+use flashgen::reference::{backward_f64, fused_backward_f32, naive_f64, relative_error, tiled_backward_f32, BackwardInputs, Gradients, Shape, SplitMix};
 
 /// L = Σ O ⊙ dO, so ∂L/∂x is what backward_f64 returns for dO.
 fn loss(q: &[f32], k: &[f32], v: &[f32], d_o: &[f32], s: Shape, causal: bool, scale: f64) -> f64 {
@@ -56,6 +56,10 @@ impl Problem {
         Problem { s, causal, q, k, v, d_o, o, m }
     }
 
+    fn inputs(&self) -> BackwardInputs<'_> {
+        BackwardInputs { q: &self.q, k: &self.k, v: &self.v, o: &self.o, m: &self.m, d_o: &self.d_o, s: self.s, causal: self.causal, sm_scale: SCALE as f32 }
+    }
+
     fn assert_matches_f64(&self, t: &Gradients<f32>, what: &str) {
         let r = backward_f64(&self.q, &self.k, &self.v, &self.d_o, self.s, self.causal, SCALE);
         for (name, a, b) in [("dQ", &t.dq, &r.dq), ("dK", &t.dk, &r.dk), ("dV", &t.dv, &r.dv)] {
@@ -71,7 +75,7 @@ fn tiled_backward_matches_f64() {
     for &(n, bm, bn) in &[(1usize, 16usize, 16usize), (77, 32, 16), (100, 16, 64), (130, 64, 32), (64, 64, 64)] {
         for causal in [false, true] {
             let p = Problem::new(&mut rng, n, causal);
-            let t = tiled_backward_f32(&p.q, &p.k, &p.v, &p.o, &p.m, &p.d_o, p.s, causal, SCALE as f32, bm, bn);
+            let t = tiled_backward_f32(&p.inputs(), bm, bn);
             p.assert_matches_f64(&t, &format!("BM={bm} BN={bn}"));
         }
     }
@@ -89,7 +93,7 @@ fn fused_backward_matches_f64() {
         for causal in [false, true] {
             for chains in [1, 2, 3] {
                 let p = Problem::new(&mut rng, n, causal);
-                let t = fused_backward_f32(&p.q, &p.k, &p.v, &p.o, &p.m, &p.d_o, p.s, causal, SCALE as f32, bn, chains);
+                let t = fused_backward_f32(&p.inputs(), bn, chains);
                 p.assert_matches_f64(&t, &format!("BN={bn} chains={chains}"));
             }
         }

@@ -248,20 +248,28 @@ pub fn backward_f64(q: &[f32], k: &[f32], v: &[f32], d_o: &[f32], s: Shape, caus
     g
 }
 
-/// One head of a backward's f32 inputs, with what every tiled backward recomputes as the kernels do: Δ_i =
+/// What a tiled backward reads, as the kernels get it: Q, K, V, the forward's O, its base-2 M (f32
+/// [Z·H·N]) and dO, all [Z, H, N, D] contiguous f32, and the problem's shape, causality and sm_scale.
+#[derive(Clone, Copy)]
+pub struct BackwardInputs<'a> {
+    pub q: &'a [f32],
+    pub k: &'a [f32],
+    pub v: &'a [f32],
+    pub o: &'a [f32],
+    pub m: &'a [f32],
+    pub d_o: &'a [f32],
+    pub s: Shape,
+    pub causal: bool,
+    pub sm_scale: f32,
+}
+
+/// One head of a backward's inputs, with what every tiled backward recomputes as the kernels do: Δ_i =
 /// rowsum(dO_i ⊙ O_i), P_ij = exp2(Q_i·K_j·qk_scale − M_i) (0 above the causal diagonal) and
 /// dS_ij = P_ij (dO_i·V_j − Δ_i).
 struct HeadTerms<'a> {
-    q: &'a [f32],
-    k: &'a [f32],
-    v: &'a [f32],
-    m: &'a [f32],
-    d_o: &'a [f32],
+    x: BackwardInputs<'a>,
     base: usize,
-    n: usize,
-    d: usize,
     hz: usize,
-    causal: bool,
     qk_scale: f32,
     delta: Vec<f32>,
 }
@@ -271,26 +279,25 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 impl<'a> HeadTerms<'a> {
-    #[allow(clippy::too_many_arguments)]
-    fn new(q: &'a [f32], k: &'a [f32], v: &'a [f32], o: &[f32], m: &'a [f32], d_o: &'a [f32], s: Shape, hz: usize, causal: bool, sm_scale: f32) -> HeadTerms<'a> {
-        let (n, d, base) = (s.n, s.d, hz * s.n * s.d);
-        let mut t = HeadTerms { q, k, v, m, d_o, base, n, d, hz, causal, qk_scale: sm_scale * std::f32::consts::LOG2_E, delta: Vec::new() };
-        t.delta = (0..n).map(|i| dot(&t.row(o, i), &t.row(d_o, i))).collect();
+    fn new(x: BackwardInputs<'a>, hz: usize) -> HeadTerms<'a> {
+        let mut t = HeadTerms { x, base: hz * x.s.n * x.s.d, hz, qk_scale: x.sm_scale * std::f32::consts::LOG2_E, delta: Vec::new() };
+        t.delta = (0..x.s.n).map(|i| dot(&t.row(x.o, i), &t.row(x.d_o, i))).collect();
         t
     }
     /// Row r of this head of `x` (one of the [Z, H, N, D] inputs).
     fn row(&self, x: &[f32], r: usize) -> Vec<f32> {
-        x[self.base + r * self.d..self.base + (r + 1) * self.d].to_vec()
+        let d = self.x.s.d;
+        x[self.base + r * d..self.base + (r + 1) * d].to_vec()
     }
     fn p(&self, i: usize, j: usize) -> f32 {
-        if self.causal && j > i {
+        if self.x.causal && j > i {
             0.0
         } else {
-            (dot(&self.row(self.q, i), &self.row(self.k, j)) * self.qk_scale - self.m[self.hz * self.n + i]).exp2()
+            (dot(&self.row(self.x.q, i), &self.row(self.x.k, j)) * self.qk_scale - self.x.m[self.hz * self.x.s.n + i]).exp2()
         }
     }
     fn ds(&self, i: usize, j: usize) -> f32 {
-        self.p(i, j) * (dot(&self.row(self.d_o, i), &self.row(self.v, j)) - self.delta[i])
+        self.p(i, j) * (dot(&self.row(self.x.d_o, i), &self.row(self.x.v, j)) - self.delta[i])
     }
 }
 
@@ -298,26 +305,15 @@ impl<'a> HeadTerms<'a> {
 /// preprocess Δ = rowsum(dO ⊙ O); dK/dV with an outer loop over K/V blocks and an inner one over Q blocks
 /// (causal: Q blocks wholly above the diagonal skipped, only diagonal blocks masked), P recomputed as
 /// exp2(Q·Kᵀ·qk_scale − M); dQ with an outer loop over Q blocks and an inner one over K/V blocks.
-#[allow(clippy::too_many_arguments, clippy::needless_range_loop)] // indices mirror the kernels' loops
-pub fn tiled_backward_f32(
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
-    o: &[f32],
-    m: &[f32],
-    d_o: &[f32],
-    s: Shape,
-    causal: bool,
-    sm_scale: f32,
-    block_m: usize,
-    block_n: usize,
-) -> Gradients<f32> {
+#[allow(clippy::needless_range_loop)] // indices mirror the kernels' loops
+pub fn tiled_backward_f32(x: &BackwardInputs<'_>, block_m: usize, block_n: usize) -> Gradients<f32> {
+    let BackwardInputs { q, k, v, d_o, s, causal, sm_scale, .. } = *x;
     let (n, d) = (s.n, s.d);
     let mut g = Gradients { dq: vec![0f32; s.len()], dk: vec![0f32; s.len()], dv: vec![0f32; s.len()] };
     for hz in 0..s.heads() {
         let base = hz * n * d;
         // ---- preprocess (Δ), and P and dS as the kernels recompute them ----
-        let t = HeadTerms::new(q, k, v, o, m, d_o, s, hz, causal, sm_scale);
+        let t = HeadTerms::new(*x, hz);
         let row = |x: &'_ [f32], r: usize| t.row(x, r);
         let p_of = |i: usize, j: usize| t.p(i, j);
         let delta = &t.delta;
@@ -375,26 +371,15 @@ pub fn tiled_backward_f32(
 /// part. The programs advance one block at a time in turn, each waiting while its locks say so, as on the
 /// GPU; a schedule in which no program can advance (a deadlock) or a block written twice or never panics:
 /// the lock rules are what this checks.
-#[allow(clippy::too_many_arguments, clippy::needless_range_loop)] // indices mirror the kernel's loops
-pub fn fused_backward_f32(
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
-    o: &[f32],
-    m: &[f32],
-    d_o: &[f32],
-    s: Shape,
-    causal: bool,
-    sm_scale: f32,
-    block_n: usize,
-    chains: usize,
-) -> Gradients<f32> {
+#[allow(clippy::needless_range_loop)] // indices mirror the kernel's loops
+pub fn fused_backward_f32(x: &BackwardInputs<'_>, block_n: usize, chains: usize) -> Gradients<f32> {
     const BLOCK_M: usize = 64;
+    let BackwardInputs { q, k, d_o, s, causal, sm_scale, .. } = *x;
     let (n, d) = (s.n, s.d);
     let mut g = Gradients { dq: vec![f32::NAN; s.len()], dk: vec![0f32; s.len()], dv: vec![0f32; s.len()] };
     for hz in 0..s.heads() {
         let base = hz * n * d;
-        let t = HeadTerms::new(q, k, v, o, m, d_o, s, hz, causal, sm_scale);
+        let t = HeadTerms::new(*x, hz);
         let row = |x: &'_ [f32], r: usize| t.row(x, r);
         let (programs, n_q) = (n.div_ceil(block_n), n.div_ceil(BLOCK_M));
         // the kernel's rule: causal, the program holding the block's last query (or the last program)
