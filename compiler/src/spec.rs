@@ -533,9 +533,10 @@ impl KernelSpec {
             // and the mbarriers: Q full, then K/V full and empty per slot
             resident + ns * slot.next_multiple_of(1024) + 1024 + 8 * (1 + 2 * ns)
         } else if self.0.kind.fuses_dq() {
-            // and the dSᵀ tile (one 128-byte row of 64 queries per key row), and a word per warpgroup
-            // for bwd_fused_atomic's "last to add" flag
-            resident + ns * slot.next_multiple_of(1024) + 1024 + res * 128 + 16
+            // and the dSᵀ tile (one 128-byte row of 64 queries per key row), a 64×64 f32 staging piece
+            // per 64 columns of dQ (the bulk reductions' source), and a word per warpgroup for the flag
+            // that tells it it wrote a block's dQ
+            resident + ns * slot.next_multiple_of(1024) + 1024 + res * 128 + (self.0.head_dim / 64) * 16384 + 16
         } else if self.0.kind.uses_wgmma() {
             resident + ns * slot.next_multiple_of(1024) + 1024
         } else {
@@ -568,7 +569,7 @@ impl KernelSpec {
         match self.0.kind.role() {
             KernelKind::Fwd => format!("Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
             KernelKind::BwdDq => format!("Q and dO {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
-            KernelKind::BwdDkdv if self.0.kind.fuses_dq() => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm}) + dSᵀ {res}×{strm}"),
+            KernelKind::BwdDkdv if self.0.kind.fuses_dq() => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm}) + dSᵀ {res}×{strm} + dQ staging 64×{d} f32"),
             KernelKind::BwdDkdv => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm})"),
             _ => "none".into(),
         }
