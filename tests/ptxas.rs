@@ -179,6 +179,12 @@ fn wgmma_kernels_are_hgmma_in_sass() {
                 assert!(count("WARPGROUP.ARRIVE") >= 2 && count("WARPGROUP.DEPBAR") >= 2, "{}: warpgroup sync", spec.name());
                 let local = text.lines().filter(|l| l.contains(" LDL") || l.contains(" STL")).count();
                 assert_eq!(local, 0, "{}: local memory", spec.name());
+                if spec.kind().fuses_dq() {
+                    // dQ's partial sums leave as bulk reductions (one per 64×64 piece and step), never as a
+                    // red.global.add per element: those kept the LSU and the L2 busy for half the kernel
+                    assert!(count("UBLKRED.G.S.ADD.F32") >= 1, "{}: no bulk reduction of dQ", spec.name());
+                    assert_eq!(count("REDG"), 0, "{}: per-element reductions", spec.name());
+                }
             }
         }
     }
