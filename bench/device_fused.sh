@@ -3,7 +3,7 @@
 # first (the quick backward suite on the fused kernels only, the GPU test with its bit-for-bit rerun),
 # compute-sanitizer (SANITIZE=0 leaves it out), then the backward timed beside the three-kernel default
 # (bench --backward --fused; BENCH_D, BENCH_N; BWD_CONFIGS, e.g. "f:64,128,8,3;fa:64,128,8,3"; DQ_CHAINS,
-# bwd_fused with more chains of dQ additions, default "2,4") and the
+# bwd_fused with more chains of dQ additions, e.g. "2,4") and the
 # anchors (ANCHOR_N) in the same call.
 # Same .carry/ as device_run.sh; writes under $OUT; prints short tables last.
 set -u -o pipefail
