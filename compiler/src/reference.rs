@@ -364,11 +364,11 @@ pub fn tiled_backward_f32(x: &BackwardInputs<'_>, block_m: usize, block_n: usize
 /// bwd_fused as the kernel computes it (lib/dq_fused.ll.tera), in f32: one program per key block of
 /// `block_n` rows streams query blocks of 64 rows from the last down to its first, computes dK and dV as
 /// the three-kernel pass does, and adds each block's dQ_partial = dS·K into one of `chains` f32 buffers
-/// under that block's lock of its chain: program n is in chain n mod C with ticket n / C, and adds when
-/// its lock reads its ticket (the chain's first stores), then sets it to ticket + 1. The last program of
-/// the block (the highest that visits it, last of its chain too) also waits until every other chain's lock
-/// reads that chain's count of programs, then writes dQ = the chains' sums in chain order plus its own
-/// part. The programs advance one block at a time in turn, each waiting while its locks say so, as on the
+/// (zero at launch) under that block's lock of its chain: program n is in chain n mod C with ticket n / C,
+/// and adds when its lock reads its ticket, then sets it to ticket + 1. The last program of the block (the
+/// highest that visits it, last of its chain too) also waits until every other chain's lock reads that
+/// chain's count of programs, then writes dQ = the sums of the chains that have programs up to it, in
+/// chain order. The programs advance one block at a time in turn, each waiting while its locks say so, as on the
 /// GPU; a schedule in which no program can advance (a deadlock) or a block written twice or never panics:
 /// the lock rules are what this checks.
 #[allow(clippy::needless_range_loop)] // indices mirror the kernel's loops
@@ -418,15 +418,12 @@ pub fn fused_backward_f32(x: &BackwardInputs<'_>, block_n: usize, chains: usize)
                     }
                     let at = (blk * BLOCK_M + i - rows.start) * d;
                     for c in 0..d {
+                        // every part goes into its chain's buffer (zero at launch: one bulk reduction)
+                        partial[chain * block_len + at + c] += dq_part[c];
                         if p == last {
-                            let mut total = 0f32;
-                            for ch in (0..chains).filter(|&ch| members(ch, last) > 0 && !(ch == chain && ticket == 0)) {
-                                total += partial[ch * block_len + at + c];
-                            }
-                            g.dq[base + i * d + c] = (total + dq_part[c]) * sm_scale;
-                        } else {
-                            let mine = &mut partial[chain * block_len + at + c];
-                            *mine = if ticket == 0 { dq_part[c] } else { *mine + dq_part[c] };
+                            // the chains that have programs up to `last`, summed in chain order
+                            let total = (0..chains.min(last + 1)).fold(0f32, |sum, ch| sum + partial[ch * block_len + at + c]);
+                            g.dq[base + i * d + c] = total * sm_scale;
                         }
                     }
                 }
