@@ -2,7 +2,7 @@
 # A/B of two builds of the fused backward in one device call (ratios between them and the anchors hold):
 # .carry/flashgen.xz (A, e.g. main) and .carry/flashgen_b.xz (B, e.g. a branch), .carry/gpu_test_b.xz (B's GPU
 # tests). Correctness first on B (the quick backward suite on the fused kernels, the GPU tests with the
-# bit-for-bit rerun), then both timed (bench --backward --backward-only --fused; BWD_CONFIGS as in
+# bit-for-bit rerun; CHECK_A=1 also A's quick suite; SANITIZE_B=1 memcheck and racecheck on B), then both timed (bench --backward --backward-only --fused; BWD_CONFIGS as in
 # device_fused.sh), then the anchors (ANCHOR_N). Writes under $OUT: bench_a.jsonl, bench_b.jsonl.
 set -u -o pipefail
 source bench/device_common.sh
@@ -11,6 +11,15 @@ echo "== B: check --quick, bwd_fused only"
 timeout ${CHECK_TIMEOUT:-120} $BB check --quick --fused-backward --filter bwd_fused --json "$OUT/check_b.jsonl" > /tmp/check_b.log 2>&1; echo "check rc=$?"
 cat /tmp/check_b.log >> "$OUT/extras.log"; grep -E "passed, |FAIL|error" /tmp/check_b.log | tail -6
 echo "== B: GPU test (fused)"; timeout 120 $BIN/gpu_test_b --ignored fused_backward 2>&1 | tee -a "$OUT/extras.log" | grep -E "^test |test result|panicked"
+if [ "${CHECK_A:-0}" = 1 ]; then
+  echo "== A: check --quick, bwd_fused only"
+  timeout ${CHECK_TIMEOUT:-120} $B check --quick --fused-backward --filter bwd_fused --json "$OUT/check_a.jsonl" > /tmp/check_a.log 2>&1; echo "check rc=$?"
+  cat /tmp/check_a.log >> "$OUT/extras.log"; grep -E "passed, |FAIL|error" /tmp/check_a.log | tail -6
+fi
+if [ "${SANITIZE_B:-0}" = 1 ]; then
+  echo "== B: memcheck / racecheck"; A_BIN=$B; B=$BB
+  sanitize "memcheck bwd_fused_bf16_d128 --fused-backward" "racecheck bwd_fused_bf16_d64_st3 --fused-backward"; B=$A_BIN
+fi
 for v in a b; do
   bin=$B; [ $v = b ] && bin=$BB
   timeout ${BENCH_TIMEOUT:-150} $bin bench --backward --backward-only --fused --bwd-configs "${BWD_CONFIGS-fa:64,128,8,3;f:64,128,8,3}" --d ${BENCH_D:-128} --n ${BENCH_N:-4096,16384} --reps ${REPS:-5} --json "$OUT/bench_$v.jsonl" > "$OUT/bench_$v.log" 2>&1; echo "bench $v rc=$?"
