@@ -18,6 +18,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("fa2_bwd_dkdv.ll.tera", include_str!("../../templates/fa2_bwd_dkdv.ll.tera")),
     ("fa2_bwd_dq.ll.tera", include_str!("../../templates/fa2_bwd_dq.ll.tera")),
     ("lib/dq_fused.ll.tera", include_str!("../../templates/lib/dq_fused.ll.tera")),
+    ("lib/tma_ring.ll.tera", include_str!("../../templates/lib/tma_ring.ll.tera")),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -121,6 +122,10 @@ struct KernelConstants {
     DQN: u32,
     DQ_CHUNKS: u32,
     DS_OFF: u32,
+    /// bwd_fused: the ring's mbarriers (after the dSᵀ tile, the dQ staging and the flags), and the
+    /// parameter index of the first of its two tensor maps (Q, then dO)
+    FBAR_OFF: u32,
+    TMAP_Q_PARAM: u32,
     WG_TY: &'static str,
     // ---- fwd_ws: consumer warpgroups, 64-column panels per row, the mbarriers' offset from the tiles,
     // bytes the TMA loads of Q and of one K/V block bring, and the registers of each warpgroup role ----
@@ -210,6 +215,10 @@ impl KernelConstants {
             DQN: 64,
             DQ_CHUNKS: d / 64 / (spec.num_warps() / 4).max(1),
             DS_OFF: 2 * br * row_bytes + spec.num_stages() * spec.slot_bytes(),
+            FBAR_OFF: 2 * br * row_bytes + spec.num_stages() * spec.slot_bytes() + br * 128 + (d / 64) * 16384 + 16,
+            // Q, K, V, sm_scale, dO, dK, dV, M, Δ, dQ, the partial sums, the locks, CHAINS, 7 × 4 strides,
+            // Z, H, N_CTX
+            TMAP_Q_PARAM: 13 + 28 + 3,
             WG_TY: match spec.dtype() {
                 DType::Bf16 => "bf16.bf16",
                 DType::F16 => "f16.f16",

@@ -3,7 +3,7 @@
 
 use crate::kernel::{check_problem, expect_kind, launch_config, strides, LoadedKernel};
 use crate::{Gpu, Layout, RuntimeError};
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaSlice, DevicePtr, PushKernelArg};
 use flashgen::KernelKind;
 
 /// The loaded kernels of one backward pass: `dq` is None when `dkdv` computes dQ too (bwd_fused).
@@ -169,10 +169,25 @@ impl BackwardKernels<'_> {
             b.arg(s);
         }
         b.arg(&zi).arg(&hi).arg(&ni);
+        // bwd_fused loads Q and dO by TMA: their descriptors (boxes of 64 columns × BLOCK_M rows) last
+        let maps = if fused {
+            let map = |t: (&CudaSlice<u16>, Layout), what: &str| {
+                let (ptr, _read) = t.0.device_ptr(&gpu.stream);
+                crate::tma::tensor_map(ptr, &t.1, self.dkdv.spec.dtype(), self.dkdv.spec.block_m())
+                    .map_err(|e| RuntimeError::Argument(format!("{}: {what}: {e}; run the three-kernel backward (FLASHGEN_BACKWARD=split)", self.dkdv.spec.name())))
+            };
+            Some([map((a.q.0, a.q.1), "Q")?, map((a.d_o.0, a.d_o.1), "dO")?])
+        } else {
+            None
+        };
+        for m in maps.iter().flatten() {
+            b.arg(m);
+        }
         // # Safety
         // 1. The argument list matches the dK/dV ABI (docs/ABI.md): Q, K, V, sm_scale, dO, dK, dV, M, Delta,
         //    24 i64 strides, Z, H, N_CTX; bwd_fused's: dQ, the f32 partial sums, the locks and the chains
-        //    (i32) after Delta, and dQ's 4 strides after dV's.
+        //    (i32) after Delta, dQ's 4 strides after dV's, and the TMA descriptors of Q and dO (built here
+        //    over those same buffers and layouts) after N_CTX.
         // 2. As for the preprocess; block size and dynamic shared memory are the spec's own, raised at load;
         //    the scratch buffers hold `FusedScratch::lengths` (checked), the locks are zero.
         unsafe { b.launch(launch_config(self.dkdv, z, h, n)) }?;
