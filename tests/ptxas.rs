@@ -184,6 +184,10 @@ fn wgmma_kernels_are_hgmma_in_sass() {
                     // red.global.add per element: those kept the LSU and the L2 busy for half the kernel
                     assert!(count("UBLKRED.G.S.ADD.F32") >= 1, "{}: no bulk reduction of dQ", spec.name());
                     assert_eq!(count("REDG"), 0, "{}: per-element reductions", spec.name());
+                    // the Q/dO ring comes by TMA (two tiles of HEAD_DIM/64 boxes, in the prologue and the
+                    // refill) and is waited for on mbarriers
+                    assert!(count("UTMALDG") >= 2 * (d / 64), "{}: TMA loads of Q and dO", spec.name());
+                    assert!(count("SYNCS") >= 1, "{}: mbarrier waits", spec.name());
                 }
             }
         }
