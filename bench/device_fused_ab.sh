@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # A/B of two builds of the fused backward in one device call (ratios between them and the anchors hold):
 # .carry/flashgen.xz (A, e.g. main) and .carry/flashgen_b.xz (B, e.g. a branch), .carry/gpu_test_b.xz (B's GPU
-# tests). Correctness first on B (the quick backward suite on the fused kernels, the GPU tests with the
-# bit-for-bit rerun; CHECK_A=1 also A's quick suite; SANITIZE_B=1 memcheck and racecheck on B), then both timed (bench --backward --backward-only --fused; BWD_CONFIGS as in
-# device_fused.sh), then the anchors (ANCHOR_N). Writes under $OUT: bench_a.jsonl, bench_b.jsonl.
+# tests). Correctness first on B: the quick suite with the fused kernels (CHECK_FILTER: only those kernels;
+# empty: all), the GPU tests (GPU_TEST_FILTER, default the fused ones, with the bit-for-bit rerun);
+# CHECK_A=1 also A's quick suite; SANITIZE_B=1 memcheck and racecheck on B. Then both timed (bench
+# --backward --backward-only --fused; BWD_CONFIGS and DQ_CHAINS as in device_fused.sh), then the anchors
+# (ANCHOR_N, ANCHOR_D). Writes under $OUT (at most 8 files come back): bench_a.jsonl, bench_b.jsonl, ...
 set -u -o pipefail
 source bench/device_common.sh
 BB=$BIN/flashgen_b
-echo "== B: check --quick, bwd_fused only"
-timeout ${CHECK_TIMEOUT:-120} $BB check --quick --fused-backward --filter bwd_fused --json "$OUT/check_b.jsonl" > /tmp/check_b.log 2>&1; echo "check rc=$?"
+echo "== B: check --quick${CHECK_FILTER:+, $CHECK_FILTER only}"
+timeout ${CHECK_TIMEOUT:-120} $BB check --quick --fused-backward ${CHECK_FILTER:+--filter $CHECK_FILTER} --json "$OUT/check_b.jsonl" > /tmp/check_b.log 2>&1; echo "check rc=$?"
 cat /tmp/check_b.log >> "$OUT/extras.log"; grep -E "passed, |FAIL|error" /tmp/check_b.log | tail -6
-echo "== B: GPU test (fused)"; timeout 120 $BIN/gpu_test_b --ignored fused_backward 2>&1 | tee -a "$OUT/extras.log" | grep -E "^test |test result|panicked"
+echo "== B: GPU tests ${GPU_TEST_FILTER-fused_backward}"; timeout 120 $BIN/gpu_test_b --ignored ${GPU_TEST_FILTER-fused_backward} 2>&1 | tee -a "$OUT/extras.log" | grep -E "^test |test result|panicked"
 if [ "${CHECK_A:-0}" = 1 ]; then
   echo "== A: check --quick, bwd_fused only"
   timeout ${CHECK_TIMEOUT:-120} $B check --quick --fused-backward --filter bwd_fused --json "$OUT/check_a.jsonl" > /tmp/check_a.log 2>&1; echo "check rc=$?"
@@ -22,7 +24,7 @@ if [ "${SANITIZE_B:-0}" = 1 ]; then
 fi
 for v in a b; do
   bin=$B; [ $v = b ] && bin=$BB
-  timeout ${BENCH_TIMEOUT:-150} $bin bench --backward --backward-only --fused --bwd-configs "${BWD_CONFIGS-fa:64,128,8,3;f:64,128,8,3}" --d ${BENCH_D:-128} --n ${BENCH_N:-4096,16384} --reps ${REPS:-5} --json "$OUT/bench_$v.jsonl" > "$OUT/bench_$v.log" 2>&1; echo "bench $v rc=$?"
+  timeout ${BENCH_TIMEOUT:-150} $bin bench --backward --backward-only --fused ${DQ_CHAINS:+--dq-chains "$DQ_CHAINS"} --bwd-configs "${BWD_CONFIGS-fa:64,128,8,3;f:64,128,8,3}" --d ${BENCH_D:-128} --n ${BENCH_N:-4096,16384} --reps ${REPS:-5} --json "$OUT/bench_$v.jsonl" > "$OUT/bench_$v.log" 2>&1; echo "bench $v rc=$?"
 done
-echo "== anchors (N=${ANCHOR_N:=4096,16384})"; PYTHONUNBUFFERED=1 OUT=$OUT ANCHOR_N=$ANCHOR_N timeout ${ANCHOR_TIMEOUT:-150} python3 .carry/anchor_bench.py > "$OUT/anchors.log" 2>&1; echo "anchors rc=$?"; rm -f "$OUT/anchors.json"
+echo "== anchors (N=${ANCHOR_N:=4096,16384})"; PYTHONUNBUFFERED=1 OUT=$OUT ANCHOR_N=$ANCHOR_N ANCHOR_D=${ANCHOR_D:-64,128} timeout ${ANCHOR_TIMEOUT:-150} python3 .carry/anchor_bench.py > "$OUT/anchors.log" 2>&1; echo "anchors rc=$?"; rm -f "$OUT/anchors.json"
 echo "== tables"; for v in a b; do echo "-- $v"; grep -A40 "=== flashgen" "$OUT/bench_$v.log" | grep -E "^bwd"; done; grep -A40 "=== table" "$OUT/anchors.log" | grep -E "^bwd" | grep -v efficient

@@ -105,9 +105,10 @@ fn bad_backward_arguments_are_errors_not_crashes() {
     assert!(e.contains("equal query and key lengths"), "{e}");
 }
 
-/// K and V shared by every head (head stride 0, as multi-query attention broadcasts them): a legal layout
-/// for the launcher. At HEAD_DIM 128 on sm_90a the default is fwd_ws, whose TMA maps the driver may refuse
-/// for a zero stride; the call then runs fwd_wgmma. Either way the result matches f64.
+/// K and V shared by every head (head stride 0, as multi-query attention broadcasts them), and in the
+/// backward dO too: legal layouts for the launcher. At HEAD_DIM 128 on sm_90a the defaults are fwd_ws and
+/// bwd_fused, which load by TMA, whose maps the driver may refuse for a zero stride; the calls then run
+/// fwd_wgmma and the three backward kernels. Either way the results match f64.
 #[test]
 #[ignore = "needs a GPU: run on the device machine with --ignored"]
 fn broadcast_heads_run_correctly_with_or_without_tma() {
@@ -125,11 +126,19 @@ fn broadcast_heads_run_correctly_with_or_without_tma() {
     let qt = Tensor::from_f32(&f.gpu, &q, dtype, Layout::contiguous(z, h, n, d)).unwrap();
     let kt = Tensor::from_f32(&f.gpu, &k, dtype, shared).unwrap();
     let vt = Tensor::from_f32(&f.gpu, &v, dtype, shared).unwrap();
+    let d_o = one_head(&mut rng).repeat(h);
+    let dot = Tensor::from_f32(&f.gpu, &d_o, dtype, shared).unwrap();
     for causal in [false, true] {
         let out = f.attention_forward(&qt, &kt, &vt, causal, None).unwrap();
         let r = naive_f64(&q, &k, &v, s, causal, 1.0 / (d as f64).sqrt());
         let err = relative_error(&out.o.to_f32(&f.gpu).unwrap(), &r.o);
         assert!(err <= 1e-2, "causal={causal}: {err}");
+        let g = f.attention_backward(&qt, &kt, &vt, &out.o, RowStats::M(&out.m), &dot, causal, None).unwrap();
+        let rb = backward_f64(&q, &k, &v, &d_o, s, causal, 1.0 / (d as f64).sqrt());
+        for (name, got, want) in [("dQ", &g.dq, &rb.dq), ("dK", &g.dk, &rb.dk), ("dV", &g.dv, &rb.dv)] {
+            let e = relative_error(&got.to_f32(&f.gpu).unwrap(), want);
+            assert!(e <= 2e-2, "backward with broadcast K, V, dO: {name} relative error {e:.3e} (causal={causal})");
+        }
     }
 }
 

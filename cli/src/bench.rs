@@ -222,6 +222,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                         variants.push(("mma.sync".to_string(), KernelSpec::backward_mma_sync(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
                     }
                     if a.fused && gpu.arch.has_wgmma() {
+                        variants.push(("split".to_string(), KernelSpec::backward_wgmma(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
                         variants.push(("fused".to_string(), KernelSpec::backward_fused(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
                         variants.push(("fused-atomic".to_string(), KernelSpec::backward_fused_atomic(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
                         for c in a.dq_chains.as_deref().map(list).transpose()?.unwrap_or_default() {
@@ -251,7 +252,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                             Err(e) => println!("skip backward {item} at D={d}: {e}"),
                         }
                     }
-                    let chains_default = std::env::var("FLASHGEN_DQ_CHAINS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+                    let chains_default = flash.dq_chains();
                     for (label, specs) in variants {
                         let chains = chained.iter().find(|(l, _)| *l == label).map_or(chains_default, |&(_, c)| c);
                         flash.set_dq_chains(chains).map_err(|e| e.to_string())?;

@@ -39,14 +39,24 @@ struct Case {
 }
 
 /// (errors of dQ, dK, dV; guard zones intact)
-/// The backward kernels under test: the target's defaults, or the mma.sync ones (check --mma-sync); with
-/// --fused-backward on sm_90a, bwd_pre + bwd_fused as well.
+/// The backward kernels under test: the target's defaults and, on sm_90a, the three wgmma kernels (what
+/// runs where the default fused kernel cannot), or the mma.sync ones (check --mma-sync); with
+/// --fused-backward on sm_90a, both fused kinds as well.
 fn backward_spec_sets(arch: flashgen::Arch, dtype: DType, d: u32, causal: bool, a: &CheckArgs) -> Result<Vec<flashgen::BackwardSpecs>, String> {
     let e = |x: flashgen::SpecError| x.to_string();
     let mut sets = vec![if a.mma_sync { KernelSpec::backward_mma_sync(arch, dtype, d, causal) } else { KernelSpec::backward_defaults(arch, dtype, d, causal) }.map_err(e)?];
+    let mut more = Vec::new();
+    if arch.has_wgmma() && !a.mma_sync {
+        more.push(KernelSpec::backward_wgmma(arch, dtype, d, causal).map_err(e)?);
+    }
     if a.fused_backward && arch.has_wgmma() {
-        sets.push(KernelSpec::backward_fused(arch, dtype, d, causal).map_err(e)?);
-        sets.push(KernelSpec::backward_fused_atomic(arch, dtype, d, causal).map_err(e)?);
+        more.push(KernelSpec::backward_fused(arch, dtype, d, causal).map_err(e)?);
+        more.push(KernelSpec::backward_fused_atomic(arch, dtype, d, causal).map_err(e)?);
+    }
+    for set in more {
+        if !sets.contains(&set) {
+            sets.push(set);
+        }
     }
     Ok(sets)
 }

@@ -711,10 +711,15 @@ impl KernelSpec {
         KernelSpec(SpecParams { kind: KernelKind::BwdPre, dtype, head_dim, block_m: 64, block_n: 0, stage: 1, num_warps: 4, num_stages: 1, arch })
     }
 
-    /// The default backward kernels for a target, dtype, head dim and causality: on sm_90a the wgmma ones
-    /// (`backward_wgmma`), elsewhere the mma.sync ones (`backward_mma_sync`).
+    /// The default backward kernels for a target, dtype, head dim and causality. On sm_90a at HEAD_DIM 128:
+    /// Δ + bwd_fused, dQ added in program order in two chains (deterministic), 1.10-1.31× the three wgmma
+    /// kernels at N = 4096 and 16384 (bench/results/2026-11-30-fused-tma-v2.jsonl); at HEAD_DIM 64 the fused
+    /// kernel measured 0.5-0.9× them, so there the three wgmma kernels (`backward_wgmma`), which also run
+    /// where the driver cannot describe Q or dO for TMA. Elsewhere the mma.sync ones (`backward_mma_sync`).
     pub fn backward_defaults(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
-        if arch.has_wgmma() {
+        if arch.has_wgmma() && head_dim == 128 {
+            KernelSpec::backward_fused(arch, dtype, head_dim, causal)
+        } else if arch.has_wgmma() {
             KernelSpec::backward_wgmma(arch, dtype, head_dim, causal)
         } else {
             KernelSpec::backward_mma_sync(arch, dtype, head_dim, causal)
@@ -767,7 +772,8 @@ impl KernelSpec {
 
     /// The fused backward on wgmma (sm_90a): Δ, then one kernel for dK, dV and dQ (`KernelKind::BwdFused`).
     /// Query blocks of 64 rows; HEAD_DIM 128: two warpgroups of 64 key rows (each warpgroup then computes
-    /// 64 of dQ's 128 columns: 32 registers), HEAD_DIM 64: one; 2 stages. Not measured yet: not the default.
+    /// 64 of dQ's 128 columns: 32 registers), HEAD_DIM 64: one. The default at HEAD_DIM 128 (see
+    /// `backward_defaults`).
     pub fn backward_fused(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
         KernelSpec::backward_fused_of(KernelKind::BwdFused, arch, dtype, head_dim, causal)
     }
@@ -805,14 +811,22 @@ impl KernelSpec {
                             }
                         }
                         let b = KernelSpec::backward_defaults(arch, dtype, head_dim, causal).expect("default specs validate");
-                        if !causal {
-                            out.push(b.preprocess);
-                        }
-                        out.push(b.dkdv);
-                        out.extend(b.dq);
+                        let mut backward = if causal { vec![] } else { vec![b.preprocess] };
+                        backward.push(b.dkdv);
+                        backward.extend(b.dq);
                         if arch.has_wgmma() {
-                            out.push(KernelSpec::backward_fused(arch, dtype, head_dim, causal).expect("default specs validate").dkdv);
-                            out.push(KernelSpec::backward_fused_atomic(arch, dtype, head_dim, causal).expect("default specs validate").dkdv);
+                            // the three wgmma kernels run where the default is fused and TMA cannot describe
+                            // an operand, or on request (FLASHGEN_BACKWARD=split); the fused kinds on request
+                            let split = KernelSpec::backward_wgmma(arch, dtype, head_dim, causal).expect("default specs validate");
+                            backward.push(split.dkdv);
+                            backward.extend(split.dq);
+                            backward.push(KernelSpec::backward_fused(arch, dtype, head_dim, causal).expect("default specs validate").dkdv);
+                            backward.push(KernelSpec::backward_fused_atomic(arch, dtype, head_dim, causal).expect("default specs validate").dkdv);
+                        }
+                        for s in backward {
+                            if !out.contains(&s) {
+                                out.push(s);
+                            }
                         }
                     }
                 }

@@ -66,16 +66,18 @@ pub struct Flash {
     /// An unknown FLASHGEN_BACKWARD or FLASHGEN_DQ_CHAINS, reported by every backward call until
     /// `set_backward_path` (the caller then chose explicitly).
     backward_env_error: Option<String>,
-    /// bwd_fused's independent orders of addition (FLASHGEN_DQ_CHAINS, default 1; `set_dq_chains`). Atomic,
+    /// bwd_fused's independent orders of addition (FLASHGEN_DQ_CHAINS, default 2; `set_dq_chains`). Atomic,
     /// so that a benchmark can vary it between calls on a shared Flash; a call reads it once.
     dq_chains: std::sync::atomic::AtomicU32,
 }
 
-/// The backward's kernels on sm_90a: the three-kernel pass (the default), or Δ + one kernel that computes
-/// dQ inside dK/dV, its partial sums added in program order (deterministic) or by atomics (not).
-/// FLASHGEN_BACKWARD=split|fused|fused-atomic. The fused paths are opt-in while they are measured.
+/// The backward's kernels on sm_90a: the target's defaults (`KernelSpec::backward_defaults`: fused at
+/// HEAD_DIM 128, three kernels at 64), the three-kernel pass, or Δ + one kernel that computes dQ inside
+/// dK/dV, its partial sums added in program order (deterministic) or by atomics (not).
+/// FLASHGEN_BACKWARD=default|split|fused|fused-atomic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackwardPath {
+    Default,
     Split,
     Fused,
     FusedAtomic,
@@ -84,10 +86,11 @@ pub enum BackwardPath {
 impl BackwardPath {
     pub fn parse(s: &str) -> Result<BackwardPath, RuntimeError> {
         match s.trim() {
-            "split" | "" => Ok(BackwardPath::Split),
+            "default" | "" => Ok(BackwardPath::Default),
+            "split" => Ok(BackwardPath::Split),
             "fused" => Ok(BackwardPath::Fused),
             "fused-atomic" => Ok(BackwardPath::FusedAtomic),
-            other => Err(RuntimeError::Argument(format!("FLASHGEN_BACKWARD={other} is unknown: use split (three kernels), fused (deterministic) or fused-atomic"))),
+            other => Err(RuntimeError::Argument(format!("FLASHGEN_BACKWARD={other} is unknown: use default, split (three kernels), fused (deterministic) or fused-atomic"))),
         }
     }
 }
@@ -116,7 +119,7 @@ impl Flash {
             fused_scratch: Mutex::new(None),
             backward_path: match backward_path {
                 Some(Ok(p)) => p,
-                _ => BackwardPath::Split,
+                _ => BackwardPath::Default,
             },
             backward_env_error: match (backward_path, &dq_chains) {
                 (Some(Err(e)), _) => Some(e.to_string()),
@@ -125,7 +128,9 @@ impl Flash {
             },
             dq_chains: std::sync::atomic::AtomicU32::new(match dq_chains {
                 Some(Ok(c)) => c,
-                _ => 1,
+                // two: 1.0-1.15× one at N = 4096 and causal 16384, 0.99× at 16384 (fused-tma-v2), for
+                // a second dQ-sized f32 buffer
+                _ => 2,
             }),
         }
     }
@@ -139,6 +144,11 @@ impl Flash {
         }
         self.dq_chains.store(chains, std::sync::atomic::Ordering::Relaxed);
         Ok(())
+    }
+
+    /// The chains the ordered bwd_fused adds in (`set_dq_chains`).
+    pub fn dq_chains(&self) -> u32 {
+        self.dq_chains.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The chains a fused kernel runs with (bwd_fused_atomic: 1).
@@ -373,17 +383,23 @@ impl Flash {
         if let Some(e) = &self.backward_env_error {
             return Err(RuntimeError::Argument(e.clone()));
         }
-        if self.uses_wgmma() {
-            let fused = match self.backward_path {
-                BackwardPath::Fused => Some(KernelSpec::backward_fused(self.gpu.arch, q.dtype, d, causal).map_err(no_kernels)?),
-                BackwardPath::FusedAtomic => Some(KernelSpec::backward_fused_atomic(self.gpu.arch, q.dtype, d, causal).map_err(no_kernels)?),
-                BackwardPath::Split => None,
-            };
-            if let Some(f) = fused {
-                return Ok(BackwardSpecs { dkdv: self.tuned_or(f.dkdv.kind(), f.dkdv, q, causal)?, ..f });
+        let (arch, dtype) = (self.gpu.arch, q.dtype);
+        let defaults = if self.uses_wgmma() {
+            match self.backward_path {
+                BackwardPath::Default => KernelSpec::backward_defaults(arch, dtype, d, causal),
+                BackwardPath::Split => KernelSpec::backward_wgmma(arch, dtype, d, causal),
+                BackwardPath::Fused => KernelSpec::backward_fused(arch, dtype, d, causal),
+                BackwardPath::FusedAtomic => KernelSpec::backward_fused_atomic(arch, dtype, d, causal),
             }
+        } else {
+            KernelSpec::backward_mma_sync(arch, dtype, d, causal)
         }
-        let defaults = if self.uses_wgmma() { KernelSpec::backward_wgmma(self.gpu.arch, q.dtype, d, causal) } else { KernelSpec::backward_mma_sync(self.gpu.arch, q.dtype, d, causal) }.map_err(no_kernels)?;
+        .map_err(no_kernels)?;
+        self.tuned_backward(defaults, q, causal)
+    }
+
+    /// `defaults` with each kernel replaced by its key's stored winner (tuned first if autotuning is on).
+    fn tuned_backward(&self, defaults: BackwardSpecs, q: &Tensor, causal: bool) -> Result<BackwardSpecs, RuntimeError> {
         Ok(BackwardSpecs {
             preprocess: defaults.preprocess,
             dkdv: self.tuned_or(defaults.dkdv.kind(), defaults.dkdv, q, causal)?,
@@ -398,7 +414,16 @@ impl Flash {
     /// row statistics and the output gradient dO. `sm_scale` defaults to 1/sqrt(D) and must be the forward's.
     #[allow(clippy::too_many_arguments)]
     pub fn attention_backward(&self, q: &Tensor, k: &Tensor, v: &Tensor, o: &Tensor, stats: RowStats<'_>, d_o: &Tensor, causal: bool, sm_scale: Option<f32>) -> Result<Gradients, RuntimeError> {
-        let specs = self.backward_specs(q, causal)?;
+        let mut specs = self.backward_specs(q, causal)?;
+        if specs.dkdv.kind().fuses_dq() && self.backward_path == BackwardPath::Default {
+            // the default fused kernel loads Q and dO by TMA; a layout the driver cannot describe (a
+            // broadcast head's stride 0) runs the three kernels instead (chosen explicitly, it is an error)
+            if let Err(why) = crate::tma::fused_backward_maps(&self.gpu, &specs.dkdv, (&q.data, q.layout), (&d_o.data, d_o.layout)) {
+                let split = KernelSpec::backward_wgmma(self.gpu.arch, q.dtype, q.layout.shape[3] as u32, causal).map_err(|e| RuntimeError::Argument(e.to_string()))?;
+                self.cache.warn(format!("{}: {why}; running the three-kernel backward instead", specs.dkdv.name()));
+                specs = self.tuned_backward(split, q, causal)?;
+            }
+        }
         let [z, h, n, d] = q.layout.shape;
         let alloc = || -> Result<Tensor, RuntimeError> { Ok(Tensor { data: self.gpu.stream.alloc_zeros::<u16>((z * h * n * d).max(1))?, dtype: q.dtype, layout: Layout::contiguous(z, h, n, d) }) };
         let mut g = Gradients { dq: alloc()?, dk: alloc()?, dv: alloc()? };

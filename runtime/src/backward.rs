@@ -3,7 +3,7 @@
 
 use crate::kernel::{check_problem, expect_kind, launch_config, strides, LoadedKernel};
 use crate::{Gpu, Layout, RuntimeError};
-use cudarc::driver::{CudaSlice, DevicePtr, PushKernelArg};
+use cudarc::driver::{CudaSlice, PushKernelArg};
 use flashgen::KernelKind;
 
 /// The loaded kernels of one backward pass: `dq` is None when `dkdv` computes dQ too (bwd_fused).
@@ -171,12 +171,8 @@ impl BackwardKernels<'_> {
         b.arg(&zi).arg(&hi).arg(&ni);
         // bwd_fused loads Q and dO by TMA: their descriptors (boxes of 64 columns × BLOCK_M rows) last
         let maps = if fused {
-            let map = |t: (&CudaSlice<u16>, Layout), what: &str| {
-                let (ptr, _read) = t.0.device_ptr(&gpu.stream);
-                crate::tma::tensor_map(ptr, &t.1, self.dkdv.spec.dtype(), self.dkdv.spec.block_m())
-                    .map_err(|e| RuntimeError::Argument(format!("{}: {what}: {e}; run the three-kernel backward (FLASHGEN_BACKWARD=split)", self.dkdv.spec.name())))
-            };
-            Some([map((a.q.0, a.q.1), "Q")?, map((a.d_o.0, a.d_o.1), "dO")?])
+            let maps = crate::tma::fused_backward_maps(gpu, &self.dkdv.spec, (a.q.0, a.q.1), (a.d_o.0, a.d_o.1));
+            Some(maps.map_err(|e| RuntimeError::Argument(format!("{}: {e}; run the three-kernel backward (FLASHGEN_BACKWARD=split)", self.dkdv.spec.name())))?)
         } else {
             None
         };

@@ -1,4 +1,4 @@
-//! TMA descriptors (CUtensorMap) of the operands fwd_ws loads, built on the host with the driver and passed
+//! TMA descriptors (CUtensorMap) of the operands fwd_ws and bwd_fused load, built on the host with the driver and passed
 //! by value as `__grid_constant__` kernel parameters: 4-D maps over [Z, H, N, D] (innermost first for the
 //! driver), whose boxes are 64 columns (128 bytes: one 128B-swizzle panel) × the tile's rows.
 
@@ -64,4 +64,13 @@ pub fn forward_maps(gpu: &Gpu, spec: &flashgen::KernelSpec, q: (&CudaSlice<u16>,
         tensor_map(ptr, &t.1, spec.dtype(), rows)
     };
     Ok(ForwardMaps([map(q, spec.block_m())?, map(k, spec.block_n())?, map(v, spec.block_n())?]))
+}
+
+/// The maps bwd_fused needs for Q and dO (boxes of BLOCK_M rows), in its parameter order.
+pub fn fused_backward_maps(gpu: &Gpu, spec: &flashgen::KernelSpec, q: (&CudaSlice<u16>, Layout), d_o: (&CudaSlice<u16>, Layout)) -> Result<[TensorMap; 2], String> {
+    let map = |t: (&CudaSlice<u16>, Layout), what: &str| {
+        let (ptr, _read) = t.0.device_ptr(&gpu.stream);
+        tensor_map(ptr, &t.1, spec.dtype(), spec.block_m()).map_err(|e| format!("{what}: {e}"))
+    };
+    Ok([map(q, "Q")?, map(d_o, "dO")?])
 }
