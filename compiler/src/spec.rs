@@ -712,8 +712,9 @@ impl KernelSpec {
     }
 
     /// The default backward kernels for a target, dtype, head dim and causality. On sm_90a at HEAD_DIM 128:
-    /// Δ + bwd_fused, dQ added in program order in two chains (deterministic), 1.10-1.31× the three wgmma
-    /// kernels at N = 4096 and 16384 (bench/results/2026-11-30-fused-tma-v2.jsonl); at HEAD_DIM 64 the fused
+    /// Δ + bwd_fused, dQ added in program order in two chains (deterministic), 1.07-1.31× the three wgmma
+    /// kernels at N = 4096 and 16384 (bench/results/2026-11-30-fused-tma-v2.jsonl, -overlap-ab/ side A,
+    /// -fused-default-v1.jsonl); at HEAD_DIM 64 the fused
     /// kernel measured 0.5-0.9× them, so there the three wgmma kernels (`backward_wgmma`), which also run
     /// where the driver cannot describe Q or dO for TMA. Elsewhere the mma.sync ones (`backward_mma_sync`).
     pub fn backward_defaults(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {

@@ -128,8 +128,8 @@ impl Flash {
             },
             dq_chains: std::sync::atomic::AtomicU32::new(match dq_chains {
                 Some(Ok(c)) => c,
-                // two: 1.0-1.15× one at N = 4096 and causal 16384, 0.99× at 16384 (fused-tma-v2), for
-                // a second dQ-sized f32 buffer
+                // two: 1.02-1.15× one, but 0.98-0.99× at N = 16384 non-causal (fused-tma-v2, overlap-ab),
+                // for a second dQ-sized f32 buffer
                 _ => 2,
             }),
         }
