@@ -70,16 +70,19 @@ fn backward_inputs(f: &Flash, rng: &mut SplitMix, dtype: DType, s: Shape) -> ([V
 fn attention_backward_matches_f64_from_lse_or_m() {
     let f = flash();
     let mut rng = SplitMix(12);
-    for (dtype, d, causal, natural) in [(DType::Bf16, 128, true, true), (DType::F16, 64, false, false)] {
-        let s = Shape { z: 1, h: 2, n: 200, d };
+    // the last case is long enough for the default bwd_fused on sm_90a (from 4096 tokens at HEAD_DIM 128)
+    for (dtype, d, causal, natural, n) in [(DType::Bf16, 128, true, true, 200), (DType::F16, 64, false, false, 200), (DType::Bf16, 128, true, false, 4096)] {
+        let s = Shape { z: 1, h: if n > 1000 { 1 } else { 2 }, n, d };
         let ([q, k, v, d_o], [tq, tk, tv, tdo]) = backward_inputs(&f, &mut rng, dtype, s);
+        let fused = f.backward_specs(&tq, causal).unwrap().dkdv.kind().fuses_dq();
+        assert_eq!(fused, f.gpu.arch.has_wgmma() && d == 128 && n >= 4096, "N={n} d{d}");
         let out = f.attention_forward(&tq, &tk, &tv, causal, None).unwrap();
         let stats = if natural { RowStats::Lse(&out.lse) } else { RowStats::M(&out.m) };
         let g = f.attention_backward(&tq, &tk, &tv, &out.o, stats, &tdo, causal, None).unwrap();
         let r = backward_f64(&q, &k, &v, &d_o, s, causal, 1.0 / (d as f64).sqrt());
         for (name, got, want) in [("dQ", &g.dq, &r.dq), ("dK", &g.dk, &r.dk), ("dV", &g.dv, &r.dv)] {
             let e = relative_error(&got.to_f32(&f.gpu).unwrap(), want);
-            assert!(e <= 2e-2, "{name} relative error {e:.3e} ({} d{d} causal={causal})", dtype.name());
+            assert!(e <= 2e-2, "{name} relative error {e:.3e} ({} d{d} causal={causal} N={n})", dtype.name());
         }
     }
 }
@@ -106,38 +109,34 @@ fn bad_backward_arguments_are_errors_not_crashes() {
 }
 
 /// K and V shared by every head (head stride 0, as multi-query attention broadcasts them), and in the
-/// backward dO too: legal layouts for the launcher. At HEAD_DIM 128 on sm_90a the defaults are fwd_ws and
-/// bwd_fused, which load by TMA, whose maps the driver may refuse for a zero stride; the calls then run
-/// fwd_wgmma and the three backward kernels. Either way the results match f64.
+/// backward dO too: legal layouts for the launcher. At HEAD_DIM 128 on sm_90a the defaults are fwd_ws and,
+/// from 4096 tokens, bwd_fused, which load by TMA, whose maps the driver may refuse for a zero stride; the
+/// calls then run fwd_wgmma and the three backward kernels. Either way the results match f64.
 #[test]
 #[ignore = "needs a GPU: run on the device machine with --ignored"]
 fn broadcast_heads_run_correctly_with_or_without_tma() {
     let f = flash();
-    let (z, h, n, d) = (1, 2, 333, 128);
-    let s = Shape { z, h, n, d };
+    let (z, h, d) = (1, 2, 128);
     let dtype = DType::Bf16;
     let mut rng = SplitMix(5);
     let round = |x: f32| flashgen_runtime::tensor::from_bits(dtype, flashgen_runtime::tensor::to_bits(dtype, x));
-    let q: Vec<f32> = (0..s.len()).map(|_| round(rng.normal())).collect();
-    let one_head = |rng: &mut SplitMix| -> Vec<f32> { (0..n * d).map(|_| round(rng.normal())).collect() };
-    let (k1, v1) = (one_head(&mut rng), one_head(&mut rng));
-    let (k, v) = (k1.repeat(h), v1.repeat(h));
-    let shared = Layout { shape: [z, h, n, d], strides: [n * d, 0, d, 1] };
-    let qt = Tensor::from_f32(&f.gpu, &q, dtype, Layout::contiguous(z, h, n, d)).unwrap();
-    let kt = Tensor::from_f32(&f.gpu, &k, dtype, shared).unwrap();
-    let vt = Tensor::from_f32(&f.gpu, &v, dtype, shared).unwrap();
-    let d_o = one_head(&mut rng).repeat(h);
-    let dot = Tensor::from_f32(&f.gpu, &d_o, dtype, shared).unwrap();
-    for causal in [false, true] {
+    for (n, causal) in [(333, false), (333, true), (4096, true)] {
+        let s = Shape { z, h, n, d };
+        let q: Vec<f32> = (0..s.len()).map(|_| round(rng.normal())).collect();
+        let mut one_head = || -> Vec<f32> { (0..n * d).map(|_| round(rng.normal())).collect() };
+        let (k, v, d_o) = (one_head().repeat(h), one_head().repeat(h), one_head().repeat(h));
+        let shared = Layout { shape: [z, h, n, d], strides: [n * d, 0, d, 1] };
+        let qt = Tensor::from_f32(&f.gpu, &q, dtype, Layout::contiguous(z, h, n, d)).unwrap();
+        let [kt, vt, dot] = [&k, &v, &d_o].map(|x| Tensor::from_f32(&f.gpu, x, dtype, shared).unwrap());
         let out = f.attention_forward(&qt, &kt, &vt, causal, None).unwrap();
         let r = naive_f64(&q, &k, &v, s, causal, 1.0 / (d as f64).sqrt());
         let err = relative_error(&out.o.to_f32(&f.gpu).unwrap(), &r.o);
-        assert!(err <= 1e-2, "causal={causal}: {err}");
+        assert!(err <= 1e-2, "N={n} causal={causal}: {err}");
         let g = f.attention_backward(&qt, &kt, &vt, &out.o, RowStats::M(&out.m), &dot, causal, None).unwrap();
         let rb = backward_f64(&q, &k, &v, &d_o, s, causal, 1.0 / (d as f64).sqrt());
         for (name, got, want) in [("dQ", &g.dq, &rb.dq), ("dK", &g.dk, &rb.dk), ("dV", &g.dv, &rb.dv)] {
             let e = relative_error(&got.to_f32(&f.gpu).unwrap(), want);
-            assert!(e <= 2e-2, "backward with broadcast K, V, dO: {name} relative error {e:.3e} (causal={causal})");
+            assert!(e <= 2e-2, "backward with broadcast K, V, dO: {name} relative error {e:.3e} (N={n} causal={causal})");
         }
     }
 }

@@ -208,6 +208,10 @@ fn backward_defaults_fit_every_target() {
                     let fused = arch.has_wgmma() && d == 128;
                     assert_eq!(b.dkdv.kind() == KernelKind::BwdFused, fused, "{}", b.dkdv.name());
                     assert_eq!(b.dq.is_none(), fused);
+                    // short sequences keep the three kernels (the fused one measured slower at N = 1024)
+                    let short = KernelSpec::default_backward(arch, dtype, d, causal, 2048).unwrap();
+                    assert!(short.dq.is_some() && !short.dkdv.kind().fuses_dq(), "{}", short.dkdv.name());
+                    assert_eq!(KernelSpec::default_backward(arch, dtype, d, causal, 4096).unwrap(), b);
                     let mut kernels = vec![b.dkdv];
                     if let Some(dq) = b.dq {
                         assert_eq!((dq.causal(), b.dkdv.kind().role(), dq.kind().role()), (causal, KernelKind::BwdDkdv, KernelKind::BwdDq));

@@ -216,7 +216,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                         saved.push((out, d_o));
                     }
                     let mut g = Gradients { dq: tensor(&vec![0u16; len])?, dk: tensor(&vec![0u16; len])?, dv: tensor(&vec![0u16; len])? };
-                    let mut variants = vec![("default".to_string(), KernelSpec::backward_defaults(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?)];
+                    let mut variants = vec![("default".to_string(), KernelSpec::default_backward(gpu.arch, DType::Bf16, d, causal, n as usize).map_err(|e| e.to_string())?)];
                     let mut chained = Vec::new();
                     if a.mma_sync && gpu.arch.has_wgmma() {
                         variants.push(("mma.sync".to_string(), KernelSpec::backward_mma_sync(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));

@@ -711,14 +711,21 @@ impl KernelSpec {
         KernelSpec(SpecParams { kind: KernelKind::BwdPre, dtype, head_dim, block_m: 64, block_n: 0, stage: 1, num_warps: 4, num_stages: 1, arch })
     }
 
-    /// The default backward kernels for a target, dtype, head dim and causality. On sm_90a at HEAD_DIM 128:
-    /// Δ + bwd_fused, dQ added in program order in two chains (deterministic), 1.07-1.31× the three wgmma
-    /// kernels at N = 4096 and 16384 (bench/results/2026-11-30-fused-tma-v2.jsonl, -overlap-ab/ side A,
-    /// -fused-default-v1.jsonl); at HEAD_DIM 64 the fused
-    /// kernel measured 0.5-0.9× them, so there the three wgmma kernels (`backward_wgmma`), which also run
-    /// where the driver cannot describe Q or dO for TMA. Elsewhere the mma.sync ones (`backward_mma_sync`).
+    /// The default backward kernels for a target, dtype, head dim and causality, for long sequences (see
+    /// `default_backward`).
     pub fn backward_defaults(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
-        if arch.has_wgmma() && head_dim == 128 {
+        KernelSpec::default_backward(arch, dtype, head_dim, causal, usize::MAX)
+    }
+
+    /// The default backward kernels for a problem with `n_ctx` tokens. On sm_90a at HEAD_DIM 128 from 4096
+    /// tokens: Δ + bwd_fused, dQ added in program order in two chains (deterministic), 1.07-1.34× the three
+    /// wgmma kernels at N = 4096 and 16384 (bench/results/2026-11-30-fused-tma-v2.jsonl, -overlap-ab/ side
+    /// A, -fused-default-v1.jsonl); at N = 1024 it was 0.82-0.92× them (its 16-step programs pay the
+    /// buffers' zeroing and the hand-overs; 2048 is not measured) and at HEAD_DIM 64 0.5-0.9×, so there the
+    /// three wgmma kernels (`backward_wgmma`), which also run where the driver cannot describe Q or dO for
+    /// TMA. Elsewhere the mma.sync ones (`backward_mma_sync`).
+    pub fn default_backward(arch: Arch, dtype: DType, head_dim: u32, causal: bool, n_ctx: usize) -> Result<BackwardSpecs, SpecError> {
+        if arch.has_wgmma() && head_dim == 128 && n_ctx >= 4096 {
             KernelSpec::backward_fused(arch, dtype, head_dim, causal)
         } else if arch.has_wgmma() {
             KernelSpec::backward_wgmma(arch, dtype, head_dim, causal)

@@ -71,8 +71,8 @@ pub struct Flash {
     dq_chains: std::sync::atomic::AtomicU32,
 }
 
-/// The backward's kernels on sm_90a: the target's defaults (`KernelSpec::backward_defaults`: fused at
-/// HEAD_DIM 128, three kernels at 64), the three-kernel pass, or Δ + one kernel that computes dQ inside
+/// The backward's kernels on sm_90a: the target's defaults (`KernelSpec::default_backward`: fused at
+/// HEAD_DIM 128 from 4096 tokens, else three kernels), the three-kernel pass, or Δ + one kernel that computes dQ inside
 /// dK/dV, its partial sums added in program order (deterministic) or by atomics (not).
 /// FLASHGEN_BACKWARD=default|split|fused|fused-atomic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -386,7 +386,7 @@ impl Flash {
         let (arch, dtype) = (self.gpu.arch, q.dtype);
         let defaults = if self.uses_wgmma() {
             match self.backward_path {
-                BackwardPath::Default => KernelSpec::backward_defaults(arch, dtype, d, causal),
+                BackwardPath::Default => KernelSpec::default_backward(arch, dtype, d, causal, q.layout.shape[2]),
                 BackwardPath::Split => KernelSpec::backward_wgmma(arch, dtype, d, causal),
                 BackwardPath::Fused => KernelSpec::backward_fused(arch, dtype, d, causal),
                 BackwardPath::FusedAtomic => KernelSpec::backward_fused_atomic(arch, dtype, d, causal),
