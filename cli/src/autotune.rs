@@ -20,9 +20,9 @@ pub struct AutotuneArgs {
     #[arg(long, default_value = "bf16")]
     dtype: String,
     /// Kernels to tune: fwd, bwd_dkdv, bwd_dq (comma-separated): the kernels calls use on this GPU (on sm_90a
-    /// unless FLASHGEN_WGMMA=0: fwd_ws, or fwd_wgmma at HEAD_DIM 64 up to N = 2048; the wgmma backward); fwd_wgmma,
-    /// fwd_ws, bwd_dkdv_wgmma, bwd_dq_wgmma name those; bwd_fused and bwd_fused_atomic tune the fused backward
-    /// (FLASHGEN_BACKWARD=fused / fused-atomic then uses the winners).
+    /// unless FLASHGEN_WGMMA=0: fwd_ws, or fwd_wgmma at HEAD_DIM 64 up to N = 2048; the wgmma backward, whose
+    /// dK/dV kernel is bwd_fused at HEAD_DIM 128 from N = 4096, with no dQ kernel to tune); fwd_wgmma, fwd_ws,
+    /// bwd_dkdv_wgmma, bwd_dq_wgmma, bwd_fused and bwd_fused_atomic name those.
     #[arg(long, default_value = "fwd")]
     kernel: String,
     /// Time only the k best configs by the performance model (Triton's top_k); default: all that survive pruning.
@@ -45,10 +45,16 @@ pub fn run(a: &AutotuneArgs) -> Result<(), String> {
     let dtype = DType::parse(&a.dtype).map_err(|e| e.to_string())?;
     // a role (fwd, bwd_dkdv, bwd_dq) means the family calls use on this GPU; a wgmma kind is taken as named
     // (the forward's kind also depends on the head dim, causality and the length: Flash::forward_kind)
-    let kind_of = |k: KernelKind, d: u32, causal: bool, n: u32| match k {
-        KernelKind::Fwd => flash.forward_kind(d, causal, n as usize),
-        k if k.uses_wgmma() => k,
-        k => flash.kind_for(k),
+    // a backward role means the kernel of that role among those calls run (none for dQ where it is fused)
+    let kind_of = |k: KernelKind, d: u32, causal: bool, n: u32| -> Result<Option<KernelKind>, String> {
+        Ok(match k {
+            KernelKind::Fwd => Some(flash.forward_kind(d, causal, n as usize)),
+            KernelKind::BwdDkdv | KernelKind::BwdDq => {
+                let specs = flash.untuned_backward(dtype, d, causal, n as usize).map_err(|e| e.to_string())?;
+                if k == KernelKind::BwdDkdv { Some(specs.dkdv.kind()) } else { specs.dq.map(|s| s.kind()) }
+            }
+            k => Some(k),
+        })
     };
     let roles = a.kernel.split(',').map(|k| KernelKind::parse(k).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
     let mut keys = Vec::new();
@@ -56,8 +62,10 @@ pub fn run(a: &AutotuneArgs) -> Result<(), String> {
         for d in list(&a.d)? {
             for n in list(&a.n)? {
                 for causal in list(&a.causal)? {
-                    let kind = kind_of(role, d, causal == 1, n);
-                    keys.push(TuneKey::for_kind(kind, flash.gpu.arch, dtype, d, causal == 1, n as usize));
+                    match kind_of(role, d, causal == 1, n)? {
+                        Some(kind) => keys.push(TuneKey::for_kind(kind, flash.gpu.arch, dtype, d, causal == 1, n as usize)),
+                        None => println!("{role:?} at D={d} N={n} causal={causal}: none to tune (dQ is computed inside the dK/dV kernel)"),
+                    }
                 }
             }
         }

@@ -8,7 +8,7 @@ use crate::kernel::LoadedKernel;
 use crate::{lse, Gpu, Layout, RuntimeError, Tensor};
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
-use flashgen::{BackwardSpecs, KernelKind, KernelSpec};
+use flashgen::{BackwardSpecs, DType, KernelKind, KernelSpec};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -191,15 +191,6 @@ impl Flash {
         }
     }
 
-    /// The kernel kind calls use in this role (fwd, bwd_dkdv, bwd_dq): its wgmma kind where `uses_wgmma`
-    /// (for the forward, see `forward_kind`, which also depends on the head dim, causality and the length).
-    pub fn kind_for(&self, role: KernelKind) -> KernelKind {
-        match role.wgmma_kind() {
-            Some(k) if self.uses_wgmma() => k,
-            _ => role.role(),
-        }
-    }
-
     /// Tune one key now over the whole config space (or the `keep` best by the performance model),
     /// compiling on all but one core while this thread times; store and use the winner.
     pub fn autotune(&self, key: &TuneKey, keep: Option<usize>) -> Result<TuneResult, RuntimeError> {
@@ -378,15 +369,20 @@ impl Flash {
     /// The backward kernels a call on these inputs uses: dK/dV and dQ each the stored winner of its key
     /// (tuned first if autotuning is on), else the defaults of `KernelSpec::backward_defaults`.
     pub fn backward_specs(&self, q: &Tensor, causal: bool) -> Result<BackwardSpecs, RuntimeError> {
-        let d = q.layout.shape[3] as u32;
-        let no_kernels = |e: flashgen::SpecError| RuntimeError::Argument(format!("tensor Q: no backward kernels for head dim {d} and {}: {e}", q.dtype.name()));
+        let defaults = self.untuned_backward(q.dtype, q.layout.shape[3] as u32, causal, q.layout.shape[2])?;
+        self.tuned_backward(defaults, q, causal)
+    }
+
+    /// The backward kernels a call with this dtype, head dim, causality and length runs before tuning: the
+    /// path's (FLASHGEN_BACKWARD, `set_backward_path`), by default the target's for that length.
+    pub fn untuned_backward(&self, dtype: DType, d: u32, causal: bool, n: usize) -> Result<BackwardSpecs, RuntimeError> {
         if let Some(e) = &self.backward_env_error {
             return Err(RuntimeError::Argument(e.clone()));
         }
-        let (arch, dtype) = (self.gpu.arch, q.dtype);
-        let defaults = if self.uses_wgmma() {
+        let arch = self.gpu.arch;
+        if self.uses_wgmma() {
             match self.backward_path {
-                BackwardPath::Default => KernelSpec::default_backward(arch, dtype, d, causal, q.layout.shape[2]),
+                BackwardPath::Default => KernelSpec::default_backward(arch, dtype, d, causal, n),
                 BackwardPath::Split => KernelSpec::backward_wgmma(arch, dtype, d, causal),
                 BackwardPath::Fused => KernelSpec::backward_fused(arch, dtype, d, causal),
                 BackwardPath::FusedAtomic => KernelSpec::backward_fused_atomic(arch, dtype, d, causal),
@@ -394,8 +390,7 @@ impl Flash {
         } else {
             KernelSpec::backward_mma_sync(arch, dtype, d, causal)
         }
-        .map_err(no_kernels)?;
-        self.tuned_backward(defaults, q, causal)
+        .map_err(|e| RuntimeError::Argument(format!("tensor Q: no backward kernels for head dim {d} and {}: {e}", dtype.name())))
     }
 
     /// `defaults` with each kernel replaced by its key's stored winner (tuned first if autotuning is on).
