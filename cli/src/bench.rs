@@ -36,8 +36,8 @@ pub struct BenchArgs {
     /// With --backward: time only the backward (the forward still runs, untimed, for its O and M).
     #[arg(long, requires = "backward")]
     backward_only: bool,
-    /// With --fused: also time bwd_fused with these numbers of dQ chains (comma-separated, > 1), labelled
-    /// "fused-c<n>" (the plain "fused" row has FLASHGEN_DQ_CHAINS, default 1).
+    /// With --fused: also time bwd_fused with these numbers of dQ chains (comma-separated, 1 to 8), labelled
+    /// "fused-c<n>" (the plain "fused" row has FLASHGEN_DQ_CHAINS, default 2).
     #[arg(long, requires = "fused")]
     dq_chains: Option<String>,
     /// With --backward on sm_90a, also time bwd_pre + bwd_fused (dQ inside dK/dV), labelled "fused", and
