@@ -150,6 +150,8 @@ impl KernelConstants {
         let row_bytes = d * spec.dtype().bytes();
         let mt = spec.rows_per_warp() / 16;
         let (br, bs) = (spec.resident_rows(), spec.streamed_rows());
+        // bwd_fused: the dSᵀ tile after the two resident tiles and the ring
+        let ds_off = 2 * br * row_bytes + spec.num_stages() * spec.slot_bytes();
         KernelConstants {
             name: spec.name(),
             dtype: spec.dtype().name(),
@@ -214,8 +216,9 @@ impl KernelConstants {
             WGS: (spec.num_warps() / 4).max(1),
             DQN: 64,
             DQ_CHUNKS: d / 64 / (spec.num_warps() / 4).max(1),
-            DS_OFF: 2 * br * row_bytes + spec.num_stages() * spec.slot_bytes(),
-            FBAR_OFF: 2 * br * row_bytes + spec.num_stages() * spec.slot_bytes() + br * 128 + (d / 64) * 16384 + 16,
+            DS_OFF: ds_off,
+            // after the dSᵀ tile (a 128-byte row per key), the dQ staging pieces and the flags
+            FBAR_OFF: ds_off + br * 128 + (d / 64) * 16384 + 16,
             // Q, K, V, sm_scale, dO, dK, dV, M, Δ, dQ, the partial sums, the locks, CHAINS, 7 × 4 strides,
             // Z, H, N_CTX
             TMAP_Q_PARAM: 13 + 28 + 3,

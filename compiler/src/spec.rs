@@ -534,9 +534,9 @@ impl KernelSpec {
             resident + ns * slot.next_multiple_of(1024) + 1024 + 8 * (1 + 2 * ns)
         } else if self.0.kind.fuses_dq() {
             // and the dSᵀ tile (one 128-byte row of 64 queries per key row), a 64×64 f32 staging piece
-            // per 64 columns of dQ (the bulk reductions' source), and a word per warpgroup for the flag
-            // that tells it it wrote a block's dQ
-            // and the Q/dO ring's mbarriers (lib/tma_ring.ll.tera), one per slot
+            // per 64 columns of dQ (the bulk reductions' source), a word per warpgroup for the flag that
+            // tells it it wrote a block's dQ, and the Q/dO ring's mbarriers (lib/tma_ring.ll.tera), one
+            // per slot
             resident + ns * slot.next_multiple_of(1024) + 1024 + res * 128 + (self.0.head_dim / 64) * 16384 + 16 + 8 * ns
         } else if self.0.kind.uses_wgmma() {
             resident + ns * slot.next_multiple_of(1024) + 1024
