@@ -114,10 +114,13 @@ fn wgmma_kernels_assemble_without_spills_or_serialization() {
     for kind in kinds {
         for dtype in [DType::Bf16, DType::F16] {
             for d in flashgen::spec::HEAD_DIMS {
-                for w in flashgen::spec::NUM_WARPS {
+                let warps: &[u32] = if kind.fuses_dq() { &flashgen::spec::FUSED_NUM_WARPS } else { &flashgen::spec::NUM_WARPS };
+                for &w in warps {
                     for streamed in flashgen::spec::BLOCK_NS {
                         for stage in [1, 3] {
-                            let (block_m, block_n) = if kind.role() == KernelKind::BwdDkdv { (streamed, 16 * w) } else { (16 * w, streamed) };
+                            // rows: 16 per computing warp (the fused backward's writer warpgroup owns none)
+                            let owned = 16 * (w - kind.helper_warps());
+                            let (block_m, block_n) = if kind.role() == KernelKind::BwdDkdv { (streamed, owned) } else { (owned, streamed) };
                             for num_stages in [2, 3] {
                                 let p = SpecParams { kind, dtype, head_dim: d, block_m, block_n, stage, num_warps: w, num_stages, arch: Arch::Sm90a };
                                 if let Ok(s) = KernelSpec::new(p) {
