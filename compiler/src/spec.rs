@@ -419,7 +419,7 @@ impl KernelSpec {
         let mma_groups = (w - 4) / 4;
         rule(bn == 64 * mma_groups, || format!("{kind}: BLOCK_N={bn} must be 64 × the {mma_groups} MMA warpgroups of num_warps={w} = {} (64 key rows each)", 64 * mma_groups))?;
         rule(d == 64 * mma_groups, || {
-            format!("{kind}: HEAD_DIM={d} needs {} MMA warpgroups (each computes 64 of dQ's columns, one wgmma chain): use num_warps={}", d / 64, 4 * (d / 64 + 1))
+            format!("{kind}: HEAD_DIM={d} needs {} MMA warpgroup(s) (each computes 64 of dQ's columns, one wgmma chain): use num_warps={} and BLOCK_N={d}", d / 64, 4 * (d / 64 + 1))
         })?;
         rule(bm == 64, || format!("{kind}: BLOCK_M={bm} must be 64 (dQ = dS·K is one wgmma of 64 query rows per block)"))?;
         rule(NUM_STAGES.contains(&ns), || format!("num_stages={ns} must be in {}..={} (the depth of the TMA ring of Q/dO blocks)", NUM_STAGES.start(), NUM_STAGES.end()))?;
