@@ -331,8 +331,8 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
 }
 
 /// bwd_fused: a dK/dV kernel (its role, tiles and grid) that also computes dQ; query blocks of exactly 64
-/// rows; each warpgroup's dQ columns whole 64-column chunks (one warpgroup at HEAD_DIM 128 takes two in
-/// turn, 32 registers at a time); registers within 255.
+/// rows; one MMA warpgroup per 64 key rows and 64 of dQ's columns, then the dQ writer warpgroup; shared
+/// memory within the SM's, registers within what setmaxnreg gives the MMA warpgroups.
 #[test]
 fn fused_backward_is_a_dkdv_kernel_with_dq() {
     let k = KernelKind::BwdFused;
@@ -350,25 +350,31 @@ fn fused_backward_is_a_dkdv_kernel_with_dq() {
             assert_eq!(SpecParams { kind: k, ..*a.dkdv.params() }, *b.dkdv.params(), "the same tiles, atomics aside");
             assert_eq!(b.kernels(), vec![b.preprocess, b.dkdv]);
             assert_eq!((b.dkdv.streamed_rows(), b.dkdv.resident_rows()), (64, if d == 128 { 128 } else { 64 }));
-            // the dSᵀ tile (one 128-byte row per key), a 64×64 f32 staging piece per 64 columns of dQ and
-            // the flags, after the dK/dV kernel's own memory; all within the SM's 227 KB
-            let plain = KernelSpec::new(SpecParams { kind: KernelKind::BwdDkdvWgmma, ..*b.dkdv.params() }).map(|s| s.shared_memory_bytes());
-            if let Ok(plain) = plain {
-                assert_eq!(b.dkdv.shared_memory_bytes(), plain + b.dkdv.resident_rows() * 128 + (d / 64) * 16384 + 16 + 8 * b.dkdv.num_stages());
-            }
+            // one MMA warpgroup per 64 key rows (and 64 of dQ's columns), then the dQ writer warpgroup
+            assert_eq!((b.dkdv.num_warps(), b.dkdv.mma_warps(), b.dkdv.threads()), (4 * (d / 64 + 1), 4 * (d / 64), 128 * (d / 64 + 1)));
+            assert_eq!((b.dkdv.rows_per_warp(), b.dkdv.consumer_warpgroups()), (16, d / 64));
+            // the resident K and V, the ring, the dSᵀ tile (one 128-byte row per key), the staging buffers
+            // (a 64×64 f32 piece per 64 columns of dQ each; two at the defaults) and the ring's mbarriers;
+            // all within the SM's 227 KB
+            let (res, ns) = (b.dkdv.resident_rows(), b.dkdv.num_stages());
+            assert_eq!(b.dkdv.staging_buffers(), 2, "{}", b.dkdv.name());
+            assert_eq!(b.dkdv.shared_memory_bytes(), 2 * res * d * 2 + ns * b.dkdv.slot_bytes() + 1024 + res * 128 + 2 * (d / 64) * 16384 + 8 * ns);
             assert!(b.dkdv.shared_memory_bytes() <= 227 * 1024, "{}", b.dkdv.name());
-            assert!(b.dkdv.register_estimate() <= 255);
+            assert!(b.dkdv.register_estimate() <= b.dkdv.registers().consumer);
         }
     }
     let p = *KernelSpec::backward_fused(Arch::Sm90a, DType::Bf16, 128, false).unwrap().dkdv.params();
     let e = |q: SpecParams| KernelSpec::new(q).unwrap_err().to_string();
     assert!(e(SpecParams { block_m: 32, ..p }).contains("bwd_fused: BLOCK_M=32 must be 64"));
     assert!(e(SpecParams { arch: Arch::Sm80, ..p }).contains("bwd_fused needs sm_90a"));
-    // one warpgroup at HEAD_DIM 128 takes dQ's two 64-column chunks in turn, each with its staging piece
-    // (so two such programs no longer share an SM: 2 × 141 KB)
-    let one_warpgroup = KernelSpec::new(SpecParams { num_warps: 4, block_n: 64, num_stages: 2, ..p }).unwrap();
-    assert!(one_warpgroup.register_estimate() <= 255 && one_warpgroup.shared_memory_bytes() <= 227 * 1024);
-    assert!(one_warpgroup.shared_memory_bytes() > 233_472 / 2);
-    assert!(e(SpecParams { head_dim: 64, ..p }).contains("gives each 32 dQ columns"));
+    assert!(e(SpecParams { num_warps: 4, block_n: 64, ..p }).contains("num_warps=4 is not supported"));
+    assert!(e(SpecParams { num_warps: 8, block_n: 64, ..p }).contains("HEAD_DIM=128 needs 2 MMA warpgroup(s)"));
+    assert!(e(SpecParams { block_n: 64, ..p }).contains("BLOCK_N=64 must be 64 × the 2 MMA warpgroups"));
+    assert!(e(SpecParams { head_dim: 64, ..p }).contains("HEAD_DIM=64 needs 1 MMA warpgroup(s)"));
+    // three stages at HEAD_DIM 128 fit with one staging buffer; four do not fit at all
+    let three = KernelSpec::new(SpecParams { num_stages: 3, ..p }).unwrap();
+    assert_eq!(three.staging_buffers(), 1);
+    assert!(three.shared_memory_bytes() <= 227 * 1024);
+    assert!(e(SpecParams { num_stages: 4, ..p }).contains("exceeds the"));
     assert!(KernelSpec::backward_fused(Arch::Sm90, DType::Bf16, 128, false).is_err());
 }

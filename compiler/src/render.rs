@@ -70,6 +70,8 @@ struct KernelConstants {
     W: u32,
     NS: u32,
     THREADS: u32,
+    /// The threads that copy tiles and compute: all but a helper warpgroup (the fused backward's writer).
+    COPY_THREADS: u32,
     RPW: u32,
     MT: u32,
     NT: u32,
@@ -113,16 +115,18 @@ struct KernelConstants {
     /// MN-major descriptor of the resident tiles (the next panel: resident rows·128 B): bwd_fused reads K
     /// transposed for dQ = dS·K.
     DESC_MN_RES: String,
-    // ---- bwd_fused: dQ inside dK/dV (lib/dq_fused.ll.tera): warpgroups; dQ is computed in chunks of DQN
-    // = 64 columns (one K panel), DQ_CHUNKS per warpgroup in turn (warpgroup w owns chunks w·DQ_CHUNKS ..),
-    // one lock each; the dSᵀ tile's offset from the tiles (after the ring) ----
+    // ---- bwd_fused: dQ inside dK/dV (lib/dq_fused.ll.tera): WGS MMA warpgroups, warpgroup w computes dQ's
+    // columns w·DQN .. (DQN = 64: one K panel), one lock each; then the writer warpgroup. The dSᵀ tile's
+    // offset from the tiles (after the ring) and the staging buffers' (after it) ----
     FUSED: bool,
     DQ_ATOMIC: bool,
     WGS: u32,
     DQN: u32,
-    DQ_CHUNKS: u32,
     DS_OFF: u32,
-    /// bwd_fused: the ring's mbarriers (after the dSᵀ tile, the dQ staging and the flags), and the
+    STAGE_OFF: u32,
+    /// staging buffers (`KernelSpec::staging_buffers`): step j stages in buffer j % STAGING
+    STAGING: u32,
+    /// bwd_fused: the ring's mbarriers (after the dSᵀ tile and the dQ staging), and the
     /// parameter index of the first of its two tensor maps (Q, then dO)
     FBAR_OFF: u32,
     TMAP_Q_PARAM: u32,
@@ -146,6 +150,7 @@ impl KernelConstants {
         let d = spec.head_dim();
         let (bm, bn) = (spec.block_m(), spec.block_n());
         let threads = spec.threads();
+        let copy_threads = 32 * spec.mma_warps();
         let cpr = d / 8;
         let row_bytes = d * spec.dtype().bytes();
         let mt = spec.rows_per_warp() / 16;
@@ -180,6 +185,7 @@ impl KernelConstants {
             W: spec.num_warps(),
             NS: spec.num_stages(),
             THREADS: threads,
+            COPY_THREADS: copy_threads,
             RPW: spec.rows_per_warp(),
             MT: mt,
             NT: bn / 8,
@@ -201,8 +207,8 @@ impl KernelConstants {
             BS: bs,
             NTS: bs / 8,
             KST: bs / 16,
-            RES_ITERS: br * cpr / threads,
-            STR_ITERS: bs * cpr / threads,
+            RES_ITERS: br * cpr / copy_threads,
+            STR_ITERS: bs * cpr / copy_threads,
             RES_BYTES: br * row_bytes,
             TILE_BYTES: bs * row_bytes,
             RING_OFF: 2 * br * row_bytes,
@@ -213,12 +219,13 @@ impl KernelConstants {
             DESC_MN_RES: descriptor_constant(br * 128 / 16).to_string(),
             FUSED: spec.kind().fuses_dq(),
             DQ_ATOMIC: spec.kind().dq_atomics(),
-            WGS: (spec.num_warps() / 4).max(1),
+            WGS: (spec.mma_warps() / 4).max(1),
             DQN: 64,
-            DQ_CHUNKS: d / 64 / (spec.num_warps() / 4).max(1),
             DS_OFF: ds_off,
-            // after the dSᵀ tile (a 128-byte row per key), the dQ staging pieces and the flags
-            FBAR_OFF: ds_off + br * 128 + (d / 64) * 16384 + 16,
+            // after the dSᵀ tile (a 128-byte row per key): the dQ staging buffers, then the ring's mbarriers
+            STAGE_OFF: ds_off + br * 128,
+            STAGING: spec.staging_buffers(),
+            FBAR_OFF: ds_off + br * 128 + spec.staging_buffers() * (d / 64) * 16384,
             // Q, K, V, sm_scale, dO, dK, dV, M, Δ, dQ, the partial sums, the locks, CHAINS, 7 × 4 strides,
             // Z, H, N_CTX
             TMAP_Q_PARAM: 13 + 28 + 3,

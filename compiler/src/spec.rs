@@ -121,6 +121,8 @@ pub const NUM_STAGES: std::ops::RangeInclusive<u32> = 2..=6;
 /// Warps of fwd_ws: the producer warpgroup and 2 or 3 consumer warpgroups, which take turns on the tensor
 /// cores (ping-pong). One consumer (8 warps, two CTAs per SM) ran 10× slower on the H200 (ws-v1).
 pub const WS_NUM_WARPS: [u32; 2] = [12, 16];
+/// Warps of the fused backward: 1 or 2 MMA warpgroups (HEAD_DIM 64 or 128), then the dQ writer warpgroup.
+pub const FUSED_NUM_WARPS: [u32; 2] = [8, 12];
 /// Registers a thread may use (the architectural limit of every supported target).
 pub const MAX_REGISTERS: u32 = 255;
 /// Registers the estimate reserves for addresses, loop counters, masks and softmax temporaries.
@@ -268,6 +270,15 @@ impl KernelKind {
     pub fn fuses_dq(self) -> bool {
         matches!(self, KernelKind::BwdFused | KernelKind::BwdFusedAtomic)
     }
+    /// Warps beside the computing ones: fwd_ws's producer warpgroup (TMA loads), the fused backward's dQ
+    /// writer warpgroup (bulk reductions, hand-overs, the final dQ); 0 for the other kinds.
+    pub fn helper_warps(self) -> u32 {
+        if self == KernelKind::FwdWs || self.fuses_dq() {
+            4
+        } else {
+            0
+        }
+    }
     /// Whether dQ's partial sums are added by atomics, in arrival order (not deterministic).
     pub fn dq_atomics(self) -> bool {
         self == KernelKind::BwdFusedAtomic
@@ -313,6 +324,9 @@ impl KernelSpec {
         if p.kind == KernelKind::FwdWs {
             return KernelSpec::new_warp_specialized(p);
         }
+        if p.kind.fuses_dq() {
+            return KernelSpec::new_fused(p);
+        }
         rule(NUM_WARPS.contains(&w), || format!("num_warps={w} is not supported: use one of {NUM_WARPS:?}"))?;
         if p.kind == KernelKind::BwdPre {
             let canonical = KernelSpec::backward_preprocess(p.arch, p.dtype, d);
@@ -333,14 +347,6 @@ impl KernelSpec {
             let res = spec.resident_rows();
             rule(res == 16 * w, || {
                 format!("{kind}: {res_name}={res} must be 16 × num_warps={w} = {} (one warpgroup of 4 warps per 64 {rows}, 16 per warp)", 16 * w)
-            })?;
-        }
-        if p.kind.fuses_dq() {
-            let kind = p.kind.name();
-            rule(p.block_m == 64, || format!("{kind}: BLOCK_M={} must be 64 (dQ = dS·K is one wgmma of 64 query rows per block)", p.block_m))?;
-            let warpgroups = w / 4;
-            rule((d / warpgroups) % 64 == 0, || {
-                format!("{kind}: HEAD_DIM={d} split over num_warps={w} ({warpgroups} warpgroups) gives each {} dQ columns; each needs whole 64-column panels: use num_warps=4", d / warpgroups)
             })?;
         }
         let (res, strm) = (spec.resident_rows(), spec.streamed_rows());
@@ -399,6 +405,33 @@ impl KernelSpec {
         Ok(spec)
     }
 
+    /// The rules of the fused backward (bwd_fused, bwd_fused_atomic; after the common ones on HEAD_DIM and
+    /// STAGE): 1 or 2 MMA warpgroups of 64 key rows, each computing 64 of dQ's columns, plus the dQ writer
+    /// warpgroup (lib/dq_fused.ll.tera); query blocks of 64 rows by TMA; shared memory; and the registers each
+    /// MMA thread needs within what setmaxnreg gives it.
+    fn new_fused(p: SpecParams) -> Result<KernelSpec, SpecError> {
+        let SpecParams { head_dim: d, block_m: bm, block_n: bn, num_warps: w, num_stages: ns, .. } = p;
+        let kind = p.kind.name();
+        rule(p.arch == Arch::Sm90a, || format!("{kind} needs sm_90a (wgmma, TMA and bulk reductions are sm_90a instructions): use kernel bwd_dkdv and bwd_dq on {}", p.arch))?;
+        rule(FUSED_NUM_WARPS.contains(&w), || {
+            format!("{kind}: num_warps={w} is not supported: use one of {FUSED_NUM_WARPS:?} (1 or 2 MMA warpgroups of 4 warps, then the dQ writer warpgroup)")
+        })?;
+        let mma_groups = (w - 4) / 4;
+        rule(bn == 64 * mma_groups, || format!("{kind}: BLOCK_N={bn} must be 64 × the {mma_groups} MMA warpgroups of num_warps={w} = {} (64 key rows each)", 64 * mma_groups))?;
+        rule(d == 64 * mma_groups, || {
+            format!("{kind}: HEAD_DIM={d} needs {} MMA warpgroup(s) (each computes 64 of dQ's columns, one wgmma chain): use num_warps={} and BLOCK_N={d}", d / 64, 4 * (d / 64 + 1))
+        })?;
+        rule(bm == 64, || format!("{kind}: BLOCK_M={bm} must be 64 (dQ = dS·K is one wgmma of 64 query rows per block)"))?;
+        rule(NUM_STAGES.contains(&ns), || format!("num_stages={ns} must be in {}..={} (the depth of the TMA ring of Q/dO blocks)", NUM_STAGES.start(), NUM_STAGES.end()))?;
+        let spec = KernelSpec(p);
+        let smem = spec.shared_memory_bytes();
+        let limit = p.arch.shared_memory_limit();
+        rule(smem <= limit, || format!("shared memory {smem} B ({}) exceeds the {limit} B limit of {}: lower num_stages", spec.shared_memory_layout(), p.arch))?;
+        let (regs, budget) = (spec.register_estimate(), spec.registers().consumer);
+        rule(regs <= budget, || format!("{kind}: an estimated {regs} registers per MMA thread (HEAD_DIM={d}, BLOCK_M={bm}) exceed the {budget} that each of its {mma_groups} MMA warpgroups has"))?;
+        Ok(spec)
+    }
+
     /// The fwd_wgmma spec that computes what this fwd_ws spec does without TMA (the same tiles, one
     /// warpgroup fewer), or fwd_wgmma's default where those tiles do not validate there; other specs as they are.
     pub fn without_warp_specialization(&self) -> KernelSpec {
@@ -419,9 +452,10 @@ impl KernelSpec {
         self.0.kind == KernelKind::FwdWs && self.0.num_stages >= 3
     }
 
-    /// Consumer warpgroups of a warp-specialized kernel (0 for the others).
+    /// Consumer warpgroups of a warp-specialized kernel (fwd_ws's consumers, the fused backward's MMA
+    /// warpgroups; 0 for the others).
     pub fn consumer_warpgroups(&self) -> u32 {
-        if self.0.kind == KernelKind::FwdWs {
+        if self.0.kind.helper_warps() > 0 {
             self.0.num_warps / 4 - 1
         } else {
             0
@@ -494,10 +528,13 @@ impl KernelSpec {
             _ => self.0.block_n,
         }
     }
-    /// Resident rows each computing warp owns (a multiple of 16; fwd_ws's producer warps own none).
+    /// Resident rows each computing warp owns (a multiple of 16; a helper warpgroup's warps own none).
     pub fn rows_per_warp(&self) -> u32 {
-        let producer_warps = if self.0.kind == KernelKind::FwdWs { 4 } else { 0 };
-        self.resident_rows() / (self.0.num_warps - producer_warps)
+        self.resident_rows() / self.mma_warps()
+    }
+    /// The warps that compute (all but a helper warpgroup: fwd_ws's producer, the fused backward's dQ writer).
+    pub fn mma_warps(&self) -> u32 {
+        self.0.num_warps - self.0.kind.helper_warps()
     }
 
     /// Resident tiles whose mma A fragments the loop reads: Q (forward), Q and dO (dQ), K and V (dK/dV).
@@ -533,15 +570,32 @@ impl KernelSpec {
             // and the mbarriers: Q full, then K/V full and empty per slot
             resident + ns * slot.next_multiple_of(1024) + 1024 + 8 * (1 + 2 * ns)
         } else if self.0.kind.fuses_dq() {
-            // and the dSᵀ tile (one 128-byte row of 64 queries per key row), a 64×64 f32 staging piece
-            // per 64 columns of dQ (the bulk reductions' source), a word per warpgroup for the flag that
-            // tells it it wrote a block's dQ, and the Q/dO ring's mbarriers (lib/tma_ring.ll.tera), one
-            // per slot
-            resident + ns * slot.next_multiple_of(1024) + 1024 + res * 128 + (self.0.head_dim / 64) * 16384 + 16 + 8 * ns
+            self.fused_shared_memory_bytes(self.staging_buffers())
         } else if self.0.kind.uses_wgmma() {
             resident + ns * slot.next_multiple_of(1024) + 1024
         } else {
             resident + ns * slot
+        }
+    }
+
+    /// The fused backward's shared memory with `buffers` staging buffers: the resident K and V, the ring, the
+    /// dSᵀ tile (one 128-byte row of 64 queries per key row), per buffer a 64×64 f32 staging piece per 64
+    /// columns of dQ (the bulk reductions' source), and the Q/dO ring's mbarriers (lib/tma_ring.ll.tera),
+    /// one per slot.
+    fn fused_shared_memory_bytes(&self, buffers: u32) -> u32 {
+        let row = self.0.head_dim * self.0.dtype.bytes();
+        let (res, ns) = (self.resident_rows(), self.0.num_stages);
+        2 * res * row + ns * self.slot_bytes() + 1024 + res * 128 + buffers * (self.0.head_dim / 64) * 16384 + 8 * ns
+    }
+
+    /// The fused backward's staging buffers: two where they fit (the MMA warpgroups fill one while the
+    /// writer adds the other, so that a late turn on a lock does not stall them), else one (at HEAD_DIM 128
+    /// with three stages: the writer has a step to read it before the MMA warpgroups write it again).
+    pub fn staging_buffers(&self) -> u32 {
+        if self.fused_shared_memory_bytes(2) <= self.0.arch.shared_memory_limit() {
+            2
+        } else {
+            1
         }
     }
 
@@ -570,7 +624,7 @@ impl KernelSpec {
         match self.0.kind.role() {
             KernelKind::Fwd => format!("Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
             KernelKind::BwdDq => format!("Q and dO {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
-            KernelKind::BwdDkdv if self.0.kind.fuses_dq() => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm}) + dSᵀ {res}×{strm} + dQ staging 64×{d} f32"),
+            KernelKind::BwdDkdv if self.0.kind.fuses_dq() => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm}) + dSᵀ {res}×{strm} + dQ staging 2 × 64×{d} f32"),
             KernelKind::BwdDkdv => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm})"),
             _ => "none".into(),
         }
@@ -607,8 +661,9 @@ impl KernelSpec {
             // wgmma backward: the accumulators, S (or Sᵀ) and dP (BLOCK/2 each) and their packed copies
             KernelKind::BwdDqWgmma => (d / 2 + strm + strm / 2 + 4, REGISTER_OVERHEAD),
             KernelKind::BwdDkdvWgmma => (d + strm + strm / 2, REGISTER_OVERHEAD),
-            // dK, dV, Sᵀ and dPᵀ, then one 64-column chunk of dQ at a time (32): fitted to ptxas 12.9
-            KernelKind::BwdFused | KernelKind::BwdFusedAtomic => (d + strm + 32, BACKWARD_REGISTER_OVERHEAD),
+            // dK, dV, Sᵀ and dPᵀ, then its 64-column chunk of dQ (32), less what the writer warpgroup holds
+            // (locks, chains, the final dQ): fitted to ptxas 12.9
+            KernelKind::BwdFused | KernelKind::BwdFusedAtomic => (d + strm + 24, BACKWARD_REGISTER_OVERHEAD),
             KernelKind::BwdPre => (0, 0),
         };
         let in_flight = if self.0.kind.uses_wgmma() { 0 } else { strm * d / 256 };
@@ -792,10 +847,11 @@ impl KernelSpec {
     }
 
     fn backward_fused_of(kind: KernelKind, arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
-        // HEAD_DIM 128: two warpgroups over 128 keys, three stages (+5-7% over two at every measured row,
-        // fused-bulk-v1); HEAD_DIM 64: one warpgroup, two stages (the only one measured)
-        let (num_warps, num_stages) = if head_dim == 128 { (8, 3) } else { (4, 2) };
-        let p = SpecParams { kind, dtype, head_dim, block_m: 64, block_n: 16 * num_warps, stage: if causal { 3 } else { 1 }, num_warps, num_stages, arch };
+        // HEAD_DIM 128: two MMA warpgroups over 128 keys, HEAD_DIM 64: one; then the dQ writer warpgroup.
+        // Two stages: the writer's double-buffered staging leaves no room for a third at HEAD_DIM 128 (with
+        // the TMA ring two did as well as three, fused-tma-v2)
+        let (num_warps, num_stages) = if head_dim == 128 { (12, 2) } else { (8, 2) };
+        let p = SpecParams { kind, dtype, head_dim, block_m: 64, block_n: head_dim, stage: if causal { 3 } else { 1 }, num_warps, num_stages, arch };
         Ok(BackwardSpecs { preprocess: KernelSpec::backward_preprocess(arch, dtype, head_dim), dkdv: KernelSpec::new(p)?, dq: None })
     }
 

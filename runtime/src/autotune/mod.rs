@@ -119,7 +119,14 @@ pub fn config_space() -> Vec<Config> {
 pub fn config_space_for(kind: KernelKind) -> Vec<Config> {
     let mut out = Vec::new();
     let ws = kind == KernelKind::FwdWs;
-    let (owned_rows, streamed_rows, warps): (&[u32], &[u32], &[u32]) = if ws { (&[128, 192], &[32, 64, 128], &[12, 16]) } else { (&[64, 128, 256], &[16, 32, 64, 128], &[4, 8]) };
+    let (owned_rows, streamed_rows, warps): (&[u32], &[u32], &[u32]) = if ws {
+        (&[128, 192], &[32, 64, 128], &[12, 16])
+    } else if kind.fuses_dq() {
+        // the MMA warpgroups plus the dQ writer's (validation keeps the pairs where the warps match the rows)
+        (&[64, 128, 256], &[16, 32, 64, 128], &flashgen::spec::FUSED_NUM_WARPS)
+    } else {
+        (&[64, 128, 256], &[16, 32, 64, 128], &[4, 8])
+    };
     for &owned in owned_rows {
         for &streamed in streamed_rows {
             for num_stages in [2, 3, 4] {
