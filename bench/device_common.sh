@@ -23,6 +23,8 @@ sanitize() {
   for t in "$@"; do
     set -- $t; timeout ${SANITIZE_TIMEOUT:-120} compute-sanitizer --tool $1 $B check --quick --filter $2 ${3:-} > /tmp/san.log 2>&1
     echo "$1 $2 rc=$?" | tee -a "$OUT/extras.log"; grep -E "passed, |ERROR SUMMARY|RACECHECK SUMMARY" /tmp/san.log | tail -2 | tee -a "$OUT/extras.log"
+    # the first reports in full (which accesses, which barrier), to the log only
+    grep -v -E "^(fa2_|backward|GPU:|generated|tiled)" /tmp/san.log | grep -m1 -B2 -A24 -E "^========= (Error|Warning|Invalid|Race)" >> "$OUT/extras.log"
   done
 }
 

@@ -3,16 +3,18 @@
 # .carry/flashgen.xz (A, e.g. main) and .carry/flashgen_b.xz (B, e.g. a branch), .carry/gpu_test_b.xz (B's GPU
 # tests). Correctness first on B: the quick suite with the fused kernels (CHECK_FILTER: only those kernels;
 # empty: all), the GPU tests (GPU_TEST_FILTER, default the fused ones, with the bit-for-bit rerun);
-# CHECK_A=1 also A's quick suite; SANITIZE_B=1 memcheck and racecheck on B. Then both timed (bench
-# --backward --backward-only --fused; BWD_CONFIGS and DQ_CHAINS as in device_fused.sh), then the anchors
-# (ANCHOR_N, ANCHOR_D). Writes under $OUT (at most 8 files come back): bench_a.jsonl, bench_b.jsonl, ...
+# CHECK_A=1 also A's quick suite; SANITIZE_B=1 memcheck and racecheck on B (SANITIZE_RUNS: "tool filter
+# [flags];..."). Then both timed (bench
+# --backward --backward-only --fused; BWD_CONFIGS and DQ_CHAINS as in device_fused.sh, BWD_CONFIGS_B: B's
+# configs where they differ; SKIP_A=1: B only), then the anchors
+# (ANCHOR_N, ANCHOR_D; SKIP_ANCHORS=1: none). Writes under $OUT (at most 8 files come back): bench_a.jsonl, bench_b.jsonl, ...
 set -u -o pipefail
 source bench/device_common.sh
 BB=$BIN/flashgen_b
 echo "== B: check --quick${CHECK_FILTER:+, $CHECK_FILTER only}"
 timeout ${CHECK_TIMEOUT:-120} $BB check --quick --fused-backward ${CHECK_FILTER:+--filter $CHECK_FILTER} --json "$OUT/check_b.jsonl" > /tmp/check_b.log 2>&1; echo "check rc=$?"
 cat /tmp/check_b.log >> "$OUT/extras.log"; grep -E "passed, |FAIL|error" /tmp/check_b.log | tail -6
-echo "== B: GPU tests ${GPU_TEST_FILTER-fused_backward}"; timeout 120 $BIN/gpu_test_b --ignored ${GPU_TEST_FILTER-fused_backward} 2>&1 | tee -a "$OUT/extras.log" | grep -E "^test |test result|panicked"
+echo "== B: GPU tests ${GPU_TEST_FILTER-fused_backward}"; timeout ${GPU_TEST_TIMEOUT:-120} $BIN/gpu_test_b --ignored ${GPU_TEST_FILTER-fused_backward} 2>&1 | tee -a "$OUT/extras.log" | grep -E "^test |test result|panicked"
 if [ "${CHECK_A:-0}" = 1 ]; then
   echo "== A: check --quick, bwd_fused only"
   timeout ${CHECK_TIMEOUT:-120} $B check --quick --fused-backward --filter bwd_fused --json "$OUT/check_a.jsonl" > /tmp/check_a.log 2>&1; echo "check rc=$?"
@@ -20,11 +22,12 @@ if [ "${CHECK_A:-0}" = 1 ]; then
 fi
 if [ "${SANITIZE_B:-0}" = 1 ]; then
   echo "== B: memcheck / racecheck"; A_BIN=$B; B=$BB
-  sanitize "memcheck bwd_fused_bf16_d128 --fused-backward" "racecheck bwd_fused_bf16_d64_st3 --fused-backward"; B=$A_BIN
+  IFS=';' read -ra runs <<< "${SANITIZE_RUNS:-memcheck bwd_fused_bf16_d128 --fused-backward;racecheck bwd_fused_bf16_d64_st3 --fused-backward}"
+  sanitize "${runs[@]}"; B=$A_BIN
 fi
-for v in a b; do
-  bin=$B; [ $v = b ] && bin=$BB
-  timeout ${BENCH_TIMEOUT:-150} $bin bench --backward --backward-only --fused ${DQ_CHAINS:+--dq-chains "$DQ_CHAINS"} --bwd-configs "${BWD_CONFIGS-fa:64,128,8,3;f:64,128,8,3}" --d ${BENCH_D:-128} --n ${BENCH_N:-4096,16384} --reps ${REPS:-5} --json "$OUT/bench_$v.jsonl" > "$OUT/bench_$v.log" 2>&1; echo "bench $v rc=$?"
+for v in $([ "${SKIP_A:-0}" = 1 ] && echo b || echo a b); do
+  bin=$B; cfg=${BWD_CONFIGS-fa:64,128,8,3;f:64,128,8,3}; [ $v = b ] && { bin=$BB; cfg=${BWD_CONFIGS_B-$cfg}; }
+  timeout ${BENCH_TIMEOUT:-150} $bin bench --backward --backward-only --fused ${DQ_CHAINS:+--dq-chains "$DQ_CHAINS"} --bwd-configs "$cfg" --d ${BENCH_D:-128} --n ${BENCH_N:-4096,16384} --reps ${REPS:-5} --json "$OUT/bench_$v.jsonl" > "$OUT/bench_$v.log" 2>&1; echo "bench $v rc=$?"
 done
-echo "== anchors (N=${ANCHOR_N:=4096,16384})"; PYTHONUNBUFFERED=1 OUT=$OUT ANCHOR_N=$ANCHOR_N ANCHOR_D=${ANCHOR_D:-64,128} timeout ${ANCHOR_TIMEOUT:-150} python3 .carry/anchor_bench.py > "$OUT/anchors.log" 2>&1; echo "anchors rc=$?"; rm -f "$OUT/anchors.json"
+[ "${SKIP_ANCHORS:-0}" = 1 ] || { echo "== anchors (N=${ANCHOR_N:=4096,16384})"; PYTHONUNBUFFERED=1 OUT=$OUT ANCHOR_N=$ANCHOR_N ANCHOR_D=${ANCHOR_D:-64,128} timeout ${ANCHOR_TIMEOUT:-150} python3 .carry/anchor_bench.py > "$OUT/anchors.log" 2>&1; echo "anchors rc=$?"; rm -f "$OUT/anchors.json"; }
 echo "== tables"; for v in a b; do echo "-- $v"; grep -A40 "=== flashgen" "$OUT/bench_$v.log" | grep -E "^bwd"; done; grep -A40 "=== table" "$OUT/anchors.log" | grep -E "^bwd" | grep -v efficient
