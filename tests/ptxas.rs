@@ -13,6 +13,15 @@ fn ptxas_or_skip() -> Option<std::path::PathBuf> {
     p
 }
 
+fn nvdisasm_or_skip() -> Option<std::path::PathBuf> {
+    let p = find_nvdisasm();
+    if p.is_none() {
+        assert!(!in_ci(), "nvdisasm not found (set FLASHGEN_NVDISASM): CI must install it (scripts/setup.sh)");
+        eprintln!("SKIPPED: nvdisasm not found (set FLASHGEN_NVDISASM); outside CI this test is skipped");
+    }
+    p
+}
+
 /// Compile and assemble one spec; assert no spills, no stack, no ptxas warnings. Returns the PTX.
 fn assemble_clean(tool: &std::path::Path, spec: &KernelSpec) -> String {
     let a = compile(spec, CompileOptions::default()).unwrap();
@@ -160,11 +169,7 @@ fn wgmma_kernels_assemble_without_spills_or_serialization() {
 #[test]
 fn wgmma_kernels_are_hgmma_in_sass() {
     let Some(tool) = ptxas_or_skip() else { return };
-    let Some(dis) = find_nvdisasm() else {
-        assert!(!in_ci(), "nvdisasm not found (set FLASHGEN_NVDISASM): CI must install it (scripts/setup.sh)");
-        eprintln!("SKIPPED: nvdisasm not found (set FLASHGEN_NVDISASM); outside CI this test is skipped");
-        return;
-    };
+    let Some(dis) = nvdisasm_or_skip() else { return };
     for d in flashgen::spec::HEAD_DIMS {
         for causal in [false, true] {
             let b = KernelSpec::backward_wgmma(Arch::Sm90a, DType::Bf16, d, causal).unwrap();
@@ -257,11 +262,7 @@ fn warp_specialized_forward_assembles_with_tma_and_setmaxnreg() {
 #[test]
 fn fused_backward_spills_only_in_its_writer() {
     let Some(tool) = ptxas_or_skip() else { return };
-    let Some(dis) = find_nvdisasm() else {
-        assert!(!in_ci(), "nvdisasm not found (set FLASHGEN_NVDISASM): CI must install it (scripts/setup.sh)");
-        eprintln!("SKIPPED: nvdisasm not found (set FLASHGEN_NVDISASM); outside CI this test is skipped");
-        return;
-    };
+    let Some(dis) = nvdisasm_or_skip() else { return };
     let mut checked = 0;
     for kind in [KernelKind::BwdFused, KernelKind::BwdFusedAtomic] {
         for w in flashgen::spec::FUSED_NUM_WARPS {

@@ -367,16 +367,18 @@ impl KernelSpec {
         rule(NUM_STAGES.contains(&ns), || {
             format!("num_stages={ns} must be in {}..={} (the depth of the cp.async ring of streamed blocks; 1 would leave nothing in flight)", NUM_STAGES.start(), NUM_STAGES.end())
         })?;
-        let smem = spec.shared_memory_bytes();
-        let limit = p.arch.shared_memory_limit();
-        rule(smem <= limit, || {
-            format!("shared memory {smem} B ({}) exceeds the {limit} B limit of {}: lower num_stages or {strm_name}", spec.shared_memory_layout(), p.arch)
-        })?;
+        spec.fits_shared_memory(&format!("lower num_stages or {strm_name}"))?;
         let regs = spec.register_estimate();
         rule(regs <= MAX_REGISTERS, || {
             format!("an estimated {regs} registers per thread ({}: accumulators, scores and fragments of {} rows × HEAD_DIM={d}, {strm_name}={strm}) exceed {MAX_REGISTERS}: it would spill; lower {strm_name} or give each warp fewer rows (more num_warps)", p.kind.name(), res / w)
         })?;
         Ok(spec)
+    }
+
+    /// The shared-memory rule: the kernel's layout within its target's limit; `fix` says what to lower.
+    fn fits_shared_memory(&self, fix: &str) -> Result<(), SpecError> {
+        let (smem, limit) = (self.shared_memory_bytes(), self.0.arch.shared_memory_limit());
+        rule(smem <= limit, || format!("shared memory {smem} B ({}) exceeds the {limit} B limit of {}: {fix}", self.shared_memory_layout(), self.0.arch))
     }
 
     /// The rules of fwd_ws (after the common ones on HEAD_DIM and STAGE): a producer warpgroup plus 2 or 3
@@ -395,9 +397,7 @@ impl KernelSpec {
         rule(BLOCK_NS.contains(&bn), || format!("{kind}: BLOCK_N={bn} is not supported: use one of {BLOCK_NS:?}"))?;
         rule(NUM_STAGES.contains(&ns), || format!("num_stages={ns} must be in {}..={} (the depth of the TMA ring of K/V blocks)", NUM_STAGES.start(), NUM_STAGES.end()))?;
         let spec = KernelSpec(p);
-        let smem = spec.shared_memory_bytes();
-        let limit = p.arch.shared_memory_limit();
-        rule(smem <= limit, || format!("shared memory {smem} B ({}) exceeds the {limit} B limit of {}: lower num_stages or BLOCK_N", spec.shared_memory_layout(), p.arch))?;
+        spec.fits_shared_memory("lower num_stages or BLOCK_N")?;
         let (regs, budget) = (spec.register_estimate(), spec.registers().consumer);
         rule(regs <= budget, || {
             format!("{kind}: an estimated {regs} registers per consumer thread (HEAD_DIM={d}, BLOCK_N={bn}) exceed the {budget} that setmaxnreg gives each of {} consumer warpgroups: lower BLOCK_N or use fewer consumer warpgroups", (w - 4) / 4)
@@ -424,9 +424,7 @@ impl KernelSpec {
         rule(bm == 64, || format!("{kind}: BLOCK_M={bm} must be 64 (dQ = dS·K is one wgmma of 64 query rows per block)"))?;
         rule(NUM_STAGES.contains(&ns), || format!("num_stages={ns} must be in {}..={} (the depth of the TMA ring of Q/dO blocks)", NUM_STAGES.start(), NUM_STAGES.end()))?;
         let spec = KernelSpec(p);
-        let smem = spec.shared_memory_bytes();
-        let limit = p.arch.shared_memory_limit();
-        rule(smem <= limit, || format!("shared memory {smem} B ({}) exceeds the {limit} B limit of {}: lower num_stages", spec.shared_memory_layout(), p.arch))?;
+        spec.fits_shared_memory("lower num_stages")?;
         let (regs, budget) = (spec.register_estimate(), spec.registers().consumer);
         rule(regs <= budget, || format!("{kind}: an estimated {regs} registers per MMA thread (HEAD_DIM={d}, BLOCK_M={bm}) exceed the {budget} that each of its {mma_groups} MMA warpgroups has"))?;
         Ok(spec)
