@@ -26,7 +26,7 @@ if [ "${SANITIZE_B:-0}" = 1 ]; then
   sanitize "${runs[@]}"; B=$A_BIN
 fi
 for v in $([ "${SKIP_A:-0}" = 1 ] && echo b || echo a b); do
-  bin=$B; cfg=${BWD_CONFIGS-fa:64,128,8,3;f:64,128,8,3}; [ $v = b ] && { bin=$BB; cfg=${BWD_CONFIGS_B-$cfg}; }
+  bin=$B; cfg=${BWD_CONFIGS-fa:64,128,12,3;f:64,128,12,3}; [ $v = b ] && { bin=$BB; cfg=${BWD_CONFIGS_B-$cfg}; }
   timeout ${BENCH_TIMEOUT:-150} $bin bench --backward --backward-only --fused ${DQ_CHAINS:+--dq-chains "$DQ_CHAINS"} --bwd-configs "$cfg" --d ${BENCH_D:-128} --n ${BENCH_N:-4096,16384} --reps ${REPS:-5} --json "$OUT/bench_$v.jsonl" > "$OUT/bench_$v.log" 2>&1; echo "bench $v rc=$?"
 done
 [ "${SKIP_ANCHORS:-0}" = 1 ] || { echo "== anchors (N=${ANCHOR_N:=4096,16384})"; PYTHONUNBUFFERED=1 OUT=$OUT ANCHOR_N=$ANCHOR_N ANCHOR_D=${ANCHOR_D:-64,128} timeout ${ANCHOR_TIMEOUT:-150} python3 .carry/anchor_bench.py > "$OUT/anchors.log" 2>&1; echo "anchors rc=$?"; rm -f "$OUT/anchors.json"; }
