@@ -4,7 +4,7 @@
 # tests). Correctness first on B: the quick suite with the fused kernels (CHECK_FILTER: only those kernels;
 # empty: all), the GPU tests (GPU_TEST_FILTER, default the fused ones, with the bit-for-bit rerun);
 # CHECK_A=1 also A's quick suite; SANITIZE_B=1 memcheck and racecheck on B (SANITIZE_RUNS: "tool filter
-# [flags];..."). Then both timed (bench
+# [flags];..."; SANITIZE_WITH=flashgen_c: on that carried build instead). Then both timed (bench
 # --backward --backward-only --fused; BWD_CONFIGS and DQ_CHAINS as in device_fused.sh, BWD_CONFIGS_B: B's
 # configs where they differ; SKIP_A=1: B only), then the anchors
 # (ANCHOR_N, ANCHOR_D; SKIP_ANCHORS=1: none). Writes under $OUT (at most 8 files come back): bench_a.jsonl, bench_b.jsonl, ...
@@ -21,7 +21,8 @@ if [ "${CHECK_A:-0}" = 1 ]; then
   cat /tmp/check_a.log >> "$OUT/extras.log"; grep -E "passed, |FAIL|error" /tmp/check_a.log | tail -6
 fi
 if [ "${SANITIZE_B:-0}" = 1 ]; then
-  echo "== B: memcheck / racecheck"; A_BIN=$B; B=$BB
+  # SANITIZE_WITH: another carried build to sanitize instead of B (e.g. flashgen_c, an experiment)
+  echo "== ${SANITIZE_WITH:-B}: memcheck / racecheck"; A_BIN=$B; B=$BIN/${SANITIZE_WITH:-flashgen_b}
   IFS=';' read -ra runs <<< "${SANITIZE_RUNS:-memcheck bwd_fused_bf16_d128 --fused-backward;racecheck bwd_fused_bf16_d64_st3 --fused-backward}"
   sanitize "${runs[@]}"; B=$A_BIN
 fi
