@@ -155,8 +155,8 @@ impl KernelConstants {
         let row_bytes = d * spec.dtype().bytes();
         let mt = spec.rows_per_warp() / 16;
         let (br, bs) = (spec.resident_rows(), spec.streamed_rows());
-        // bwd_fused: the dSᵀ tile after the two resident tiles and the ring
-        let ds_off = 2 * br * row_bytes + spec.num_stages() * spec.slot_bytes();
+        // bwd_fused: the dSᵀ tile, the dQ staging buffers and the ring's mbarriers after K, V and the ring
+        let fused = spec.fused_layout();
         KernelConstants {
             name: spec.name(),
             dtype: spec.dtype().name(),
@@ -221,11 +221,10 @@ impl KernelConstants {
             DQ_ATOMIC: spec.kind().dq_atomics(),
             WGS: (spec.mma_warps() / 4).max(1),
             DQN: 64,
-            DS_OFF: ds_off,
-            // after the dSᵀ tile (a 128-byte row per key): the dQ staging buffers, then the ring's mbarriers
-            STAGE_OFF: ds_off + br * 128,
+            DS_OFF: fused.ds_tile,
+            STAGE_OFF: fused.staging,
             STAGING: spec.staging_buffers(),
-            FBAR_OFF: ds_off + br * 128 + spec.staging_buffers() * (d / 64) * 16384,
+            FBAR_OFF: fused.mbarriers,
             // Q, K, V, sm_scale, dO, dK, dV, M, Δ, dQ, the partial sums, the locks, CHAINS, 7 × 4 strides,
             // Z, H, N_CTX
             TMAP_Q_PARAM: 13 + 28 + 3,

@@ -568,7 +568,8 @@ impl KernelSpec {
             // and the mbarriers: Q full, then K/V full and empty per slot
             resident + ns * slot.next_multiple_of(1024) + 1024 + 8 * (1 + 2 * ns)
         } else if self.0.kind.fuses_dq() {
-            self.fused_shared_memory_bytes(self.staging_buffers())
+            // and the 1 KB the kernel aligns its tile base with
+            self.fused_layout().end + 1024
         } else if self.0.kind.uses_wgmma() {
             resident + ns * slot.next_multiple_of(1024) + 1024
         } else {
@@ -576,21 +577,29 @@ impl KernelSpec {
         }
     }
 
-    /// The fused backward's shared memory with `buffers` staging buffers: the resident K and V, the ring, the
-    /// dSᵀ tile (one 128-byte row of 64 queries per key row), per buffer a 64×64 f32 staging piece per 64
-    /// columns of dQ (the bulk reductions' source), and the Q/dO ring's mbarriers (lib/tma_ring.ll.tera),
-    /// one per slot.
-    fn fused_shared_memory_bytes(&self, buffers: u32) -> u32 {
+    /// The fused backward's shared memory (`KernelSpec::fused_layout`) with `buffers` staging buffers.
+    fn fused_layout_with(&self, buffers: u32) -> FusedLayout {
         let row = self.0.head_dim * self.0.dtype.bytes();
         let (res, ns) = (self.resident_rows(), self.0.num_stages);
-        2 * res * row + ns * self.slot_bytes() + 1024 + res * 128 + buffers * (self.0.head_dim / 64) * 16384 + 8 * ns
+        let ds_tile = 2 * res * row + ns * self.slot_bytes();
+        let staging = ds_tile + res * 128;
+        let mbarriers = staging + buffers * (self.0.head_dim / 64) * 16384;
+        FusedLayout { ds_tile, staging, mbarriers, end: mbarriers + 8 * ns }
+    }
+
+    /// The fused backward's shared memory, in bytes from the 1024-aligned tile base: the resident K and V,
+    /// the ring, the dSᵀ tile (one 128-byte row of 64 queries per key row), per staging buffer a 64×64 f32
+    /// piece per 64 columns of dQ (the bulk reductions' source), and the Q/dO ring's mbarriers
+    /// (lib/tma_ring.ll.tera), one per slot.
+    pub fn fused_layout(&self) -> FusedLayout {
+        self.fused_layout_with(self.staging_buffers())
     }
 
     /// The fused backward's staging buffers: two where they fit (the MMA warpgroups fill one while the
     /// writer adds the other, so that a late turn on a lock does not stall them), else one (at HEAD_DIM 128
     /// with three stages: the writer has a step to read it before the MMA warpgroups write it again).
     pub fn staging_buffers(&self) -> u32 {
-        if self.fused_shared_memory_bytes(2) <= self.0.arch.shared_memory_limit() {
+        if self.fused_layout_with(2).end + 1024 <= self.0.arch.shared_memory_limit() {
             2
         } else {
             1
@@ -896,6 +905,16 @@ impl KernelSpec {
         }
         out
     }
+}
+
+/// Where the fused backward's parts start in shared memory, from the 1024-aligned tile base, and where its
+/// memory ends (see `KernelSpec::fused_layout`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FusedLayout {
+    pub ds_tile: u32,
+    pub staging: u32,
+    pub mbarriers: u32,
+    pub end: u32,
 }
 
 /// Registers per thread of a kernel's warpgroups (see `KernelSpec::registers`).
