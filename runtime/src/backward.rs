@@ -14,7 +14,8 @@ pub struct BackwardKernels<'a> {
 }
 
 /// bwd_fused's scratch: per chain, the f32 partial sums of dQ ([chains][Z·H][cdiv(N, 64)][D / 64] pieces
-/// of 64×64 in the kernel's fragment order; zeroed by the launch) and one lock per query block of 64 rows, 64 columns of dQ and chain
+/// of 64×64 in the kernel's fragment order; bwd_fused's first addition to a piece stores it, so only
+/// bwd_fused_atomic's is zeroed by the launch) and one lock per query block of 64 rows, 64 columns of dQ and chain
 /// ([Z·H][cdiv(N, 64)][D / 64][chains]), zeroed by the launch. `chains` (≥ 1) independent orders of
 /// addition shorten the wait of bwd_fused's programs (docs/ABI.md); bwd_fused_atomic has one.
 pub struct FusedScratch<'a> {
@@ -151,9 +152,12 @@ impl BackwardKernels<'_> {
         let (zi, hi, ni) = (z as i32, h as i32, n as i32);
         let fused = a.fused.is_some();
         if let Some(f) = a.fused.as_mut() {
-            // every partial sum is added into the buffer (a bulk reduction): it starts from zero
             gpu.stream.memset_zeros(&mut *f.locks)?;
-            gpu.stream.memset_zeros(&mut *f.dq_partial)?;
+            // with atomics every partial sum is added (a bulk reduction), so the buffer starts from zero; the
+            // ordered kernel's first addition to each piece stores it instead
+            if self.dkdv.spec.kind().dq_atomics() {
+                gpu.stream.memset_zeros(&mut *f.dq_partial)?;
+            }
         }
         let mut b = gpu.stream.launch_builder(&self.dkdv.function);
         b.arg(a.q.0).arg(a.k.0).arg(a.v.0).arg(&a.sm_scale).arg(a.d_o.0).arg(&mut *a.dk.0).arg(&mut *a.dv.0).arg(a.m).arg(&*a.delta);
