@@ -367,7 +367,7 @@ pub fn tiled_backward_f32(x: &BackwardInputs<'_>, block_m: usize, block_n: usize
 /// one of `chains` f32 buffers (not zeroed: NaN here) under that block's lock of its chain. Program n is in
 /// chain n mod C; its ticket is n / C (non-causal) or (last - n) / C (causal: down from the block's
 /// highest program `last`); it adds when its lock reads its ticket (ticket 0 stores), then sets it to
-/// ticket + 1. The block's finalizer (the last member of chain b mod min(C, last + 1)) also waits until
+/// ticket + 1. The block's finalizer (`last`, causal: program 0; the last of its chain) also waits until
 /// every other chain's lock reads that chain's count of programs, then writes dQ = the sums of the chains
 /// that have programs up to `last`, in chain order. The programs advance one block at a time in turn, each
 /// waiting while its locks say so, as on the GPU; a schedule in which no program can advance (a deadlock)
@@ -406,8 +406,8 @@ pub fn fused_backward_f32(x: &BackwardInputs<'_>, block_n: usize, chains: usize)
                 let last = last_of(blk);
                 let chain = p % chains;
                 let ticket = if causal { (last - p) / chains } else { p / chains };
-                let fc = blk % chains.min(last + 1);
-                let finalizer = if causal { fc } else { last - (last - fc) % chains };
+                // the program that meets the block last
+                let finalizer = if causal { 0 } else { last };
                 let others_done = (0..chains).all(|c| c == chain || lock[blk * chains + c] == members(c, last));
                 if lock[blk * chains + chain] != ticket || (p == finalizer && !others_done) {
                     continue;
