@@ -6,7 +6,7 @@
 # CHECK_A=1 also A's quick suite; SANITIZE_B=1 memcheck and racecheck on B (SANITIZE_RUNS: "tool filter
 # [flags];..."; SANITIZE_WITH=flashgen_c: on that carried build instead). Then both timed (bench
 # --backward --backward-only --fused; BWD_CONFIGS and DQ_CHAINS as in device_fused.sh, BWD_CONFIGS_B: B's
-# configs where they differ; SKIP_A=1: B only), then the anchors
+# configs where they differ; SKIP_A=1: B only; VERSIONS="a b c": also time .carry/flashgen_c.xz), then the anchors
 # (ANCHOR_N, ANCHOR_D; SKIP_ANCHORS=1: none). Writes under $OUT (at most 8 files come back): bench_a.jsonl, bench_b.jsonl, ...
 set -u -o pipefail
 source bench/device_common.sh
@@ -26,9 +26,11 @@ if [ "${SANITIZE_B:-0}" = 1 ]; then
   IFS=';' read -ra runs <<< "${SANITIZE_RUNS:-memcheck bwd_fused_bf16_d128 --fused-backward;racecheck bwd_fused_bf16_d64_st3 --fused-backward}"
   sanitize "${runs[@]}"; B=$A_BIN
 fi
-for v in $([ "${SKIP_A:-0}" = 1 ] && echo b || echo a b); do
+VERSIONS=${VERSIONS:-$([ "${SKIP_A:-0}" = 1 ] && echo b || echo a b)}
+for v in $VERSIONS; do
   bin=$B; cfg=${BWD_CONFIGS-fa:64,128,12,3;f:64,128,12,3}; [ $v = b ] && { bin=$BB; cfg=${BWD_CONFIGS_B-$cfg}; }
+  [ $v = c ] && bin=$BIN/flashgen_c
   timeout ${BENCH_TIMEOUT:-150} $bin bench --backward --backward-only --fused ${DQ_CHAINS:+--dq-chains "$DQ_CHAINS"} --bwd-configs "$cfg" --d ${BENCH_D:-128} --n ${BENCH_N:-4096,16384} --reps ${REPS:-5} --json "$OUT/bench_$v.jsonl" > "$OUT/bench_$v.log" 2>&1; echo "bench $v rc=$?"
 done
 [ "${SKIP_ANCHORS:-0}" = 1 ] || { echo "== anchors (N=${ANCHOR_N:=4096,16384})"; PYTHONUNBUFFERED=1 OUT=$OUT ANCHOR_N=$ANCHOR_N ANCHOR_D=${ANCHOR_D:-64,128} timeout ${ANCHOR_TIMEOUT:-150} python3 .carry/anchor_bench.py > "$OUT/anchors.log" 2>&1; echo "anchors rc=$?"; rm -f "$OUT/anchors.json"; }
-echo "== tables"; for v in a b; do echo "-- $v"; grep -A40 "=== flashgen" "$OUT/bench_$v.log" | grep -E "^bwd"; done; grep -A40 "=== table" "$OUT/anchors.log" | grep -E "^bwd" | grep -v efficient
+echo "== tables"; for v in $VERSIONS; do echo "-- $v"; grep -A40 "=== flashgen" "$OUT/bench_$v.log" | grep -E "^bwd"; done; grep -A40 "=== table" "$OUT/anchors.log" | grep -E "^bwd" | grep -v efficient

@@ -82,11 +82,10 @@ fn tiled_backward_matches_f64() {
 }
 
 /// bwd_fused's schedule and lock rules (one program per key block, query blocks of 64 from the last down,
-/// or causal up from the diagonal; dQ stored then added in a fixed program order within each of 1-3
-/// chains, into buffers that start as NaN; each block's finalizer combining the chains in order and
-/// writing dQ) give the f64 gradients, with no deadlock and every query block written exactly once:
-/// ragged lengths, one and many programs (fewer programs than chains too), 64- and 128-row key blocks,
-/// causal and not.
+/// dQ stored then added in program order within each of 1-3 chains, into buffers that start as NaN, the
+/// last program of a block combining the chains in order and writing dQ) give the f64 gradients, with no
+/// deadlock and every query block written exactly once: ragged lengths, one and many programs (fewer
+/// programs than chains too), 64- and 128-row key blocks, causal and not.
 #[test]
 fn fused_backward_matches_f64() {
     let mut rng = SplitMix(13);

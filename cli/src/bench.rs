@@ -37,7 +37,7 @@ pub struct BenchArgs {
     #[arg(long, requires = "backward")]
     backward_only: bool,
     /// With --fused: also time bwd_fused with these numbers of dQ chains (comma-separated, 1 to 8), labelled
-    /// "fused-c<n>" (the plain "fused" row has FLASHGEN_DQ_CHAINS, default 2 non-causal, 1 causal).
+    /// "fused-c<n>" (the plain "fused" row has FLASHGEN_DQ_CHAINS, default 2).
     #[arg(long, requires = "fused")]
     dq_chains: Option<String>,
     /// With --backward on sm_90a, also time bwd_pre + bwd_fused (dQ inside dK/dV), labelled "fused", and
@@ -254,7 +254,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     }
                     let chains_default = flash.dq_chains();
                     for (label, specs) in variants {
-                        let chains = chained.iter().find(|(l, _)| *l == label).map_or(chains_default, |&(_, c)| Some(c));
+                        let chains = chained.iter().find(|(l, _)| *l == label).map_or(chains_default, |&(_, c)| c);
                         flash.set_dq_chains(chains).map_err(|e| e.to_string())?;
                         let mut turn = 0usize;
                         let times = time_launches(gpu, a.reps, || {

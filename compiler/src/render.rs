@@ -120,9 +120,6 @@ struct KernelConstants {
     // offset from the tiles (after the ring) and the staging buffers' (after it) ----
     FUSED: bool,
     DQ_ATOMIC: bool,
-    /// ordered causal bwd_fused: the Q blocks run up from the diagonal, the programs last first, and each
-    /// block's additions go from its highest program down (lib/dq_fused.ll.tera)
-    DQ_UP: bool,
     WGS: u32,
     DQN: u32,
     DS_OFF: u32,
@@ -222,7 +219,6 @@ impl KernelConstants {
             DESC_MN_RES: descriptor_constant(br * 128 / 16).to_string(),
             FUSED: spec.kind().fuses_dq(),
             DQ_ATOMIC: spec.kind().dq_atomics(),
-            DQ_UP: spec.kind().fuses_dq() && !spec.kind().dq_atomics() && spec.causal(),
             WGS: (spec.mma_warps() / 4).max(1),
             DQN: 64,
             DS_OFF: fused.ds_tile,
