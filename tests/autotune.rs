@@ -260,7 +260,7 @@ fn backward_spaces_own_and_stream_the_right_rows() {
     assert!(config_space_for(KernelKind::BwdDkdv).iter().all(|c| [64, 128, 256].contains(&c.block_n)));
     // the fused backward: 64-row query blocks; at HEAD_DIM 128 two MMA warpgroups of 64 key rows, at 64
     // one, each beside the dQ writer warpgroup; 2-4 stages where they fit, the default among them
-    for kind in [KernelKind::BwdFused, KernelKind::BwdFusedAtomic] {
+    for kind in [KernelKind::BwdFused, KernelKind::BwdFusedAtomic, KernelKind::BwdFusedUp] {
         for (d, warps) in [(128, vec![12]), (64, vec![8])] {
             let k = TuneKey::for_kind(kind, Arch::Sm90a, DType::Bf16, d, true, 16384);
             let (kept, _) = early_prune(&k, &config_space_for(kind));

@@ -82,19 +82,20 @@ fn tiled_backward_matches_f64() {
 }
 
 /// bwd_fused's schedule and lock rules (one program per key block, query blocks of 64 from the last down,
-/// dQ stored then added in program order within each of 1-3 chains, into buffers that start as NaN, the
-/// last program of a block combining the chains in order and writing dQ) give the f64 gradients, with no
-/// deadlock and every query block written exactly once: ragged lengths, one and many programs (fewer
-/// programs than chains too), 64- and 128-row key blocks, causal and not.
+/// or with bwd_fused_up's order up from the diagonal; dQ stored then added in a fixed program order within
+/// each of 1-3 chains, into buffers that start as NaN; each block's finalizer combining the chains in order
+/// and writing dQ) give the f64 gradients, with no deadlock and every query block written exactly once:
+/// ragged lengths, one and many programs (fewer programs than chains too), 64- and 128-row key blocks,
+/// causal (both orders) and not.
 #[test]
 fn fused_backward_matches_f64() {
     let mut rng = SplitMix(13);
     for &(n, bn) in &[(1usize, 64usize), (63, 64), (64, 128), (65, 64), (200, 64), (200, 128), (333, 128), (256, 64)] {
-        for causal in [false, true] {
+        for (causal, up) in [(false, false), (true, false), (true, true)] {
             for chains in [1, 2, 3] {
                 let p = Problem::new(&mut rng, n, causal);
-                let t = fused_backward_f32(&p.inputs(), bn, chains);
-                p.assert_matches_f64(&t, &format!("BN={bn} chains={chains}"));
+                let t = fused_backward_f32(&p.inputs(), bn, chains, up);
+                p.assert_matches_f64(&t, &format!("BN={bn} chains={chains} up={up}"));
             }
         }
     }

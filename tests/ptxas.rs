@@ -129,7 +129,7 @@ fn lse_scale_kernel_assembles() {
 fn wgmma_kernels_assemble_without_spills_or_serialization() {
     let Some(tool) = ptxas_or_skip() else { return };
     let mut specs = Vec::new();
-    let kinds = [KernelKind::FwdWgmma, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma, KernelKind::BwdFused, KernelKind::BwdFusedAtomic];
+    let kinds = [KernelKind::FwdWgmma, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma, KernelKind::BwdFused, KernelKind::BwdFusedAtomic, KernelKind::BwdFusedUp];
     for kind in kinds {
         for dtype in [DType::Bf16, DType::F16] {
             for d in flashgen::spec::HEAD_DIMS {
@@ -264,7 +264,7 @@ fn fused_backward_spills_only_in_its_writer() {
     let Some(tool) = ptxas_or_skip() else { return };
     let Some(dis) = nvdisasm_or_skip() else { return };
     let mut checked = 0;
-    for kind in [KernelKind::BwdFused, KernelKind::BwdFusedAtomic] {
+    for kind in [KernelKind::BwdFused, KernelKind::BwdFusedAtomic, KernelKind::BwdFusedUp] {
         for w in flashgen::spec::FUSED_NUM_WARPS {
             for num_stages in [2, 3] {
                 for stage in [1, 3] {
@@ -287,5 +287,5 @@ fn fused_backward_spills_only_in_its_writer() {
             }
         }
     }
-    assert!(checked >= 16, "{checked} fused shapes checked");
+    assert!(checked >= 20, "{checked} fused shapes checked");
 }

@@ -100,10 +100,11 @@ fn rule_errors() {
     });
 }
 
-/// The fused backward (dQ inside dK/dV): two warpgroups at HEAD_DIM 128, causal.
+/// The fused backward (dQ inside dK/dV): two warpgroups at HEAD_DIM 128, causal, in both orders.
 #[test]
 fn ptx_fused_backward_bf16_d128_causal_sm90a() {
     check_ptx(kernel(KernelKind::BwdFused, DType::Bf16, 128, 64, 128, 3, 12, 2, Arch::Sm90a));
+    check_ptx(kernel(KernelKind::BwdFusedUp, DType::Bf16, 128, 64, 128, 3, 12, 2, Arch::Sm90a));
     check_ptx(kernel(KernelKind::BwdFusedAtomic, DType::Bf16, 64, 64, 64, 1, 8, 2, Arch::Sm90a));
 }
 

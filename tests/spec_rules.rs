@@ -341,6 +341,18 @@ fn fused_backward_is_a_dkdv_kernel_with_dq() {
     let atomic = KernelKind::BwdFusedAtomic;
     assert!(atomic.fuses_dq() && atomic.dq_atomics() && atomic.role() == KernelKind::BwdDkdv);
     assert_eq!(KernelKind::parse("bwd_fused_atomic").unwrap(), atomic);
+    // bwd_fused_up: the causal order that follows the visits; a non-causal spec of it is refused by name
+    let up = KernelKind::BwdFusedUp;
+    assert!(up.fuses_dq() && up.dq_up() && !up.dq_atomics() && up.role() == KernelKind::BwdDkdv && !k.dq_up());
+    assert_eq!(KernelKind::parse("bwd_fused_up").unwrap(), up);
+    let e = KernelSpec::backward_fused_up(Arch::Sm90a, DType::Bf16, 128, false).unwrap_err().to_string();
+    assert!(e.contains("STAGE=3") && e.contains("use bwd_fused"), "{e}");
+    // the default deterministic fused backward: bwd_fused_up for causal up to 8192 tokens, else bwd_fused
+    for (causal, n, want) in [(true, 4096, up), (true, 8192, up), (true, 16384, k), (false, 4096, k), (false, 16384, k)] {
+        let b = KernelSpec::default_backward(Arch::Sm90a, DType::Bf16, 128, causal, n).unwrap();
+        assert_eq!(b.dkdv.kind(), want, "causal={causal} N={n}");
+        assert_eq!(SpecParams { kind: k, ..*b.dkdv.params() }, *KernelSpec::backward_fused(Arch::Sm90a, DType::Bf16, 128, causal).unwrap().dkdv.params());
+    }
     assert_eq!(KernelKind::BwdDkdv.wgmma_kind(), Some(KernelKind::BwdDkdvWgmma), "the plain wgmma kind stays the role's");
     for d in [64, 128] {
         for causal in [false, true] {

@@ -40,8 +40,8 @@ pub struct BenchArgs {
     /// "fused-c<n>" (the plain "fused" row has FLASHGEN_DQ_CHAINS, default 2).
     #[arg(long, requires = "fused")]
     dq_chains: Option<String>,
-    /// With --backward on sm_90a, also time bwd_pre + bwd_fused (dQ inside dK/dV), labelled "fused", and
-    /// with atomics, "fused-atomic".
+    /// With --backward on sm_90a, also time bwd_pre + bwd_fused (dQ inside dK/dV), labelled "fused", with
+    /// atomics, "fused-atomic", and causal, bwd_fused_up, "fused-up".
     #[arg(long)]
     fused: bool,
     /// Backward tile configs to time besides the default, "dkdv bm,bn,warps,stages|dq bm,bn,warps,stages;..."
@@ -225,6 +225,9 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                         variants.push(("split".to_string(), KernelSpec::backward_wgmma(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
                         variants.push(("fused".to_string(), KernelSpec::backward_fused(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
                         variants.push(("fused-atomic".to_string(), KernelSpec::backward_fused_atomic(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
+                        if causal {
+                            variants.push(("fused-up".to_string(), KernelSpec::backward_fused_up(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
+                        }
                         for c in a.dq_chains.as_deref().map(list).transpose()?.unwrap_or_default() {
                             chained.push((format!("fused-c{c}"), c));
                             variants.push((format!("fused-c{c}"), KernelSpec::backward_fused(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
@@ -254,7 +257,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     }
                     let chains_default = flash.dq_chains();
                     for (label, specs) in variants {
-                        let chains = chained.iter().find(|(l, _)| *l == label).map_or(chains_default, |&(_, c)| c);
+                        let chains = chained.iter().find(|(l, _)| *l == label).map_or(chains_default, |&(_, c)| Some(c));
                         flash.set_dq_chains(chains).map_err(|e| e.to_string())?;
                         let mut turn = 0usize;
                         let times = time_launches(gpu, a.reps, || {

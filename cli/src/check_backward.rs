@@ -41,7 +41,7 @@ struct Case {
 /// (errors of dQ, dK, dV; guard zones intact)
 /// The backward kernels under test: the target's defaults and, on sm_90a, the three wgmma kernels (what
 /// runs where the default fused kernel cannot), or the mma.sync ones (check --mma-sync); with
-/// --fused-backward on sm_90a, both fused kinds as well.
+/// --fused-backward on sm_90a, the fused kinds as well.
 fn backward_spec_sets(arch: flashgen::Arch, dtype: DType, d: u32, causal: bool, a: &CheckArgs) -> Result<Vec<flashgen::BackwardSpecs>, String> {
     let e = |x: flashgen::SpecError| x.to_string();
     let mut sets = vec![if a.mma_sync { KernelSpec::backward_mma_sync(arch, dtype, d, causal) } else { KernelSpec::backward_defaults(arch, dtype, d, causal) }.map_err(e)?];
@@ -52,6 +52,9 @@ fn backward_spec_sets(arch: flashgen::Arch, dtype: DType, d: u32, causal: bool, 
     if a.fused_backward && arch.has_wgmma() {
         more.push(KernelSpec::backward_fused(arch, dtype, d, causal).map_err(e)?);
         more.push(KernelSpec::backward_fused_atomic(arch, dtype, d, causal).map_err(e)?);
+        if causal {
+            more.push(KernelSpec::backward_fused_up(arch, dtype, d, causal).map_err(e)?);
+        }
     }
     for set in more {
         if !sets.contains(&set) {

@@ -362,19 +362,22 @@ pub fn tiled_backward_f32(x: &BackwardInputs<'_>, block_m: usize, block_n: usize
 }
 
 /// bwd_fused as the kernel computes it (lib/dq_fused.ll.tera), in f32: one program per key block of
-/// `block_n` rows streams query blocks of 64 rows from the last down to its first, computes dK and dV as
-/// the three-kernel pass does, and adds each block's dQ_partial = dS·K into one of `chains` f32 buffers
-/// (not zeroed: NaN here) under that block's lock of its chain: program n is in chain n mod C with ticket
-/// n / C, and adds when its lock reads its ticket (ticket 0 stores), then sets it to ticket + 1. The last program of the block (the
-/// highest that visits it, last of its chain too) also waits until every other chain's lock reads that
-/// chain's count of programs, then writes dQ = the sums of the chains that have programs up to it, in
-/// chain order. The programs advance one block at a time in turn, each waiting while its locks say so, as on the
-/// GPU; a schedule in which no program can advance (a deadlock) or a block written twice or never panics:
-/// the lock rules are what this checks.
+/// `block_n` rows streams query blocks of 64 rows, computes dK and dV as the three-kernel pass does, and
+/// adds each block's dQ_partial = dS·K into one of `chains` f32 buffers (not zeroed: NaN here) under that
+/// block's lock of its chain. Program n is in chain n mod C; it adds when its lock reads its ticket (ticket
+/// 0 stores), then sets it to ticket + 1. bwd_fused (`up` false): blocks from the last down, ticket n / C,
+/// and the block's highest program `last` (causal: the one holding its last query) finalizes it;
+/// bwd_fused_up (`up`, causal): blocks up from the program's first, ticket (last - n) / C (down from the
+/// block's highest program), and program 0 finalizes. The finalizer also waits until every other chain's
+/// lock reads that chain's count of programs, then writes dQ = the sums of the chains that have programs
+/// up to `last`, in chain order. The programs advance one block at a time in turn, each waiting while its
+/// locks say so, as on the GPU; a schedule in which no program can advance (a deadlock) or a block written
+/// twice or never panics: the lock rules are what this checks.
 #[allow(clippy::needless_range_loop)] // indices mirror the kernel's loops
-pub fn fused_backward_f32(x: &BackwardInputs<'_>, block_n: usize, chains: usize) -> Gradients<f32> {
+pub fn fused_backward_f32(x: &BackwardInputs<'_>, block_n: usize, chains: usize, up: bool) -> Gradients<f32> {
     const BLOCK_M: usize = 64;
     let BackwardInputs { q, k, d_o, s, causal, sm_scale, .. } = *x;
+    assert!(!up || causal, "bwd_fused_up is causal only");
     let (n, d) = (s.n, s.d);
     let mut g = Gradients { dq: vec![f32::NAN; s.len()], dk: vec![0f32; s.len()], dv: vec![0f32; s.len()] };
     for hz in 0..s.heads() {
@@ -391,17 +394,21 @@ pub fn fused_backward_f32(x: &BackwardInputs<'_>, block_n: usize, chains: usize)
         let mut written = vec![false; n_q];
         let block_len = n_q * BLOCK_M * d;
         let mut partial = vec![f32::NAN; chains * block_len];
-        let mut next = vec![n_q; programs]; // each program's next block + 1 (0: done)
-        while next.iter().zip(0..).any(|(&b, p)| b > first_block(p)) {
+        let blocks_of = |p: usize| n_q - first_block(p);
+        // the block a program visits at its step
+        let visit = |p: usize, step: usize| if up { first_block(p) + step } else { n_q - 1 - step };
+        let mut steps = vec![0usize; programs];
+        while (0..programs).any(|p| steps[p] < blocks_of(p)) {
             let mut advanced = false;
             for p in 0..programs {
-                if next[p] <= first_block(p) {
+                if steps[p] == blocks_of(p) {
                     continue;
                 }
-                let blk = next[p] - 1;
-                let (chain, ticket, last) = (p % chains, p / chains, last_of(blk));
+                let blk = visit(p, steps[p]);
+                let (chain, last) = (p % chains, last_of(blk));
+                let (ticket, finalizer) = if up { ((last - p) / chains, 0) } else { (p / chains, last) };
                 let others_done = (0..chains).all(|c| c == chain || lock[blk * chains + c] == members(c, last));
-                if lock[blk * chains + chain] != ticket || (p == last && !others_done) {
+                if lock[blk * chains + chain] != ticket || (p == finalizer && !others_done) {
                     continue;
                 }
                 let (keys, rows) = (p * block_n..((p + 1) * block_n).min(n), blk * BLOCK_M..((blk + 1) * BLOCK_M).min(n));
@@ -421,22 +428,22 @@ pub fn fused_backward_f32(x: &BackwardInputs<'_>, block_n: usize, chains: usize)
                         // the first in the chain's order stores its part, the others add theirs
                         let sum = &mut partial[chain * block_len + at + c];
                         *sum = if ticket == 0 { dq_part[c] } else { *sum + dq_part[c] };
-                        if p == last {
+                        if p == finalizer {
                             // the chains that have programs up to `last`, summed in chain order
                             let total = (0..chains.min(last + 1)).fold(0f32, |sum, ch| sum + partial[ch * block_len + at + c]);
                             g.dq[base + i * d + c] = total * sm_scale;
                         }
                     }
                 }
-                if p == last {
+                if p == finalizer {
                     assert!(!written[blk], "query block {blk} written twice");
                     written[blk] = true;
                 }
                 lock[blk * chains + chain] = ticket + 1;
-                next[p] -= 1;
+                steps[p] += 1;
                 advanced = true;
             }
-            assert!(advanced, "deadlock: locks {lock:?}, next blocks {next:?}");
+            assert!(advanced, "deadlock: locks {lock:?}, steps {steps:?}");
         }
         assert!(written.iter().all(|&w| w), "query blocks never written: {written:?}");
     }

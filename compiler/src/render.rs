@@ -120,6 +120,9 @@ struct KernelConstants {
     // offset from the tiles (after the ring) and the staging buffers' (after it) ----
     FUSED: bool,
     DQ_ATOMIC: bool,
+    /// bwd_fused_up: the Q blocks run up from the diagonal, the programs last first, and each block's
+    /// additions go from its highest program down (lib/dq_fused.ll.tera)
+    DQ_UP: bool,
     WGS: u32,
     DQN: u32,
     DS_OFF: u32,
@@ -219,6 +222,7 @@ impl KernelConstants {
             DESC_MN_RES: descriptor_constant(br * 128 / 16).to_string(),
             FUSED: spec.kind().fuses_dq(),
             DQ_ATOMIC: spec.kind().dq_atomics(),
+            DQ_UP: spec.kind().dq_up(),
             WGS: (spec.mma_warps() / 4).max(1),
             DQN: 64,
             DS_OFF: fused.ds_tile,
@@ -294,7 +298,7 @@ pub fn template_for(kind: KernelKind) -> &'static str {
         KernelKind::Fwd | KernelKind::FwdWgmma => "fa2_fwd.ll.tera",
         KernelKind::FwdWs => "fa2_fwd_ws.ll.tera",
         KernelKind::BwdPre => "fa2_bwd_pre.ll.tera",
-        KernelKind::BwdDkdv | KernelKind::BwdDkdvWgmma | KernelKind::BwdFused | KernelKind::BwdFusedAtomic => "fa2_bwd_dkdv.ll.tera",
+        KernelKind::BwdDkdv | KernelKind::BwdDkdvWgmma | KernelKind::BwdFused | KernelKind::BwdFusedAtomic | KernelKind::BwdFusedUp => "fa2_bwd_dkdv.ll.tera",
         KernelKind::BwdDq | KernelKind::BwdDqWgmma => "fa2_bwd_dq.ll.tera",
     }
 }

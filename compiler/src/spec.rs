@@ -40,6 +40,13 @@ pub enum KernelKind {
     /// arrive: no program waits for another, but dQ's last bits vary from run to run. Opt-in only
     /// (FLASHGEN_BACKWARD=fused-atomic); same ABI, and the f32 buffer must be zero at launch.
     BwdFusedAtomic,
+    /// bwd_fused for causal attention with the order of the dQ additions following the programs' visits
+    /// (sm_90a only; same ABI, STAGE=3 only): each program streams its query blocks up from the diagonal,
+    /// each block's additions go from its highest program down, and the grid runs the programs last first.
+    /// No program then waits for a turn that a line of earlier programs holds (bwd_fused's causal short
+    /// programs do), but program 0 writes every block's dQ. The default causal backward at HEAD_DIM 128 up
+    /// to 8192 tokens (`KernelSpec::backward_fused_for`).
+    BwdFusedUp,
 }
 
 /// Element type of Q, K, V and O. Accumulation is always f32.
@@ -219,7 +226,7 @@ impl DType {
 
 impl KernelKind {
     /// Every kind; a role's plain wgmma kind comes before bwd_fused (`wgmma_kind` takes the first).
-    pub const ALL: [KernelKind; 10] = [
+    pub const ALL: [KernelKind; 11] = [
         KernelKind::Fwd,
         KernelKind::FwdWgmma,
         KernelKind::FwdWs,
@@ -230,13 +237,14 @@ impl KernelKind {
         KernelKind::BwdDqWgmma,
         KernelKind::BwdFused,
         KernelKind::BwdFusedAtomic,
+        KernelKind::BwdFusedUp,
     ];
 
     pub fn parse(s: &str) -> Result<KernelKind, SpecError> {
         KernelKind::ALL
             .into_iter()
             .find(|k| k.name() == s.trim())
-            .ok_or_else(|| SpecError(format!("kernel `{s}` is unknown: use one of fwd, fwd_wgmma, fwd_ws, bwd_pre, bwd_dkdv, bwd_dq, bwd_dkdv_wgmma, bwd_dq_wgmma, bwd_fused, bwd_fused_atomic")))
+            .ok_or_else(|| SpecError(format!("kernel `{s}` is unknown: use one of fwd, fwd_wgmma, fwd_ws, bwd_pre, bwd_dkdv, bwd_dq, bwd_dkdv_wgmma, bwd_dq_wgmma, bwd_fused, bwd_fused_atomic, bwd_fused_up")))
     }
     pub fn name(self) -> &'static str {
         match self {
@@ -250,6 +258,7 @@ impl KernelKind {
             KernelKind::BwdDqWgmma => "bwd_dq_wgmma",
             KernelKind::BwdFused => "bwd_fused",
             KernelKind::BwdFusedAtomic => "bwd_fused_atomic",
+            KernelKind::BwdFusedUp => "bwd_fused_up",
         }
     }
     /// The kernel's role in the pass, whichever instructions implement it: a wgmma kind has the role (and
@@ -257,7 +266,7 @@ impl KernelKind {
     pub fn role(self) -> KernelKind {
         match self {
             KernelKind::FwdWgmma | KernelKind::FwdWs => KernelKind::Fwd,
-            KernelKind::BwdDkdvWgmma | KernelKind::BwdFused | KernelKind::BwdFusedAtomic => KernelKind::BwdDkdv,
+            KernelKind::BwdDkdvWgmma | KernelKind::BwdFused | KernelKind::BwdFusedAtomic | KernelKind::BwdFusedUp => KernelKind::BwdDkdv,
             KernelKind::BwdDqWgmma => KernelKind::BwdDq,
             k => k,
         }
@@ -268,7 +277,7 @@ impl KernelKind {
     }
     /// Whether the kernel computes dQ besides dK and dV (bwd_fused: no separate dQ kernel runs).
     pub fn fuses_dq(self) -> bool {
-        matches!(self, KernelKind::BwdFused | KernelKind::BwdFusedAtomic)
+        matches!(self, KernelKind::BwdFused | KernelKind::BwdFusedAtomic | KernelKind::BwdFusedUp)
     }
     /// Warps beside the computing ones: fwd_ws's producer warpgroup (TMA loads), the fused backward's dQ
     /// writer warpgroup (bulk reductions, hand-overs, the final dQ); 0 for the other kinds.
@@ -282,6 +291,11 @@ impl KernelKind {
     /// Whether dQ's partial sums are added by atomics, in arrival order (not deterministic).
     pub fn dq_atomics(self) -> bool {
         self == KernelKind::BwdFusedAtomic
+    }
+    /// Whether the fused backward's causal programs visit their query blocks up from the diagonal and add
+    /// to each block from its highest program down (bwd_fused_up).
+    pub fn dq_up(self) -> bool {
+        self == KernelKind::BwdFusedUp
     }
     /// The Hopper (wgmma) kind that plays this kind's role, if there is one (not for the preprocess).
     pub fn wgmma_kind(self) -> Option<KernelKind> {
@@ -413,6 +427,7 @@ impl KernelSpec {
         let SpecParams { head_dim: d, block_m: bm, block_n: bn, num_warps: w, num_stages: ns, .. } = p;
         let kind = p.kind.name();
         rule(p.arch == Arch::Sm90a, || format!("{kind} needs sm_90a (wgmma, TMA and bulk reductions are sm_90a instructions): use kernel bwd_dkdv and bwd_dq on {}", p.arch))?;
+        rule(!p.kind.dq_up() || p.stage == Stage::Causal as u32, || format!("{kind} orders the causal programs' additions (STAGE=3): use bwd_fused for STAGE={}", p.stage))?;
         rule(FUSED_NUM_WARPS.contains(&w), || {
             format!("{kind}: num_warps={w} is not supported: use one of {FUSED_NUM_WARPS:?} (1 or 2 MMA warpgroups of 4 warps, then the dQ writer warpgroup)")
         })?;
@@ -670,7 +685,7 @@ impl KernelSpec {
             KernelKind::BwdDkdvWgmma => (d + strm + strm / 2, REGISTER_OVERHEAD),
             // dK, dV, Sᵀ and dPᵀ, then its 64-column chunk of dQ (32), less what the writer warpgroup holds
             // (locks, chains, the final dQ): fitted to ptxas 12.9
-            KernelKind::BwdFused | KernelKind::BwdFusedAtomic => (d + strm + 24, BACKWARD_REGISTER_OVERHEAD),
+            KernelKind::BwdFused | KernelKind::BwdFusedAtomic | KernelKind::BwdFusedUp => (d + strm + 24, BACKWARD_REGISTER_OVERHEAD),
             KernelKind::BwdPre => (0, 0),
         };
         let in_flight = if self.0.kind.uses_wgmma() { 0 } else { strm * d / 256 };
@@ -764,6 +779,7 @@ impl KernelSpec {
             KernelKind::BwdDqWgmma => KernelSpec::backward_wgmma(arch, dtype, head_dim, causal)?.dq.ok_or_else(|| SpecError("bwd_dq_wgmma: no wgmma dQ kernel".into())),
             KernelKind::BwdFused => KernelSpec::backward_fused(arch, dtype, head_dim, causal).map(|b| b.dkdv),
             KernelKind::BwdFusedAtomic => KernelSpec::backward_fused_atomic(arch, dtype, head_dim, causal).map(|b| b.dkdv),
+            KernelKind::BwdFusedUp => KernelSpec::backward_fused_up(arch, dtype, head_dim, causal).map(|b| b.dkdv),
         }
     }
 
@@ -788,7 +804,7 @@ impl KernelSpec {
     /// TMA. Elsewhere the mma.sync ones (`backward_mma_sync`).
     pub fn default_backward(arch: Arch, dtype: DType, head_dim: u32, causal: bool, n_ctx: usize) -> Result<BackwardSpecs, SpecError> {
         if arch.has_wgmma() && head_dim == 128 && n_ctx >= 4096 {
-            KernelSpec::backward_fused(arch, dtype, head_dim, causal)
+            KernelSpec::backward_fused_for(arch, dtype, head_dim, causal, n_ctx)
         } else if arch.has_wgmma() {
             KernelSpec::backward_wgmma(arch, dtype, head_dim, causal)
         } else {
@@ -848,6 +864,24 @@ impl KernelSpec {
         KernelSpec::backward_fused_of(KernelKind::BwdFused, arch, dtype, head_dim, causal)
     }
 
+    /// The deterministic fused backward for a sequence length: causal up to 8192 tokens bwd_fused_up (its
+    /// programs never wait in line for a turn: 1.17× bwd_fused at 4096 where bwd_fused's waits were long,
+    /// equal where they were short), else bwd_fused (at 16384 causal bwd_fused_up was 0.87-0.93×: program
+    /// 0, which writes every block's dQ, runs longest; finalize-ab2, landed-v1).
+    pub fn backward_fused_for(arch: Arch, dtype: DType, head_dim: u32, causal: bool, n_ctx: usize) -> Result<BackwardSpecs, SpecError> {
+        if causal && n_ctx <= 8192 {
+            KernelSpec::backward_fused_up(arch, dtype, head_dim, causal)
+        } else {
+            KernelSpec::backward_fused(arch, dtype, head_dim, causal)
+        }
+    }
+
+    /// `backward_fused` with the additions in the order of the causal programs' visits
+    /// (`KernelKind::BwdFusedUp`; causal only).
+    pub fn backward_fused_up(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
+        KernelSpec::backward_fused_of(KernelKind::BwdFusedUp, arch, dtype, head_dim, causal)
+    }
+
     /// `backward_fused` with dQ added by atomics (`KernelKind::BwdFusedAtomic`; not deterministic).
     pub fn backward_fused_atomic(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
         KernelSpec::backward_fused_of(KernelKind::BwdFusedAtomic, arch, dtype, head_dim, causal)
@@ -865,7 +899,8 @@ impl KernelSpec {
     /// The default set that `flashgen emit --defaults` generates: for sm_80 and sm_90a, bf16 and fp16,
     /// HEAD_DIM 64 and 128, STAGE 1 and 3: the default forward and the default backward kernels (on sm_90a
     /// the wgmma kinds; with fwd_ws, also its fwd_wgmma fallback, and the short-sequence forward where it
-    /// differs; and the fused backwards, which FLASHGEN_BACKWARD=fused or fused-atomic selects).
+    /// differs; and the fused backwards, which FLASHGEN_BACKWARD=fused or fused-atomic selects, and the default
+    /// takes at HEAD_DIM 128 from 4096 tokens).
     pub fn default_set() -> Vec<KernelSpec> {
         let mut out = Vec::new();
         for arch in [Arch::Sm80, Arch::Sm90a] {
@@ -893,6 +928,9 @@ impl KernelSpec {
                             backward.extend(split.dq);
                             backward.push(KernelSpec::backward_fused(arch, dtype, head_dim, causal).expect("default specs validate").dkdv);
                             backward.push(KernelSpec::backward_fused_atomic(arch, dtype, head_dim, causal).expect("default specs validate").dkdv);
+                            if causal {
+                                backward.push(KernelSpec::backward_fused_up(arch, dtype, head_dim, causal).expect("default specs validate").dkdv);
+                            }
                         }
                         for s in backward {
                             if !out.contains(&s) {

@@ -66,8 +66,9 @@ pub struct Flash {
     /// An unknown FLASHGEN_BACKWARD or FLASHGEN_DQ_CHAINS, reported by every backward call until
     /// `set_backward_path` (the caller then chose explicitly).
     backward_env_error: Option<String>,
-    /// bwd_fused's independent orders of addition (FLASHGEN_DQ_CHAINS, default 2; `set_dq_chains`). Atomic,
-    /// so that a benchmark can vary it between calls on a shared Flash; a call reads it once.
+    /// bwd_fused's independent orders of addition (FLASHGEN_DQ_CHAINS or `set_dq_chains`; 0: by the kind,
+    /// `dq_chains_for`). Atomic, so that a benchmark can vary it between calls on a shared Flash; a call
+    /// reads it once.
     dq_chains: std::sync::atomic::AtomicU32,
 }
 
@@ -128,35 +129,38 @@ impl Flash {
             },
             dq_chains: std::sync::atomic::AtomicU32::new(match dq_chains {
                 Some(Ok(c)) => c,
-                // two: 1.02-1.15× one, but 0.98-0.99× at N = 16384 non-causal (fused-tma-v2, overlap-ab),
-                // for a second dQ-sized f32 buffer
-                _ => 2,
+                _ => 0,
             }),
         }
     }
 
-    /// bwd_fused's number of independent chains of dQ additions (1..=8; each is deterministic, and so is
-    /// their sum in chain order): more chains shorten the programs' waits for each other and cost a
-    /// dQ-sized f32 buffer each.
-    pub fn set_dq_chains(&self, chains: u32) -> Result<(), RuntimeError> {
-        if !(1..=8).contains(&chains) {
-            return Err(RuntimeError::Argument(format!("{chains} dQ chains: use 1 to 8")));
+    /// The ordered fused backward's number of independent chains of dQ additions (1..=8; each is
+    /// deterministic, and so is their sum in chain order), or None for the kind's default
+    /// (`dq_chains_for`): more chains shorten bwd_fused's waits in line and cost a dQ-sized f32 buffer each.
+    pub fn set_dq_chains(&self, chains: impl Into<Option<u32>>) -> Result<(), RuntimeError> {
+        let chains = chains.into();
+        if let Some(c) = chains.filter(|c| !(1..=8).contains(c)) {
+            return Err(RuntimeError::Argument(format!("{c} dQ chains: use 1 to 8, or None for the default")));
         }
-        self.dq_chains.store(chains, std::sync::atomic::Ordering::Relaxed);
+        self.dq_chains.store(chains.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 
-    /// The chains the ordered bwd_fused adds in (`set_dq_chains`).
-    pub fn dq_chains(&self) -> u32 {
-        self.dq_chains.load(std::sync::atomic::Ordering::Relaxed)
+    /// The chains the ordered fused backward adds in (`set_dq_chains`; None: the kind's default).
+    pub fn dq_chains(&self) -> Option<u32> {
+        Some(self.dq_chains.load(std::sync::atomic::Ordering::Relaxed)).filter(|&c| c != 0)
     }
 
-    /// The chains a fused kernel runs with (bwd_fused_atomic: 1).
+    /// The chains a fused kernel runs with: bwd_fused_atomic 1; by default bwd_fused 2 (its programs meet
+    /// each block together and wait in line; two lines were 1.02-1.15× one, fused-tma-v2, overlap-ab) and
+    /// bwd_fused_up 1 (its programs meet a block one after another, so a second chain only adds the final
+    /// sums' reads: 0.91-0.99× at 2 chains, finalize-ab2).
     fn dq_chains_for(&self, dkdv: &KernelSpec) -> u32 {
-        if dkdv.kind().dq_atomics() {
-            1
-        } else {
-            self.dq_chains.load(std::sync::atomic::Ordering::Relaxed)
+        match (dkdv.kind().dq_atomics(), self.dq_chains()) {
+            (true, _) => 1,
+            (false, Some(c)) => c,
+            (false, None) if dkdv.kind().dq_up() => 1,
+            (false, None) => 2,
         }
     }
 
@@ -384,7 +388,7 @@ impl Flash {
             match self.backward_path {
                 BackwardPath::Default => KernelSpec::default_backward(arch, dtype, d, causal, n),
                 BackwardPath::Split => KernelSpec::backward_wgmma(arch, dtype, d, causal),
-                BackwardPath::Fused => KernelSpec::backward_fused(arch, dtype, d, causal),
+                BackwardPath::Fused => KernelSpec::backward_fused_for(arch, dtype, d, causal, n),
                 BackwardPath::FusedAtomic => KernelSpec::backward_fused_atomic(arch, dtype, d, causal),
             }
         } else {

@@ -39,6 +39,7 @@ impl<'a> BackwardCandidates<'a> {
         let family = match key.kind {
             KernelKind::BwdFused => KernelSpec::backward_fused,
             KernelKind::BwdFusedAtomic => KernelSpec::backward_fused_atomic,
+            KernelKind::BwdFusedUp => KernelSpec::backward_fused_up,
             k if k.uses_wgmma() => KernelSpec::backward_wgmma,
             _ => KernelSpec::backward_mma_sync,
         };
