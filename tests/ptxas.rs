@@ -154,7 +154,9 @@ fn wgmma_kernels_assemble_without_spills_or_serialization() {
     }
     for kind in kinds {
         let n = specs.iter().filter(|s| s.kind() == kind).count();
-        assert!(n >= 16, "{}: {n} shapes admitted", kind.name());
+        // (bwd_fused_up: causal only)
+        let least = if kind.dq_up() { 8 } else { 16 };
+        assert!(n >= least, "{}: {n} shapes admitted", kind.name());
     }
     assemble_all_clean(&tool, &specs, |spec, ptx| {
         for needle in ["wgmma.fence.sync.aligned", "wgmma.mma_async.sync.aligned.m64n", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned 0", "fence.proxy.async.shared::cta"] {

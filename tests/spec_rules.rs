@@ -112,8 +112,8 @@ fn default_set_is_complete_and_names_are_unique() {
     // per arch × dtype × head dim: forward and dK/dV and dQ for both stages, one preprocess; on sm_90a a
     // second forward per dtype, head dim and stage: fwd_ws's fwd_wgmma fallback (HEAD_DIM 128), which at
     // HEAD_DIM 64 is also the short-sequence forward; and on sm_90a the fused backwards (bwd_fused and
-    // bwd_fused_atomic)
-    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 * 2 * 2);
+    // bwd_fused_atomic, and causal bwd_fused_up)
+    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 * 2 * 2 + 2 * 2);
     for kind in KernelKind::ALL {
         // sm_80 gets the mma.sync kinds, sm_90a the wgmma ones; both get the preprocess
         let arch = if kind.uses_wgmma() { Arch::Sm90a } else { Arch::Sm80 };
@@ -211,7 +211,10 @@ fn backward_defaults_fit_every_target() {
                     // short sequences keep the three kernels (the fused one measured slower at N = 1024)
                     let short = KernelSpec::default_backward(arch, dtype, d, causal, 2048).unwrap();
                     assert!(short.dq.is_some() && !short.dkdv.kind().fuses_dq(), "{}", short.dkdv.name());
-                    assert_eq!(KernelSpec::default_backward(arch, dtype, d, causal, 4096).unwrap(), b);
+                    // from 4096 tokens the long-sequence kernels (at 4096 causal bwd_fused_up, the same tiles)
+                    let at_4096 = KernelSpec::default_backward(arch, dtype, d, causal, 4096).unwrap();
+                    assert_eq!(SpecParams { kind: b.dkdv.kind(), ..*at_4096.dkdv.params() }, *b.dkdv.params());
+                    assert_eq!((at_4096.preprocess, at_4096.dq), (b.preprocess, b.dq));
                     let mut kernels = vec![b.dkdv];
                     if let Some(dq) = b.dq {
                         assert_eq!((dq.causal(), b.dkdv.kind().role(), dq.kind().role()), (causal, KernelKind::BwdDkdv, KernelKind::BwdDq));
@@ -347,8 +350,8 @@ fn fused_backward_is_a_dkdv_kernel_with_dq() {
     assert_eq!(KernelKind::parse("bwd_fused_up").unwrap(), up);
     let e = KernelSpec::backward_fused_up(Arch::Sm90a, DType::Bf16, 128, false).unwrap_err().to_string();
     assert!(e.contains("STAGE=3") && e.contains("use bwd_fused"), "{e}");
-    // the default deterministic fused backward: bwd_fused_up for causal up to 8192 tokens, else bwd_fused
-    for (causal, n, want) in [(true, 4096, up), (true, 8192, up), (true, 16384, k), (false, 4096, k), (false, 16384, k)] {
+    // the default deterministic fused backward: bwd_fused_up for causal up to 4096 tokens, else bwd_fused
+    for (causal, n, want) in [(true, 4096, up), (true, 8192, k), (true, 16384, k), (false, 4096, k), (false, 16384, k)] {
         let b = KernelSpec::default_backward(Arch::Sm90a, DType::Bf16, 128, causal, n).unwrap();
         assert_eq!(b.dkdv.kind(), want, "causal={causal} N={n}");
         assert_eq!(SpecParams { kind: k, ..*b.dkdv.params() }, *KernelSpec::backward_fused(Arch::Sm90a, DType::Bf16, 128, causal).unwrap().dkdv.params());

@@ -796,7 +796,8 @@ impl KernelSpec {
     }
 
     /// The default backward kernels for a problem with `n_ctx` tokens. On sm_90a at HEAD_DIM 128 from 4096
-    /// tokens: Δ + bwd_fused, dQ added in program order in two chains (deterministic), 1.07-1.34× the three
+    /// tokens: Δ + the deterministic fused kernel (`backward_fused_for`: bwd_fused, or causal at 4096
+    /// tokens bwd_fused_up), 1.07-1.34× the three
     /// wgmma kernels at N = 4096 and 16384 (bench/results/2026-11-30-fused-tma-v2.jsonl, -overlap-ab/ side
     /// A, -fused-default-v1.jsonl); at N = 1024 it was 0.82-0.92× them (its 16-step programs pay the
     /// buffers' zeroing and the hand-overs; 2048 is not measured) and at HEAD_DIM 64 0.5-0.9×, so there the
@@ -864,12 +865,14 @@ impl KernelSpec {
         KernelSpec::backward_fused_of(KernelKind::BwdFused, arch, dtype, head_dim, causal)
     }
 
-    /// The deterministic fused backward for a sequence length: causal up to 8192 tokens bwd_fused_up (its
-    /// programs never wait in line for a turn: 1.17× bwd_fused at 4096 where bwd_fused's waits were long,
-    /// equal where they were short), else bwd_fused (at 16384 causal bwd_fused_up was 0.87-0.93×: program
-    /// 0, which writes every block's dQ, runs longest; finalize-ab2, landed-v1).
+    /// The deterministic fused backward for a sequence length: causal up to 4096 tokens bwd_fused_up, else
+    /// bwd_fused. At 4096 causal bwd_fused_up measured 391-405 TFLOP/s in all four calls that ran it, while
+    /// bwd_fused's waits in line made it 330-411 from call to call (a mode of the machine, not noise within a
+    /// call: 1.17× bwd_fused in one call, 0.96× in another). At 8192 and 16384 causal bwd_fused_up was
+    /// 0.87-0.93× (program 0, which writes every block's dQ, runs longest); bench/results finalize-ab2,
+    /// landed-v1, up-v1.
     pub fn backward_fused_for(arch: Arch, dtype: DType, head_dim: u32, causal: bool, n_ctx: usize) -> Result<BackwardSpecs, SpecError> {
-        if causal && n_ctx <= 8192 {
+        if causal && n_ctx <= 4096 {
             KernelSpec::backward_fused_up(arch, dtype, head_dim, causal)
         } else {
             KernelSpec::backward_fused(arch, dtype, head_dim, causal)
