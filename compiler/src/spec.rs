@@ -866,9 +866,10 @@ impl KernelSpec {
     }
 
     /// The deterministic fused backward for a sequence length: causal up to 4096 tokens bwd_fused_up, else
-    /// bwd_fused. At 4096 causal bwd_fused_up measured 391-405 TFLOP/s in all four calls that ran it, while
-    /// bwd_fused's waits in line made it 330-411 from call to call (a mode of the machine, not noise within a
-    /// call: 1.17× bwd_fused in one call, 0.96× in another). At 8192 and 16384 causal bwd_fused_up was
+    /// bwd_fused. At 4096 causal bwd_fused_up measured 393-405 TFLOP/s in the three calls that ran it (its
+    /// grid-order variant 391-399 in a fourth), while bwd_fused's waits in line made it 330-411 from call to
+    /// call (a mode of the machine, not noise within a call: bwd_fused_up's order was 1.17× bwd_fused in one
+    /// call, 0.96× in another). At 8192 and 16384 causal bwd_fused_up was
     /// 0.87-0.93× (program 0, which writes every block's dQ, runs longest); bench/results finalize-ab2,
     /// landed-v1, up-v1.
     pub fn backward_fused_for(arch: Arch, dtype: DType, head_dim: u32, causal: bool, n_ctx: usize) -> Result<BackwardSpecs, SpecError> {
