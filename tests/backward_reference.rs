@@ -83,8 +83,8 @@ fn tiled_backward_matches_f64() {
 
 /// bwd_fused's schedule and lock rules (one program per key block, query blocks of 64 from the last down,
 /// or with bwd_fused_up's order up from the diagonal; dQ stored then added in a fixed program order within
-/// each of 1-3 chains, into buffers that start as NaN; each block's finalizer combining the chains in order
-/// and writing dQ) give the f64 gradients, with no deadlock and every query block written exactly once:
+/// each of 1-3 chains, into buffers that start as NaN; then the dQ sum pass combining the chains in order)
+/// give the f64 gradients, with no deadlock and every chain complete when the pass reads it:
 /// ragged lengths, one and many programs (fewer programs than chains too), 64- and 128-row key blocks,
 /// causal (both orders) and not.
 #[test]

@@ -53,8 +53,16 @@ pub struct PtxasReport {
     pub spill_loads: u32,
 }
 
-/// Assemble `ptx` for `arch` (e.g. "sm_90a") and parse `ptxas -v`.
+/// Assemble `ptx` for `arch` (e.g. "sm_90a") and parse `ptxas -v` for the module's kernel (the entry every
+/// other one's name extends, as the ordered fused backward's `<name>_dq_sum` does).
 pub fn ptxas(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<PtxasReport, String> {
+    let entries = ptxas_entries(ptxas, ptx, arch)?;
+    entries.into_iter().min_by_key(|(name, _)| name.len()).map(|(_, r)| r).ok_or("ptxas compiled no entry".into())
+}
+
+/// Assemble `ptx` for `arch` and parse `ptxas -v` for every entry: (name, report); the warnings are the
+/// module's, in every report.
+pub fn ptxas_entries(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<Vec<(String, PtxasReport)>, String> {
     let dir = std::env::temp_dir().join(format!("flashgen-ptxas-{}-{}", std::process::id(), rand_suffix()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let src = dir.join("k.ptx");
@@ -68,19 +76,26 @@ pub fn ptxas(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<PtxasRepo
     if !out.status.success() {
         return Err(format!("ptxas failed for {arch}:\n{text}"));
     }
-    let num_before = |needle: &str| -> Option<u32> {
-        let i = text.find(needle)?;
-        text[..i].split_whitespace().last()?.parse().ok()
-    };
-    Ok(PtxasReport {
-        // ptxas's warnings, and its "Potential Performance Loss" notes (printed as info): a serialized wgmma
-        // (C7509/C7515), an ignored setmaxnreg (C7504)
-        warnings: text.lines().filter(|l| l.contains("warning") || l.contains("Performance Loss")).map(str::to_string).collect(),
-        registers: text.find("Used ").and_then(|i| text[i + 5..].split_whitespace().next()?.parse().ok()).ok_or(format!("no register count in:\n{text}"))?,
-        stack_frame: num_before("bytes stack frame").ok_or(format!("no stack frame in:\n{text}"))?,
-        spill_stores: num_before("bytes spill stores").ok_or(format!("no spill stores in:\n{text}"))?,
-        spill_loads: num_before("bytes spill loads").ok_or(format!("no spill loads in:\n{text}"))?,
-    })
+    // ptxas's warnings, and its "Potential Performance Loss" notes (printed as info): a serialized wgmma
+    // (C7509/C7515), an ignored setmaxnreg (C7504)
+    let warnings: Vec<String> = text.lines().filter(|l| l.contains("warning") || l.contains("Performance Loss")).map(str::to_string).collect();
+    let mut entries = Vec::new();
+    for section in text.split("Compiling entry function '").skip(1) {
+        let name = section.split('\'').next().unwrap_or_default().to_string();
+        let num_before = |needle: &str| -> Option<u32> {
+            let i = section.find(needle)?;
+            section[..i].split_whitespace().last()?.parse().ok()
+        };
+        let report = PtxasReport {
+            warnings: warnings.clone(),
+            registers: section.find("Used ").and_then(|i| section[i + 5..].split_whitespace().next()?.parse().ok()).ok_or(format!("no register count for {name} in:\n{text}"))?,
+            stack_frame: num_before("bytes stack frame").ok_or(format!("no stack frame for {name} in:\n{text}"))?,
+            spill_stores: num_before("bytes spill stores").ok_or(format!("no spill stores for {name} in:\n{text}"))?,
+            spill_loads: num_before("bytes spill loads").ok_or(format!("no spill loads for {name} in:\n{text}"))?,
+        };
+        entries.push((name, report));
+    }
+    Ok(entries)
 }
 
 fn rand_suffix() -> u64 {

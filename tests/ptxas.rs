@@ -2,7 +2,7 @@
 //! target with no spills and no stack frame. Registers and shared memory are reported per spec.
 
 use flashgen::{compile, Arch, CompileOptions, DType, KernelKind, KernelSpec, SpecParams};
-use flashgen_tests::{find_nvdisasm, find_ptxas, in_ci, ptxas, sass};
+use flashgen_tests::{find_nvdisasm, find_ptxas, in_ci, ptxas, ptxas_entries, sass};
 
 fn ptxas_or_skip() -> Option<std::path::PathBuf> {
     let p = find_ptxas();
@@ -28,7 +28,15 @@ fn assemble_clean(tool: &std::path::Path, spec: &KernelSpec) -> String {
     let (major, minor) = spec.arch().ptx_version();
     assert!(a.ptx.contains(&format!(".version {major}.{minor}\n")), "{}: PTX must declare ISA {major}.{minor}", spec.name());
     assert!(a.ptx.contains(&format!(".target {}", spec.arch().name())));
-    let r = ptxas(tool, &a.ptx, spec.arch().name()).unwrap();
+    let entries = ptxas_entries(tool, &a.ptx, spec.arch().name()).unwrap();
+    let entry = |name: &str| entries.iter().find(|(n, _)| n == name).map(|(_, r)| r).unwrap_or_else(|| panic!("{}: no entry {name} in the module", spec.name()));
+    // the ordered fused backward's dQ sum pass, the module's second entry: no spills either
+    if let Some(sum) = spec.dq_sum_entry() {
+        let r = entry(&sum);
+        assert_eq!((r.stack_frame, r.spill_stores, r.spill_loads), (0, 0, 0), "{sum} spills: {r:?}");
+    }
+    assert_eq!(entries.len(), 1 + spec.dq_sum_entry().is_some() as usize, "{}: entries {:?}", spec.name(), entries.iter().map(|e| &e.0).collect::<Vec<_>>());
+    let r = entry(&spec.name());
     println!(
         "{:<48} registers {:>3}  shared {:>6} B  stack {} spills {}/{}",
         spec.name(),

@@ -204,14 +204,15 @@ fn backward_defaults_fit_every_target() {
                     // the Hopper kernels where the target runs them, mma.sync elsewhere (and on request)
                     assert_eq!(b.dkdv.kind().uses_wgmma(), arch.has_wgmma());
                     // on sm_90a at HEAD_DIM 128, dQ inside the dK/dV kernel, added in program order
-                    // (deterministic); otherwise three kernels
+                    // (deterministic; causal in the order of the visits); otherwise three kernels
                     let fused = arch.has_wgmma() && d == 128;
-                    assert_eq!(b.dkdv.kind() == KernelKind::BwdFused, fused, "{}", b.dkdv.name());
+                    let ordered = if causal { KernelKind::BwdFusedUp } else { KernelKind::BwdFused };
+                    assert_eq!(b.dkdv.kind() == ordered, fused, "{}", b.dkdv.name());
                     assert_eq!(b.dq.is_none(), fused);
                     // short sequences keep the three kernels (the fused one measured slower at N = 1024)
                     let short = KernelSpec::default_backward(arch, dtype, d, causal, 2048).unwrap();
                     assert!(short.dq.is_some() && !short.dkdv.kind().fuses_dq(), "{}", short.dkdv.name());
-                    // from 4096 tokens the long-sequence kernels (at 4096 causal bwd_fused_up, the same tiles)
+                    // from 4096 tokens the long-sequence kernels
                     let at_4096 = KernelSpec::default_backward(arch, dtype, d, causal, 4096).unwrap();
                     assert_eq!(SpecParams { kind: b.dkdv.kind(), ..*at_4096.dkdv.params() }, *b.dkdv.params());
                     assert_eq!((at_4096.preprocess, at_4096.dq), (b.preprocess, b.dq));
@@ -350,10 +351,12 @@ fn fused_backward_is_a_dkdv_kernel_with_dq() {
     assert_eq!(KernelKind::parse("bwd_fused_up").unwrap(), up);
     let e = KernelSpec::backward_fused_up(Arch::Sm90a, DType::Bf16, 128, false).unwrap_err().to_string();
     assert!(e.contains("STAGE=3") && e.contains("use bwd_fused"), "{e}");
-    // the default deterministic fused backward: bwd_fused_up for causal up to 4096 tokens, else bwd_fused
-    for (causal, n, want) in [(true, 4096, up), (true, 8192, k), (true, 16384, k), (false, 4096, k), (false, 16384, k)] {
+    // the default deterministic fused backward: bwd_fused_up for causal, else bwd_fused; the ordered kinds
+    // carry their dQ sum pass as a second entry, the atomic one none
+    for (causal, n, want) in [(true, 4096, up), (true, 8192, up), (true, 16384, up), (false, 4096, k), (false, 16384, k)] {
         let b = KernelSpec::default_backward(Arch::Sm90a, DType::Bf16, 128, causal, n).unwrap();
         assert_eq!(b.dkdv.kind(), want, "causal={causal} N={n}");
+        assert_eq!(b.dkdv.dq_sum_entry(), Some(format!("{}_dq_sum", b.dkdv.name())));
         assert_eq!(SpecParams { kind: k, ..*b.dkdv.params() }, *KernelSpec::backward_fused(Arch::Sm90a, DType::Bf16, 128, causal).unwrap().dkdv.params());
     }
     assert_eq!(KernelKind::BwdDkdv.wgmma_kind(), Some(KernelKind::BwdDkdvWgmma), "the plain wgmma kind stays the role's");
@@ -362,6 +365,7 @@ fn fused_backward_is_a_dkdv_kernel_with_dq() {
             let b = KernelSpec::backward_fused(Arch::Sm90a, DType::Bf16, d, causal).unwrap();
             assert_eq!((b.dkdv.kind(), b.dq, b.dkdv.causal()), (k, None, causal));
             let a = KernelSpec::backward_fused_atomic(Arch::Sm90a, DType::Bf16, d, causal).unwrap();
+            assert_eq!(a.dkdv.dq_sum_entry(), None, "the atomic kind's last arrival writes dQ");
             assert_eq!(SpecParams { kind: k, ..*a.dkdv.params() }, *b.dkdv.params(), "the same tiles, atomics aside");
             assert_eq!(b.kernels(), vec![b.preprocess, b.dkdv]);
             assert_eq!((b.dkdv.streamed_rows(), b.dkdv.resident_rows()), (64, if d == 128 { 128 } else { 64 }));

@@ -366,13 +366,12 @@ pub fn tiled_backward_f32(x: &BackwardInputs<'_>, block_m: usize, block_n: usize
 /// adds each block's dQ_partial = dS·K into one of `chains` f32 buffers (not zeroed: NaN here) under that
 /// block's lock of its chain. Program n is in chain n mod C; it adds when its lock reads its ticket (ticket
 /// 0 stores), then sets it to ticket + 1. bwd_fused (`up` false): blocks from the last down, ticket n / C,
-/// and the block's highest program `last` (causal: the one holding its last query) finalizes it;
-/// bwd_fused_up (`up`, causal): blocks up from the program's first, ticket (last - n) / C (down from the
-/// block's highest program), and program 0 finalizes. The finalizer also waits until every other chain's
-/// lock reads that chain's count of programs, then writes dQ = the sums of the chains that have programs
-/// up to `last`, in chain order. The programs advance one block at a time in turn, each waiting while its
-/// locks say so, as on the GPU; a schedule in which no program can advance (a deadlock) or a block written
-/// twice or never panics: the lock rules are what this checks.
+/// up to the block's highest program `last` (causal: the one holding its last query); bwd_fused_up (`up`,
+/// causal): blocks up from the program's first, ticket (last - n) / C (down from the block's highest
+/// program). The programs advance one block at a time in turn, each waiting while its lock says so, as on
+/// the GPU. Then the dQ sum pass: dQ = sm_scale · the sums of the chains that have programs up to `last`,
+/// in chain order from 0. A schedule in which no program can advance (a deadlock), or a chain the pass
+/// reads before all its programs have added, panics: the lock rules are what this checks.
 #[allow(clippy::needless_range_loop)] // indices mirror the kernel's loops
 pub fn fused_backward_f32(x: &BackwardInputs<'_>, block_n: usize, chains: usize, up: bool) -> Gradients<f32> {
     const BLOCK_M: usize = 64;
@@ -391,7 +390,6 @@ pub fn fused_backward_f32(x: &BackwardInputs<'_>, block_n: usize, chains: usize,
         // programs 0..=last in chain c
         let members = |c: usize, last: usize| if c <= last { (last - c) / chains + 1 } else { 0 };
         let mut lock = vec![0usize; n_q * chains];
-        let mut written = vec![false; n_q];
         let block_len = n_q * BLOCK_M * d;
         let mut partial = vec![f32::NAN; chains * block_len];
         let blocks_of = |p: usize| n_q - first_block(p);
@@ -406,9 +404,8 @@ pub fn fused_backward_f32(x: &BackwardInputs<'_>, block_n: usize, chains: usize,
                 }
                 let blk = visit(p, steps[p]);
                 let (chain, last) = (p % chains, last_of(blk));
-                let (ticket, finalizer) = if up { ((last - p) / chains, 0) } else { (p / chains, last) };
-                let others_done = (0..chains).all(|c| c == chain || lock[blk * chains + c] == members(c, last));
-                if lock[blk * chains + chain] != ticket || (p == finalizer && !others_done) {
+                let ticket = if up { (last - p) / chains } else { p / chains };
+                if lock[blk * chains + chain] != ticket {
                     continue;
                 }
                 let (keys, rows) = (p * block_n..((p + 1) * block_n).min(n), blk * BLOCK_M..((blk + 1) * BLOCK_M).min(n));
@@ -428,16 +425,7 @@ pub fn fused_backward_f32(x: &BackwardInputs<'_>, block_n: usize, chains: usize,
                         // the first in the chain's order stores its part, the others add theirs
                         let sum = &mut partial[chain * block_len + at + c];
                         *sum = if ticket == 0 { dq_part[c] } else { *sum + dq_part[c] };
-                        if p == finalizer {
-                            // the chains that have programs up to `last`, summed in chain order
-                            let total = (0..chains.min(last + 1)).fold(0f32, |sum, ch| sum + partial[ch * block_len + at + c]);
-                            g.dq[base + i * d + c] = total * sm_scale;
-                        }
                     }
-                }
-                if p == finalizer {
-                    assert!(!written[blk], "query block {blk} written twice");
-                    written[blk] = true;
                 }
                 lock[blk * chains + chain] = ticket + 1;
                 steps[p] += 1;
@@ -445,7 +433,21 @@ pub fn fused_backward_f32(x: &BackwardInputs<'_>, block_n: usize, chains: usize,
             }
             assert!(advanced, "deadlock: locks {lock:?}, steps {steps:?}");
         }
-        assert!(written.iter().all(|&w| w), "query blocks never written: {written:?}");
+        // the dQ sum pass, after the kernel: the chains that have programs up to the block's last, each
+        // complete, summed in chain order
+        for blk in 0..n_q {
+            let last = last_of(blk);
+            for c in 0..chains {
+                assert_eq!(lock[blk * chains + c], members(c, last), "block {blk}: chain {c} incomplete after the kernel");
+            }
+            for i in blk * BLOCK_M..((blk + 1) * BLOCK_M).min(n) {
+                for c in 0..d {
+                    let at = i * d + c;
+                    let total = (0..chains.min(last + 1)).fold(0f32, |sum, ch| sum + partial[ch * block_len + at]);
+                    g.dq[base + at] = total * sm_scale;
+                }
+            }
+        }
     }
     g.dk.iter_mut().for_each(|x| *x *= sm_scale);
     g

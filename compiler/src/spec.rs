@@ -32,9 +32,9 @@ pub enum KernelKind {
     BwdDqWgmma,
     /// bwd_dkdv_wgmma that also computes dQ (sm_90a only; five matrix products per block pair instead of
     /// the three-kernel pass's seven): each step's dSᵀ goes to shared memory and dQ_partial = dS·K is
-    /// added, in program order (deterministic), into an f32 buffer; the last program of each query block
-    /// writes dQ. Its ABI appends dQ, the f32 buffer and the locks to bwd_dkdv's (docs/ABI.md). Query
-    /// blocks of 64 rows.
+    /// added, in program order (deterministic), into an f32 buffer; its module's second entry, the dQ sum
+    /// pass (`KernelSpec::dq_sum_entry`), launched after it, writes dQ. Its ABI appends dQ, the f32 buffer
+    /// and the locks to bwd_dkdv's (docs/ABI.md). Query blocks of 64 rows.
     BwdFused,
     /// bwd_fused with dQ's partial sums added by atomics (red.global.add.f32) in whatever order they
     /// arrive: no program waits for another, but dQ's last bits vary from run to run. Opt-in only
@@ -44,8 +44,8 @@ pub enum KernelKind {
     /// (sm_90a only; same ABI, STAGE=3 only): each program streams its query blocks up from the diagonal,
     /// each block's additions go from its highest program down, and the grid runs the programs last first.
     /// No program then waits for a turn that a line of earlier programs holds (bwd_fused's causal short
-    /// programs do), but program 0 writes every block's dQ. The default causal backward at HEAD_DIM 128 up
-    /// to 8192 tokens (`KernelSpec::backward_fused_for`).
+    /// programs do). The default causal backward at HEAD_DIM 128 from 4096 tokens
+    /// (`KernelSpec::backward_fused_for`).
     BwdFusedUp,
 }
 
@@ -291,6 +291,11 @@ impl KernelKind {
     /// Whether dQ's partial sums are added by atomics, in arrival order (not deterministic).
     pub fn dq_atomics(self) -> bool {
         self == KernelKind::BwdFusedAtomic
+    }
+    /// Whether dQ's final sums are a pass of their own after the kernel (the ordered fused kinds: its entry
+    /// `KernelSpec::dq_sum_entry` in the same module); bwd_fused_atomic's last arrival at a block writes them.
+    pub fn sums_dq_in_a_pass(self) -> bool {
+        self.fuses_dq() && !self.dq_atomics()
     }
     /// Whether the fused backward's causal programs visit their query blocks up from the diagonal and add
     /// to each block from its highest program down (bwd_fused_up).
@@ -692,6 +697,12 @@ impl KernelSpec {
         m_tiles * per_tile + a_fragments + in_flight + overhead
     }
 
+    /// The module's second entry, which the runtime launches after the kernel (the ordered fused kinds:
+    /// dQ = sm_scale · the chains' partial sums, docs/ABI.md), if the kind has one.
+    pub fn dq_sum_entry(&self) -> Option<String> {
+        self.kind().sums_dq_in_a_pass().then(|| format!("{}_dq_sum", self.name()))
+    }
+
     /// The kernel's symbol, encoding every parameter: fa2_fwd_bf16_d128_st3_bm128_bn64_w8_ns3_sm90a.
     pub fn name(&self) -> String {
         let p = &self.0;
@@ -796,8 +807,8 @@ impl KernelSpec {
     }
 
     /// The default backward kernels for a problem with `n_ctx` tokens. On sm_90a at HEAD_DIM 128 from 4096
-    /// tokens: Δ + the deterministic fused kernel (`backward_fused_for`: bwd_fused, or causal at 4096
-    /// tokens bwd_fused_up), 1.07-1.34× the three
+    /// tokens: Δ + the deterministic fused kernel and its dQ sum pass (`backward_fused_for`: bwd_fused, or
+    /// causal bwd_fused_up), 1.07-1.34× the three
     /// wgmma kernels at N = 4096 and 16384 (bench/results/2026-11-30-fused-tma-v2.jsonl, -overlap-ab/ side
     /// A, -fused-default-v1.jsonl); at N = 1024 it was 0.82-0.92× them (its 16-step programs pay the
     /// buffers' zeroing and the hand-overs; 2048 is not measured) and at HEAD_DIM 64 0.5-0.9×, so there the
@@ -805,7 +816,7 @@ impl KernelSpec {
     /// TMA. Elsewhere the mma.sync ones (`backward_mma_sync`).
     pub fn default_backward(arch: Arch, dtype: DType, head_dim: u32, causal: bool, n_ctx: usize) -> Result<BackwardSpecs, SpecError> {
         if arch.has_wgmma() && head_dim == 128 && n_ctx >= 4096 {
-            KernelSpec::backward_fused_for(arch, dtype, head_dim, causal, n_ctx)
+            KernelSpec::backward_fused_for(arch, dtype, head_dim, causal)
         } else if arch.has_wgmma() {
             KernelSpec::backward_wgmma(arch, dtype, head_dim, causal)
         } else {
@@ -865,15 +876,13 @@ impl KernelSpec {
         KernelSpec::backward_fused_of(KernelKind::BwdFused, arch, dtype, head_dim, causal)
     }
 
-    /// The deterministic fused backward for a sequence length: causal up to 4096 tokens bwd_fused_up, else
-    /// bwd_fused. At 4096 causal bwd_fused_up measured 393-405 TFLOP/s in the three calls that ran it (its
-    /// grid-order variant 391-399 in a fourth), while bwd_fused's waits in line made it 330-411 from call to
-    /// call (a mode of the machine, not noise within a call: bwd_fused_up's order was 1.17× bwd_fused in one
-    /// call, 0.96× in another). At 8192 and 16384 causal bwd_fused_up was
-    /// 0.87-0.93× (program 0, which writes every block's dQ, runs longest); bench/results finalize-ab2,
-    /// landed-v1, up-v1.
-    pub fn backward_fused_for(arch: Arch, dtype: DType, head_dim: u32, causal: bool, n_ctx: usize) -> Result<BackwardSpecs, SpecError> {
-        if causal && n_ctx <= 4096 {
+    /// The deterministic fused backward: causal bwd_fused_up, else bwd_fused. With the final sums in a pass
+    /// of their own (sumpass-v1), bwd_fused_up measured 1.02-1.36× bwd_fused at causal 4096-16384 (at 4096
+    /// the waits in line of bwd_fused's short programs, at 8192-16384 none of its programs waits on a line
+    /// at all); before that pass, program 0, which wrote every block's dQ, made it 0.87-0.93× at 8192-16384
+    /// (up-v1).
+    pub fn backward_fused_for(arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<BackwardSpecs, SpecError> {
+        if causal {
             KernelSpec::backward_fused_up(arch, dtype, head_dim, causal)
         } else {
             KernelSpec::backward_fused(arch, dtype, head_dim, causal)

@@ -153,8 +153,8 @@ impl Flash {
 
     /// The chains a fused kernel runs with: bwd_fused_atomic 1; by default bwd_fused 2 (its programs meet
     /// each block together and wait in line; two lines were 1.02-1.15× one, fused-tma-v2, overlap-ab) and
-    /// bwd_fused_up 1 (its programs meet a block one after another, so a second chain only adds the final
-    /// sums' reads: 0.91-0.99× at 2 chains, finalize-ab2).
+    /// bwd_fused_up 1 (its programs meet a block one after another, so a second chain only adds the dQ
+    /// sum pass's reads: 0.91-0.99× at 2 chains, finalize-ab2).
     fn dq_chains_for(&self, dkdv: &KernelSpec) -> u32 {
         match (dkdv.kind().dq_atomics(), self.dq_chains()) {
             (true, _) => 1,
@@ -388,7 +388,7 @@ impl Flash {
             match self.backward_path {
                 BackwardPath::Default => KernelSpec::default_backward(arch, dtype, d, causal, n),
                 BackwardPath::Split => KernelSpec::backward_wgmma(arch, dtype, d, causal),
-                BackwardPath::Fused => KernelSpec::backward_fused_for(arch, dtype, d, causal, n),
+                BackwardPath::Fused => KernelSpec::backward_fused_for(arch, dtype, d, causal),
                 BackwardPath::FusedAtomic => KernelSpec::backward_fused_atomic(arch, dtype, d, causal),
             }
         } else {

@@ -1,5 +1,6 @@
 //! Launching the backward pass: Δ = rowsum(dO ⊙ O), then dK/dV, then dQ, in order on one stream; or Δ,
-//! then bwd_fused (dK, dV and dQ in one kernel, dQ's partial sums meeting in an f32 buffer).
+//! then bwd_fused (dK, dV and dQ in one kernel, dQ's partial sums meeting in an f32 buffer; the ordered
+//! kinds then sum them into dQ in a pass of their own).
 
 use crate::kernel::{check_problem, expect_kind, launch_config, strides, LoadedKernel};
 use crate::{Gpu, Layout, RuntimeError};
@@ -191,6 +192,23 @@ impl BackwardKernels<'_> {
         // 2. As for the preprocess; block size and dynamic shared memory are the spec's own, raised at load;
         //    the scratch buffers hold `FusedScratch::lengths` (checked), the locks are zero.
         unsafe { b.launch(launch_config(self.dkdv, z, h, n)) }?;
+        if let (Some(sum), Some(f)) = (&self.dkdv.dq_sum, a.fused.as_mut()) {
+            let mut b = gpu.stream.launch_builder(sum);
+            b.arg(&*f.dq_partial).arg(&mut *a.dq.0).arg(&a.sm_scale).arg(&chains);
+            let dq_strides = strides(&a.dq.1);
+            for s in &dq_strides {
+                b.arg(s);
+            }
+            b.arg(&zi).arg(&hi).arg(&ni);
+            let grid = (n.div_ceil(64) as u32, (z * h) as u32, 1);
+            // # Safety
+            // 1. The argument list matches the dQ sum pass's ABI (docs/ABI.md): the f32 partial sums, dQ,
+            //    sm_scale, the chains (i32), dQ's 4 i64 strides, Z, H, N_CTX.
+            // 2. It reads the partial sums the kernel before it on this stream wrote (every piece of every
+            //    chain that holds a program up to the block's last), within `FusedScratch::lengths`, and
+            //    writes dQ's rows below N, inside dQ's checked layout; 256 threads, no shared memory.
+            unsafe { b.launch(cudarc::driver::LaunchConfig { grid_dim: grid, block_dim: (256, 1, 1), shared_mem_bytes: 0 }) }?;
+        }
         Ok(())
     }
 

@@ -6,11 +6,13 @@ use cudarc::driver::sys::CUfunction_attribute_enum;
 use cudarc::driver::CudaFunction;
 use flashgen::KernelSpec;
 
-/// A kernel loaded into a context, ready to launch.
+/// A kernel loaded into a context, ready to launch; with the ordered fused backward also its dQ sum pass
+/// (`KernelSpec::dq_sum_entry`, the module's second entry).
 pub struct LoadedKernel {
     pub spec: KernelSpec,
     pub function: CudaFunction,
     pub shared_bytes: u32,
+    pub dq_sum: Option<CudaFunction>,
 }
 
 impl LoadedKernel {
@@ -23,7 +25,8 @@ impl LoadedKernel {
         if shared_bytes > 0 {
             function.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes as i32)?;
         }
-        Ok(LoadedKernel { spec: entry.metadata.spec, function, shared_bytes })
+        let dq_sum = entry.metadata.spec.dq_sum_entry().map(|name| module.load_function(&name)).transpose()?;
+        Ok(LoadedKernel { spec: entry.metadata.spec, function, shared_bytes, dq_sum })
     }
 }
 
