@@ -70,12 +70,13 @@ fn backward_inputs(f: &Flash, rng: &mut SplitMix, dtype: DType, s: Shape) -> ([V
 fn attention_backward_matches_f64_from_lse_or_m() {
     let f = flash();
     let mut rng = SplitMix(12);
-    // the last case is long enough for the default bwd_fused on sm_90a (from 4096 tokens at HEAD_DIM 128)
+    // the last case is long enough for the default fused backward on sm_90a (at HEAD_DIM 128 from
+    // FUSED_BACKWARD_MIN_TOKENS)
     for (dtype, d, causal, natural, n) in [(DType::Bf16, 128, true, true, 200), (DType::F16, 64, false, false, 200), (DType::Bf16, 128, true, false, 4096)] {
         let s = Shape { z: 1, h: if n > 1000 { 1 } else { 2 }, n, d };
         let ([q, k, v, d_o], [tq, tk, tv, tdo]) = backward_inputs(&f, &mut rng, dtype, s);
         let fused = f.backward_specs(&tq, causal).unwrap().dkdv.kind().fuses_dq();
-        assert_eq!(fused, f.gpu.arch.has_wgmma() && d == 128 && n >= 4096, "N={n} d{d}");
+        assert_eq!(fused, f.gpu.arch.has_wgmma() && d == 128 && n >= flashgen::spec::FUSED_BACKWARD_MIN_TOKENS, "N={n} d{d}");
         let out = f.attention_forward(&tq, &tk, &tv, causal, None).unwrap();
         let stats = if natural { RowStats::Lse(&out.lse) } else { RowStats::M(&out.m) };
         let g = f.attention_backward(&tq, &tk, &tv, &out.o, stats, &tdo, causal, None).unwrap();
@@ -110,7 +111,7 @@ fn bad_backward_arguments_are_errors_not_crashes() {
 
 /// K and V shared by every head (head stride 0, as multi-query attention broadcasts them), and in the
 /// backward dO too: legal layouts for the launcher. At HEAD_DIM 128 on sm_90a the defaults are fwd_ws and,
-/// from 4096 tokens, bwd_fused, which load by TMA, whose maps the driver may refuse for a zero stride; the
+/// from 1024 tokens, the fused backward, which load by TMA, whose maps the driver may refuse for a zero stride; the
 /// calls then run fwd_wgmma and the three backward kernels. Either way the results match f64.
 #[test]
 #[ignore = "needs a GPU: run on the device machine with --ignored"]

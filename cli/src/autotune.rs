@@ -21,7 +21,7 @@ pub struct AutotuneArgs {
     dtype: String,
     /// Kernels to tune: fwd, bwd_dkdv, bwd_dq (comma-separated): the kernels calls use on this GPU (on sm_90a
     /// unless FLASHGEN_WGMMA=0: fwd_ws, or fwd_wgmma at HEAD_DIM 64 up to N = 2048; the wgmma backward, whose
-    /// dK/dV kernel is bwd_fused at HEAD_DIM 128 from N = 4096, with no dQ kernel to tune); fwd_wgmma, fwd_ws,
+    /// dK/dV kernel is bwd_fused at HEAD_DIM 128 from N = 1024, with no dQ kernel to tune); fwd_wgmma, fwd_ws,
     /// bwd_dkdv_wgmma, bwd_dq_wgmma, bwd_fused and bwd_fused_atomic name those.
     #[arg(long, default_value = "fwd")]
     kernel: String,

@@ -36,15 +36,15 @@ pub enum KernelKind {
     /// pass (`KernelSpec::dq_sum_entry`), launched after it, writes dQ. Its ABI appends dQ, the f32 buffer
     /// and the locks to bwd_dkdv's (docs/ABI.md). Query blocks of 64 rows.
     BwdFused,
-    /// bwd_fused with dQ's partial sums added by atomics (red.global.add.f32) in whatever order they
-    /// arrive: no program waits for another, but dQ's last bits vary from run to run. Opt-in only
-    /// (FLASHGEN_BACKWARD=fused-atomic); same ABI, and the f32 buffer must be zero at launch.
+    /// bwd_fused with dQ's partial sums added by bulk reductions in whatever order they arrive: no program
+    /// waits for another, but dQ's last bits vary from run to run. Opt-in only
+    /// (FLASHGEN_BACKWARD=fused-atomic); same ABI and dQ sum pass, the f32 buffer must be zero at launch.
     BwdFusedAtomic,
     /// bwd_fused for causal attention with the order of the dQ additions following the programs' visits
     /// (sm_90a only; same ABI, STAGE=3 only): each program streams its query blocks up from the diagonal,
     /// each block's additions go from its highest program down, and the grid runs the programs last first.
     /// No program then waits for a turn that a line of earlier programs holds (bwd_fused's causal short
-    /// programs do). The default causal backward at HEAD_DIM 128 from 4096 tokens
+    /// programs do). The default causal backward at HEAD_DIM 128 from 1024 tokens
     /// (`KernelSpec::backward_fused_for`).
     BwdFusedUp,
 }
@@ -128,6 +128,10 @@ pub const NUM_STAGES: std::ops::RangeInclusive<u32> = 2..=6;
 /// Warps of fwd_ws: the producer warpgroup and 2 or 3 consumer warpgroups, which take turns on the tensor
 /// cores (ping-pong). One consumer (8 warps, two CTAs per SM) ran 10× slower on the H200 (ws-v1).
 pub const WS_NUM_WARPS: [u32; 2] = [12, 16];
+/// From this many tokens the default backward at HEAD_DIM 128 on sm_90a is the fused one
+/// (`KernelSpec::default_backward`); below, the three wgmma kernels (shorter lengths are not measured).
+pub const FUSED_BACKWARD_MIN_TOKENS: usize = 1024;
+
 /// Warps of the fused backward: 1 or 2 MMA warpgroups (HEAD_DIM 64 or 128), then the dQ writer warpgroup.
 pub const FUSED_NUM_WARPS: [u32; 2] = [8, 12];
 /// Registers a thread may use (the architectural limit of every supported target).
@@ -291,11 +295,6 @@ impl KernelKind {
     /// Whether dQ's partial sums are added by atomics, in arrival order (not deterministic).
     pub fn dq_atomics(self) -> bool {
         self == KernelKind::BwdFusedAtomic
-    }
-    /// Whether dQ's final sums are a pass of their own after the kernel (the ordered fused kinds: its entry
-    /// `KernelSpec::dq_sum_entry` in the same module); bwd_fused_atomic's last arrival at a block writes them.
-    pub fn sums_dq_in_a_pass(self) -> bool {
-        self.fuses_dq() && !self.dq_atomics()
     }
     /// Whether the fused backward's causal programs visit their query blocks up from the diagonal and add
     /// to each block from its highest program down (bwd_fused_up).
@@ -697,10 +696,10 @@ impl KernelSpec {
         m_tiles * per_tile + a_fragments + in_flight + overhead
     }
 
-    /// The module's second entry, which the runtime launches after the kernel (the ordered fused kinds:
-    /// dQ = sm_scale · the chains' partial sums, docs/ABI.md), if the kind has one.
+    /// The module's second entry, which the runtime launches after the kernel (the fused kinds: dQ =
+    /// sm_scale · the chains' partial sums, docs/ABI.md), if the kind has one.
     pub fn dq_sum_entry(&self) -> Option<String> {
-        self.kind().sums_dq_in_a_pass().then(|| format!("{}_dq_sum", self.name()))
+        self.kind().fuses_dq().then(|| format!("{}_dq_sum", self.name()))
     }
 
     /// The kernel's symbol, encoding every parameter: fa2_fwd_bf16_d128_st3_bm128_bn64_w8_ns3_sm90a.
@@ -806,16 +805,15 @@ impl KernelSpec {
         KernelSpec::default_backward(arch, dtype, head_dim, causal, usize::MAX)
     }
 
-    /// The default backward kernels for a problem with `n_ctx` tokens. On sm_90a at HEAD_DIM 128 from 4096
-    /// tokens: Δ + the deterministic fused kernel and its dQ sum pass (`backward_fused_for`: bwd_fused, or
-    /// causal bwd_fused_up), 1.07-1.34× the three
-    /// wgmma kernels at N = 4096 and 16384 (bench/results/2026-11-30-fused-tma-v2.jsonl, -overlap-ab/ side
-    /// A, -fused-default-v1.jsonl); at N = 1024 it was 0.82-0.92× them (its 16-step programs pay the
-    /// buffers' zeroing and the hand-overs; 2048 is not measured) and at HEAD_DIM 64 0.5-0.9×, so there the
-    /// three wgmma kernels (`backward_wgmma`), which also run where the driver cannot describe Q or dO for
-    /// TMA. Elsewhere the mma.sync ones (`backward_mma_sync`).
+    /// The default backward kernels for a problem with `n_ctx` tokens. On sm_90a at HEAD_DIM 128 from
+    /// `FUSED_BACKWARD_MIN_TOKENS`: Δ + the deterministic fused kernel and its dQ sum pass
+    /// (`backward_fused_for`: bwd_fused, or causal bwd_fused_up), 1.30-1.62× the three wgmma kernels at
+    /// N = 1024, 4096 and 16384 (bench/results/2026-11-30-landed-v2; at N = 1024 it was 0.82-0.92× them
+    /// before the sum pass, whose programs no longer write dQ); at HEAD_DIM 64 0.5-0.8×, so there the three
+    /// wgmma kernels (`backward_wgmma`), which also run where the driver cannot describe Q or dO for TMA.
+    /// Elsewhere the mma.sync ones (`backward_mma_sync`).
     pub fn default_backward(arch: Arch, dtype: DType, head_dim: u32, causal: bool, n_ctx: usize) -> Result<BackwardSpecs, SpecError> {
-        if arch.has_wgmma() && head_dim == 128 && n_ctx >= 4096 {
+        if arch.has_wgmma() && head_dim == 128 && n_ctx >= FUSED_BACKWARD_MIN_TOKENS {
             KernelSpec::backward_fused_for(arch, dtype, head_dim, causal)
         } else if arch.has_wgmma() {
             KernelSpec::backward_wgmma(arch, dtype, head_dim, causal)
@@ -913,7 +911,7 @@ impl KernelSpec {
     /// HEAD_DIM 64 and 128, STAGE 1 and 3: the default forward and the default backward kernels (on sm_90a
     /// the wgmma kinds; with fwd_ws, also its fwd_wgmma fallback, and the short-sequence forward where it
     /// differs; and the fused backwards, which FLASHGEN_BACKWARD=fused or fused-atomic selects, and the default
-    /// takes at HEAD_DIM 128 from 4096 tokens).
+    /// takes at HEAD_DIM 128 from 1024 tokens).
     pub fn default_set() -> Vec<KernelSpec> {
         let mut out = Vec::new();
         for arch in [Arch::Sm80, Arch::Sm90a] {

@@ -73,7 +73,7 @@ pub struct Flash {
 }
 
 /// The backward's kernels on sm_90a: the target's defaults (`KernelSpec::default_backward`: fused at
-/// HEAD_DIM 128 from 4096 tokens, else three kernels), the three-kernel pass, or Δ + one kernel that computes dQ inside
+/// HEAD_DIM 128 from 1024 tokens, else three kernels), the three-kernel pass, or Δ + one kernel that computes dQ inside
 /// dK/dV, its partial sums added in program order (deterministic) or by atomics (not).
 /// FLASHGEN_BACKWARD=default|split|fused|fused-atomic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! Launching the backward pass: Δ = rowsum(dO ⊙ O), then dK/dV, then dQ, in order on one stream; or Δ,
-//! then bwd_fused (dK, dV and dQ in one kernel, dQ's partial sums meeting in an f32 buffer; the ordered
-//! kinds then sum them into dQ in a pass of their own).
+//! then bwd_fused (dK, dV and dQ in one kernel, dQ's partial sums meeting in an f32 buffer), then its dQ
+//! sum pass (the module's second entry) over that buffer.
 
 use crate::kernel::{check_problem, expect_kind, launch_config, strides, LoadedKernel};
 use crate::{Gpu, Layout, RuntimeError};
@@ -17,7 +17,7 @@ pub struct BackwardKernels<'a> {
 /// bwd_fused's scratch: per chain, the f32 partial sums of dQ ([chains][Z·H][cdiv(N, 64)][D / 64] pieces
 /// of 64×64 in the kernel's fragment order; bwd_fused's first addition to a piece stores it, so only
 /// bwd_fused_atomic's is zeroed by the launch) and one lock per query block of 64 rows, 64 columns of dQ and chain
-/// ([Z·H][cdiv(N, 64)][D / 64][chains]), zeroed by the launch. `chains` (≥ 1) independent orders of
+/// ([Z·H][cdiv(N, 64)][D / 64][chains]), zeroed by the launch of the ordered kinds (the atomic kind uses none). `chains` (≥ 1) independent orders of
 /// addition shorten the wait of bwd_fused's programs (docs/ABI.md); bwd_fused_atomic has one.
 pub struct FusedScratch<'a> {
     pub dq_partial: &'a mut CudaSlice<f32>,
@@ -153,11 +153,13 @@ impl BackwardKernels<'_> {
         let (zi, hi, ni) = (z as i32, h as i32, n as i32);
         let fused = a.fused.is_some();
         if let Some(f) = a.fused.as_mut() {
-            gpu.stream.memset_zeros(&mut *f.locks)?;
-            // with atomics every partial sum is added (a bulk reduction), so the buffer starts from zero; the
-            // ordered kernel's first addition to each piece stores it instead
+            // with atomics every partial sum is added (a bulk reduction), so the buffer starts from zero, and
+            // no lock is used; the ordered kernel's first addition to each piece stores it instead, and its
+            // locks start from zero
             if self.dkdv.spec.kind().dq_atomics() {
                 gpu.stream.memset_zeros(&mut *f.dq_partial)?;
+            } else {
+                gpu.stream.memset_zeros(&mut *f.locks)?;
             }
         }
         let mut b = gpu.stream.launch_builder(&self.dkdv.function);
