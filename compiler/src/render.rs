@@ -129,6 +129,8 @@ struct KernelConstants {
     STAGE_OFF: u32,
     /// staging buffers (`KernelSpec::staging_buffers`): step j stages in buffer j % STAGING
     STAGING: u32,
+    /// the dQ sum pass's threads per block (`spec::DQ_SUM_THREADS`)
+    DQ_SUM_THREADS: u32,
     /// bwd_fused: the ring's mbarriers (after the dSᵀ tile and the dQ staging), and the
     /// parameter index of the first of its two tensor maps (Q, then dO)
     FBAR_OFF: u32,
@@ -228,6 +230,7 @@ impl KernelConstants {
             DS_OFF: fused.ds_tile,
             STAGE_OFF: fused.staging,
             STAGING: spec.staging_buffers(),
+            DQ_SUM_THREADS: crate::spec::DQ_SUM_THREADS,
             FBAR_OFF: fused.mbarriers,
             // Q, K, V, sm_scale, dO, dK, dV, M, Δ, dQ, the partial sums, the locks, CHAINS, 7 × 4 strides,
             // Z, H, N_CTX

@@ -128,6 +128,10 @@ pub const NUM_STAGES: std::ops::RangeInclusive<u32> = 2..=6;
 /// Warps of fwd_ws: the producer warpgroup and 2 or 3 consumer warpgroups, which take turns on the tensor
 /// cores (ping-pong). One consumer (8 warps, two CTAs per SM) ran 10× slower on the H200 (ws-v1).
 pub const WS_NUM_WARPS: [u32; 2] = [12, 16];
+/// Threads per block of the fused backward's dQ sum pass (`KernelSpec::dq_sum_entry`; the template's
+/// maxntidx, and the runtime's launch).
+pub const DQ_SUM_THREADS: u32 = 256;
+
 /// From this many tokens the default backward at HEAD_DIM 128 on sm_90a is the fused one
 /// (`KernelSpec::default_backward`); below, the three wgmma kernels (shorter lengths are not measured).
 pub const FUSED_BACKWARD_MIN_TOKENS: usize = 1024;

@@ -208,8 +208,10 @@ impl BackwardKernels<'_> {
             //    sm_scale, the chains (i32), dQ's 4 i64 strides, Z, H, N_CTX.
             // 2. It reads the partial sums the kernel before it on this stream wrote (every piece of every
             //    chain that holds a program up to the block's last), within `FusedScratch::lengths`, and
-            //    writes dQ's rows below N, inside dQ's checked layout; 256 threads, no shared memory.
-            unsafe { b.launch(cudarc::driver::LaunchConfig { grid_dim: grid, block_dim: (256, 1, 1), shared_mem_bytes: 0 }) }?;
+            //    writes dQ's rows below N, inside dQ's checked layout; DQ_SUM_THREADS threads (its maxntidx), no
+            //    shared memory.
+            let block = (flashgen::spec::DQ_SUM_THREADS, 1, 1);
+            unsafe { b.launch(cudarc::driver::LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: 0 }) }?;
         }
         Ok(())
     }

@@ -6,7 +6,7 @@ use cudarc::driver::sys::CUfunction_attribute_enum;
 use cudarc::driver::CudaFunction;
 use flashgen::KernelSpec;
 
-/// A kernel loaded into a context, ready to launch; with the ordered fused backward also its dQ sum pass
+/// A kernel loaded into a context, ready to launch; with the fused backward also its dQ sum pass
 /// (`KernelSpec::dq_sum_entry`, the module's second entry).
 pub struct LoadedKernel {
     pub spec: KernelSpec,
