@@ -189,7 +189,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     let (kind, tiles) = crate::check::config_kind(cfg, flashgen::KernelKind::Fwd);
                     let f = list(tiles)?;
                     if f.len() != 4 {
-                        return Err(format!("config `{cfg}` must be [w:|ws:]bm,bn,warps,stages"));
+                        return Err(format!("config `{cfg}` must be [w:|ws:|wsp:]bm,bn,warps,stages"));
                     }
                     let p = SpecParams { kind, dtype: DType::Bf16, head_dim: d, block_m: f[0], block_n: f[1], stage: if causal { 3 } else { 1 }, num_warps: f[2], num_stages: f[3], arch: gpu.arch };
                     match KernelSpec::new(p) {

@@ -41,7 +41,7 @@ pub struct CheckArgs {
     /// dK/dV kernel).
     #[arg(long)]
     pub fused_backward: bool,
-    /// Extra specs to check beside the defaults, as "[w:|ws:]dtype,d,bm,bn,stage,warps,stages;..." (target = the GPU's; "w:" = fwd_wgmma, "ws:" = fwd_ws).
+    /// Extra specs to check beside the defaults, as "[w:|ws:|wsp:]dtype,d,bm,bn,stage,warps,stages;..." (target = the GPU's; "w:" = fwd_wgmma, "ws:" = fwd_ws, "wsp:" = fwd_ws_persistent).
     #[arg(long)]
     specs: Option<String>,
 }
@@ -253,11 +253,17 @@ fn parse_specs(list: &str, gpu: &Gpu) -> Result<Vec<KernelSpec>, String> {
     parse_spec_list(list, gpu.arch)
 }
 
-/// A config's kernel kind and tiles: "w:bm,bn,warps,stages" is the Hopper (wgmma) kind of `role`.
+/// A config's kernel kind and tiles: "w:bm,bn,warps,stages" is the Hopper (wgmma) kind of `role`; for the
+/// forward "ws:" is fwd_ws and "wsp:" fwd_ws_persistent.
 pub fn config_kind(cfg: &str, role: flashgen::KernelKind) -> (flashgen::KernelKind, &str) {
     let cfg = cfg.trim();
-    if let (Some(tiles), flashgen::KernelKind::Fwd) = (cfg.strip_prefix("ws:"), role.role()) {
-        return (flashgen::KernelKind::FwdWs, tiles);
+    if role.role() == flashgen::KernelKind::Fwd {
+        if let Some(tiles) = cfg.strip_prefix("wsp:") {
+            return (flashgen::KernelKind::FwdWsPersistent, tiles);
+        }
+        if let Some(tiles) = cfg.strip_prefix("ws:") {
+            return (flashgen::KernelKind::FwdWs, tiles);
+        }
     }
     match cfg.strip_prefix("w:") {
         Some(tiles) => (role.wgmma_kind().unwrap_or(role), tiles),
@@ -265,8 +271,8 @@ pub fn config_kind(cfg: &str, role: flashgen::KernelKind) -> (flashgen::KernelKi
     }
 }
 
-/// "[w:|ws:]dtype,d,bm,bn,stage,warps,stages;..." for one target ("w:": the wgmma forward, "ws:" the
-/// warp-specialized one).
+/// "[w:|ws:|wsp:]dtype,d,bm,bn,stage,warps,stages;..." for one target ("w:": the wgmma forward, "ws:" the
+/// warp-specialized one, "wsp:" its persistent form).
 pub fn parse_spec_list(list: &str, arch: flashgen::Arch) -> Result<Vec<KernelSpec>, String> {
     list.split(';')
         .filter(|s| !s.trim().is_empty())

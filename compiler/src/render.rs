@@ -13,7 +13,9 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("lib/wgmma.ll.tera", include_str!("../../templates/lib/wgmma.ll.tera")),
     ("lib/stream.ll.tera", include_str!("../../templates/lib/stream.ll.tera")),
     ("lib/ws.ll.tera", include_str!("../../templates/lib/ws.ll.tera")),
+    ("lib/pingpong.ll.tera", include_str!("../../templates/lib/pingpong.ll.tera")),
     ("fa2_fwd_ws.ll.tera", include_str!("../../templates/fa2_fwd_ws.ll.tera")),
+    ("fa2_fwd_ws_persistent.ll.tera", include_str!("../../templates/fa2_fwd_ws_persistent.ll.tera")),
     ("fa2_bwd_pre.ll.tera", include_str!("../../templates/fa2_bwd_pre.ll.tera")),
     ("fa2_bwd_dkdv.ll.tera", include_str!("../../templates/fa2_bwd_dkdv.ll.tera")),
     ("fa2_bwd_dq.ll.tera", include_str!("../../templates/fa2_bwd_dq.ll.tera")),
@@ -162,6 +164,8 @@ impl KernelConstants {
         let (br, bs) = (spec.resident_rows(), spec.streamed_rows());
         // bwd_fused: the dSᵀ tile, the dQ staging buffers and the ring's mbarriers after K, V and the ring
         let fused = spec.fused_layout();
+        // the forward's Q tile (BLOCK_M rows), double-buffered by a persistent kernel
+        let q_bytes = if spec.kind().persistent() { 2 } else { 1 } * bm * row_bytes;
         KernelConstants {
             name: spec.name(),
             dtype: spec.dtype().name(),
@@ -204,7 +208,7 @@ impl KernelConstants {
             ROW_BYTES: row_bytes,
             Q_ITERS: bm * cpr / threads,
             KV_ITERS: bn * cpr / threads,
-            KV_OFF: bm * row_bytes,
+            KV_OFF: q_bytes,
             V_OFF: bn * row_bytes,
             SLOT_BYTES: spec.slot_bytes(),
             RCP_LN2: rcp_ln2_literal(),
@@ -242,7 +246,7 @@ impl KernelConstants {
             CONSUMERS: spec.consumer_warpgroups(),
             PINGPONG: spec.ping_pong(),
             PANELS: d / 64,
-            BAR_OFF: bm * row_bytes + spec.num_stages() * spec.slot_bytes(),
+            BAR_OFF: q_bytes + spec.num_stages() * spec.slot_bytes(),
             Q_TX: bm * row_bytes,
             KV_TX: 2 * bn * row_bytes,
             LAUNCH_REGS: spec.registers().launch,
@@ -300,6 +304,7 @@ pub fn template_for(kind: KernelKind) -> &'static str {
     match kind {
         KernelKind::Fwd | KernelKind::FwdWgmma => "fa2_fwd.ll.tera",
         KernelKind::FwdWs => "fa2_fwd_ws.ll.tera",
+        KernelKind::FwdWsPersistent => "fa2_fwd_ws_persistent.ll.tera",
         KernelKind::BwdPre => "fa2_bwd_pre.ll.tera",
         KernelKind::BwdDkdv | KernelKind::BwdDkdvWgmma | KernelKind::BwdFused | KernelKind::BwdFusedAtomic | KernelKind::BwdFusedUp => "fa2_bwd_dkdv.ll.tera",
         KernelKind::BwdDq | KernelKind::BwdDqWgmma => "fa2_bwd_dq.ll.tera",

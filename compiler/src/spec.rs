@@ -20,6 +20,12 @@ pub enum KernelKind {
     /// mbarrier, with no CTA-wide barrier; setmaxnreg moves registers from the producer to the consumers.
     /// The default forward on sm_90a (`KernelSpec::forward_kind`).
     FwdWs,
+    /// fwd_ws made persistent (sm_90a only; same ABI and tiles, ping-pong only): one program per SM takes
+    /// the tiles (head, BLOCK_M rows) c, c + programs, ...; causal ones heaviest first. Its producer runs on
+    /// across tiles, so the K/V ring never drains, and Q has two buffers, so the next tile's Q loads while
+    /// this one finishes: a tile's prologue and epilogue hide under the other tiles' products, which is what
+    /// the short sequences lose (at N = 1024 a tile runs 8 K/V blocks).
+    FwdWsPersistent,
     /// Backward preprocess: Δ_i = rowsum(dO_i ⊙ O_i) in f32.
     BwdPre,
     /// Backward dK/dV: a program owns BLOCK_N rows of K/V and streams the Q/dO blocks of BLOCK_M rows.
@@ -234,10 +240,11 @@ impl DType {
 
 impl KernelKind {
     /// Every kind; a role's plain wgmma kind comes before bwd_fused (`wgmma_kind` takes the first).
-    pub const ALL: [KernelKind; 11] = [
+    pub const ALL: [KernelKind; 12] = [
         KernelKind::Fwd,
         KernelKind::FwdWgmma,
         KernelKind::FwdWs,
+        KernelKind::FwdWsPersistent,
         KernelKind::BwdPre,
         KernelKind::BwdDkdv,
         KernelKind::BwdDq,
@@ -252,13 +259,14 @@ impl KernelKind {
         KernelKind::ALL
             .into_iter()
             .find(|k| k.name() == s.trim())
-            .ok_or_else(|| SpecError(format!("kernel `{s}` is unknown: use one of fwd, fwd_wgmma, fwd_ws, bwd_pre, bwd_dkdv, bwd_dq, bwd_dkdv_wgmma, bwd_dq_wgmma, bwd_fused, bwd_fused_atomic, bwd_fused_up")))
+            .ok_or_else(|| SpecError(format!("kernel `{s}` is unknown: use one of fwd, fwd_wgmma, fwd_ws, fwd_ws_persistent, bwd_pre, bwd_dkdv, bwd_dq, bwd_dkdv_wgmma, bwd_dq_wgmma, bwd_fused, bwd_fused_atomic, bwd_fused_up")))
     }
     pub fn name(self) -> &'static str {
         match self {
             KernelKind::Fwd => "fwd",
             KernelKind::FwdWgmma => "fwd_wgmma",
             KernelKind::FwdWs => "fwd_ws",
+            KernelKind::FwdWsPersistent => "fwd_ws_persistent",
             KernelKind::BwdPre => "bwd_pre",
             KernelKind::BwdDkdv => "bwd_dkdv",
             KernelKind::BwdDq => "bwd_dq",
@@ -273,7 +281,7 @@ impl KernelKind {
     /// the ABI, grid and tile meaning) of its mma.sync kind.
     pub fn role(self) -> KernelKind {
         match self {
-            KernelKind::FwdWgmma | KernelKind::FwdWs => KernelKind::Fwd,
+            KernelKind::FwdWgmma | KernelKind::FwdWs | KernelKind::FwdWsPersistent => KernelKind::Fwd,
             KernelKind::BwdDkdvWgmma | KernelKind::BwdFused | KernelKind::BwdFusedAtomic | KernelKind::BwdFusedUp => KernelKind::BwdDkdv,
             KernelKind::BwdDqWgmma => KernelKind::BwdDq,
             k => k,
@@ -290,11 +298,19 @@ impl KernelKind {
     /// Warps beside the computing ones: fwd_ws's producer warpgroup (TMA loads), the fused backward's dQ
     /// writer warpgroup (bulk reductions, hand-overs, the final dQ); 0 for the other kinds.
     pub fn helper_warps(self) -> u32 {
-        if self == KernelKind::FwdWs || self.fuses_dq() {
+        if self.warp_specialized_forward() || self.fuses_dq() {
             4
         } else {
             0
         }
+    }
+    /// Whether the kernel is a warp-specialized forward (fwd_ws, fwd_ws_persistent: TMA descriptors in the ABI).
+    pub fn warp_specialized_forward(self) -> bool {
+        matches!(self, KernelKind::FwdWs | KernelKind::FwdWsPersistent)
+    }
+    /// Whether a program takes tile after tile (fwd_ws_persistent: the grid is at most one program per SM).
+    pub fn persistent(self) -> bool {
+        self == KernelKind::FwdWsPersistent
     }
     /// Whether dQ's partial sums are added by atomics, in arrival order (not deterministic).
     pub fn dq_atomics(self) -> bool {
@@ -343,7 +359,7 @@ impl KernelSpec {
         rule(p.stage == 1 || p.stage == 3, || {
             format!("STAGE={} is not a kernel-level stage: use 1 (non-causal) or 3 (causal), as in Triton's tutorial", p.stage)
         })?;
-        if p.kind == KernelKind::FwdWs {
+        if p.kind.warp_specialized_forward() {
             return KernelSpec::new_warp_specialized(p);
         }
         if p.kind.fuses_dq() {
@@ -418,6 +434,9 @@ impl KernelSpec {
         })?;
         rule(BLOCK_NS.contains(&bn), || format!("{kind}: BLOCK_N={bn} is not supported: use one of {BLOCK_NS:?}"))?;
         rule(NUM_STAGES.contains(&ns), || format!("num_stages={ns} must be in {}..={} (the depth of the TMA ring of K/V blocks)", NUM_STAGES.start(), NUM_STAGES.end()))?;
+        rule(!p.kind.persistent() || ns >= 3, || {
+            format!("{kind}: num_stages={ns}: the persistent kernel runs the ping-pong schedule, which needs 3 or more stages (use num_stages=3, or fwd_ws for 2)")
+        })?;
         let spec = KernelSpec(p);
         spec.fits_shared_memory("lower num_stages or BLOCK_N")?;
         let (regs, budget) = (spec.register_estimate(), spec.registers().consumer);
@@ -456,7 +475,7 @@ impl KernelSpec {
     /// The fwd_wgmma spec that computes what this fwd_ws spec does without TMA (the same tiles, one
     /// warpgroup fewer), or fwd_wgmma's default where those tiles do not validate there; other specs as they are.
     pub fn without_warp_specialization(&self) -> KernelSpec {
-        if self.0.kind != KernelKind::FwdWs {
+        if !self.0.kind.warp_specialized_forward() {
             return *self;
         }
         let p = SpecParams { kind: KernelKind::FwdWgmma, num_warps: self.0.num_warps - 4, ..self.0 };
@@ -470,7 +489,7 @@ impl KernelSpec {
     /// product does. Block j-1's slot is then held one step longer, so this needs 3+ stages (with 2 the
     /// producer could not load ahead); with 2 stages the consumers run independently, one block at a time.
     pub fn ping_pong(&self) -> bool {
-        self.0.kind == KernelKind::FwdWs && self.0.num_stages >= 3
+        self.0.kind.warp_specialized_forward() && self.0.num_stages >= 3
     }
 
     /// Consumer warpgroups of a warp-specialized kernel (fwd_ws's consumers, the fused backward's MMA
@@ -587,9 +606,10 @@ impl KernelSpec {
             KernelKind::BwdDkdv => (2 * res * row, 2 * strm * row + 8 * strm),
             _ => return 0,
         };
-        if self.0.kind == KernelKind::FwdWs {
-            // and the mbarriers: Q full, then K/V full and empty per slot
-            resident + ns * slot.next_multiple_of(1024) + 1024 + 8 * (1 + 2 * ns)
+        if self.0.kind.warp_specialized_forward() {
+            // and the mbarriers: Q full (persistent: full and empty per Q buffer), then K/V full and empty per slot
+            let (q_buffers, q_barriers) = if self.0.kind.persistent() { (2, 4) } else { (1, 1) };
+            q_buffers * resident + ns * slot.next_multiple_of(1024) + 1024 + 8 * (q_barriers + 2 * ns)
         } else if self.0.kind.fuses_dq() {
             // and the 1 KB the kernel aligns its tile base with
             self.fused_layout().end + 1024
@@ -652,6 +672,7 @@ impl KernelSpec {
     fn shared_memory_layout(&self) -> String {
         let (d, res, strm, ns) = (self.0.head_dim, self.resident_rows(), self.streamed_rows(), self.0.num_stages);
         match self.0.kind.role() {
+            KernelKind::Fwd if self.0.kind.persistent() => format!("2 × Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
             KernelKind::Fwd => format!("Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
             KernelKind::BwdDq => format!("Q and dO {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
             KernelKind::BwdDkdv if self.0.kind.fuses_dq() => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm}) + dSᵀ {res}×{strm} + dQ staging 2 × 64×{d} f32"),
@@ -685,7 +706,7 @@ impl KernelSpec {
             // fitted to ptxas 12.9 (consumer code; its largest register index + 1): D/2 + 3·BLOCK_N/4 + 17
             // without ping-pong (D128×128: 177, D64×64: 97), up to 29 with it (D64×128: 157, P of the
             // previous block stays live): overheads 24 and 32 bound them (tests/ptxas.rs sweeps the space)
-            KernelKind::FwdWs => (d / 2 + strm / 2 + strm / 4, if self.ping_pong() { 32 } else { 24 }),
+            KernelKind::FwdWs | KernelKind::FwdWsPersistent => (d / 2 + strm / 2 + strm / 4, if self.ping_pong() { 32 } else { 24 }),
             KernelKind::BwdDq => (d / 2 + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
             KernelKind::BwdDkdv => (d + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
             // wgmma backward: the accumulators, S (or Sᵀ) and dP (BLOCK/2 each) and their packed copies
@@ -724,9 +745,16 @@ impl KernelSpec {
     }
 
     /// Launch grid for a problem: (cdiv(N_CTX, resident rows), Z·H, 1), i.e. cdiv(N_CTX, BLOCK_M) for
-    /// the forward, preprocess and dQ kernels and cdiv(N_CTX, BLOCK_N) for dK/dV.
-    pub fn grid(&self, z: u32, h: u32, n_ctx: u32) -> (u32, u32, u32) {
-        (n_ctx.div_ceil(self.resident_rows()), z * h, 1)
+    /// the forward, preprocess and dQ kernels and cdiv(N_CTX, BLOCK_N) for dK/dV. A persistent kernel's
+    /// programs take tiles in turn: one program per tile up to `programs` (the SM count: one resident
+    /// program per SM), on grid x.
+    pub fn grid(&self, z: u32, h: u32, n_ctx: u32, programs: u32) -> (u32, u32, u32) {
+        let (blocks, heads) = (n_ctx.div_ceil(self.resident_rows()), z * h);
+        if self.0.kind.persistent() {
+            ((blocks * heads).clamp(1, programs.max(1)), 1, 1)
+        } else {
+            (blocks, heads, 1)
+        }
     }
 
     /// The default forward for a target, dtype, head dim and causality: on sm_90a a wgmma kernel (`forward_kind`),
@@ -771,8 +799,10 @@ impl KernelSpec {
             // Ping-pong (from 3 stages): on two consumer warpgroups at HEAD_DIM 128, +3-12% over the plain
             // schedule (wholeprog-v8); on three at 64 (FA3's 192×128), +2-11% over two and over three without
             // it, a fourth slot +0.5-3% at N = 16384 (verify-v9)
-            (KernelKind::FwdWs, 64) => (192, 128, 16, 4),
+            (KernelKind::FwdWs | KernelKind::FwdWsPersistent, 64) => (192, 128, 16, 4),
             (KernelKind::FwdWs, _) => (128, 128, 12, 3),
+            // two Q buffers and three 128-row K/V slots would exceed shared memory at HEAD_DIM 128
+            (KernelKind::FwdWsPersistent, _) => (128, 64, 12, 3),
             (_, 64) => (128, 64, 4, 3),
             _ if causal || small_smem => (128, 32, 4, 3),
             _ => (256, 32, 8, 3),
@@ -782,7 +812,7 @@ impl KernelSpec {
     /// The default spec of any kernel kind (see `default_for`, `backward_defaults`, `backward_preprocess`).
     pub fn default_of(kind: KernelKind, arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<KernelSpec, SpecError> {
         match kind {
-            KernelKind::Fwd | KernelKind::FwdWgmma | KernelKind::FwdWs => {
+            KernelKind::Fwd | KernelKind::FwdWgmma | KernelKind::FwdWs | KernelKind::FwdWsPersistent => {
                 let (block_m, block_n, num_warps, num_stages) = KernelSpec::forward_tiles(kind, arch, head_dim, causal);
                 KernelSpec::new(SpecParams { kind, dtype, head_dim, block_m, block_n, stage: if causal { 3 } else { 1 }, num_warps, num_stages, arch })
             }

@@ -356,7 +356,7 @@ impl Flash {
         // of 0 for a broadcast head, say) runs the same tiles on fwd_wgmma's cp.async loads instead
         let (q_in, k_in, v_in) = ((&q.data, q.layout), (&k.data, k.layout), (&v.data, v.layout));
         let (spec, maps) = match spec.kind() {
-            KernelKind::FwdWs => match crate::tma::forward_maps(&self.gpu, spec, q_in, k_in, v_in) {
+            kind if kind.warp_specialized_forward() => match crate::tma::forward_maps(&self.gpu, spec, q_in, k_in, v_in) {
                 Ok(maps) => (*spec, Some(maps)),
                 Err(why) => {
                     let instead = spec.without_warp_specialization();

@@ -32,7 +32,7 @@ impl LoadedKernel {
             b.arg(s);
         }
         b.arg(&zi).arg(&hi).arg(&ni);
-        let warp_specialized = self.spec.kind() == flashgen::KernelKind::FwdWs;
+        let warp_specialized = self.spec.kind().warp_specialized_forward();
         match (&a.maps, warp_specialized) {
             (Some(ForwardMaps(maps)), true) => {
                 for m in maps {

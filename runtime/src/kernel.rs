@@ -13,6 +13,8 @@ pub struct LoadedKernel {
     pub function: CudaFunction,
     pub shared_bytes: u32,
     pub dq_sum: Option<CudaFunction>,
+    /// The most programs a persistent kernel launches: the GPU's SM count.
+    pub programs: u32,
 }
 
 impl LoadedKernel {
@@ -26,7 +28,7 @@ impl LoadedKernel {
             function.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes as i32)?;
         }
         let dq_sum = entry.metadata.spec.dq_sum_entry().map(|name| module.load_function(&name)).transpose()?;
-        Ok(LoadedKernel { spec: entry.metadata.spec, function, shared_bytes, dq_sum })
+        Ok(LoadedKernel { spec: entry.metadata.spec, function, shared_bytes, dq_sum, programs: gpu.sm_count })
     }
 }
 
@@ -72,7 +74,7 @@ pub fn check_problem(
 
 /// The launch configuration of a spec on a problem: its grid, 32·num_warps threads, its shared memory.
 pub fn launch_config(k: &LoadedKernel, z: usize, h: usize, n: usize) -> cudarc::driver::LaunchConfig {
-    let (gx, gy, _) = k.spec.grid(z as u32, h as u32, n as u32);
+    let (gx, gy, _) = k.spec.grid(z as u32, h as u32, n as u32, k.programs);
     cudarc::driver::LaunchConfig { grid_dim: (gx, gy, 1), block_dim: (k.spec.threads(), 1, 1), shared_mem_bytes: k.shared_bytes }
 }
 

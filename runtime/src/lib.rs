@@ -54,6 +54,8 @@ pub struct Gpu {
     pub arch: Arch,
     pub capability: (u32, u32),
     pub name: String,
+    /// Streaming multiprocessors: a persistent kernel's grid (one resident program per SM).
+    pub sm_count: u32,
 }
 
 impl Gpu {
@@ -72,6 +74,7 @@ impl Gpu {
         })?;
         let name = ctx.name()?;
         let stream = ctx.default_stream();
-        Ok(Gpu { ctx, stream, arch, capability: (major as u32, minor as u32), name })
+        let sm_count = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1) as u32;
+        Ok(Gpu { ctx, stream, arch, capability: (major as u32, minor as u32), name, sm_count })
     }
 }

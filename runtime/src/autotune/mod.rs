@@ -118,7 +118,7 @@ pub fn config_space() -> Vec<Config> {
 /// num_warps {12, 16} (validation keeps the pairs where the warps match the rows).
 pub fn config_space_for(kind: KernelKind) -> Vec<Config> {
     let mut out = Vec::new();
-    let ws = kind == KernelKind::FwdWs;
+    let ws = kind.warp_specialized_forward();
     let (owned_rows, streamed_rows, warps): (&[u32], &[u32], &[u32]) = if ws {
         (&[128, 192], &[32, 64, 128], &[12, 16])
     } else if kind.fuses_dq() {
