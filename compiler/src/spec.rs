@@ -133,7 +133,7 @@ pub const BLOCK_NS: [u32; 4] = [16, 32, 64, 128];
 pub const NUM_STAGES: std::ops::RangeInclusive<u32> = 2..=6;
 /// Warps of fwd_ws: the producer warpgroup and 2 or 3 consumer warpgroups, which take turns on the tensor
 /// cores (ping-pong). One consumer (8 warps, two CTAs per SM) ran 10× slower on the H200 (ws-v1).
-pub const WS_NUM_WARPS: [u32; 2] = [12, 16];
+pub const WS_NUM_WARPS: [u32; 3] = [12, 16, 20];
 /// Threads per block of the fused backward's dQ sum pass (`KernelSpec::dq_sum_entry`; the template's
 /// maxntidx, and the runtime's launch).
 pub const DQ_SUM_THREADS: u32 = 256;
@@ -427,7 +427,7 @@ impl KernelSpec {
         let kind = p.kind.name();
         rule(p.arch == Arch::Sm90a, || format!("{kind} needs sm_90a (wgmma, TMA and setmaxnreg are sm_90a instructions): use kernel fwd on {}", p.arch))?;
         rule(WS_NUM_WARPS.contains(&w), || {
-            format!("{kind}: num_warps={w} is not supported: use one of {WS_NUM_WARPS:?} (one producer warpgroup plus 2 or 3 consumer warpgroups of 4 warps)")
+            format!("{kind}: num_warps={w} is not supported: use one of {WS_NUM_WARPS:?} (one producer warpgroup plus 2, 3 or 4 consumer warpgroups of 4 warps)")
         })?;
         rule(bm == 16 * (w - 4), || {
             format!("{kind}: BLOCK_M={bm} must be 64 × the {} consumer warpgroups of num_warps={w} = {} (one producer warpgroup, then 64 query rows per consumer)", (w - 4) / 4, 16 * (w - 4))
@@ -505,12 +505,13 @@ impl KernelSpec {
     /// Registers per thread: at launch (what ptxas is held to), and after setmaxnreg for the producer and the
     /// consumer warpgroups of fwd_ws. The CTA's pool, launch × threads, must cover producer × 128 +
     /// consumer × 128 per consumer warpgroup: 2 consumers: 168 at launch, 24 / 240 (FA3's split);
-    /// 3: 128, 24 / 160. Other kernels keep their launch count throughout.
+    /// 3: 128, 24 / 160; 4: 96, 24 / 112. Other kernels keep their launch count throughout.
     pub fn registers(&self) -> Registers {
         match self.consumer_warpgroups() {
             0 | 1 => Registers { launch: MAX_REGISTERS, producer: 0, consumer: MAX_REGISTERS },
             2 => Registers { launch: 168, producer: 24, consumer: 240 },
-            _ => Registers { launch: 128, producer: 24, consumer: 160 },
+            3 => Registers { launch: 128, producer: 24, consumer: 160 },
+            _ => Registers { launch: 96, producer: 24, consumer: 112 },
         }
     }
 
