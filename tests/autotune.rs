@@ -250,12 +250,16 @@ fn backward_spaces_own_and_stream_the_right_rows() {
         let default = k.default_config().unwrap();
         assert!(kept.iter().any(|(c, _)| *c == default), "{}: default {default} pruned", kind.name());
     }
-    // fwd_ws: 2 or 3 consumer warpgroups, its default in the space
-    let k = TuneKey::for_kind(KernelKind::FwdWs, Arch::Sm90a, DType::Bf16, 128, false, 16384);
-    let (kept, _) = early_prune(&k, &config_space_for(KernelKind::FwdWs));
-    assert!(kept.len() >= 8, "fwd_ws: {} kept", kept.len());
-    assert!(kept.iter().all(|(_, s)| s.kind() == KernelKind::FwdWs && [2, 3].contains(&s.consumer_warpgroups())));
-    assert!(kept.iter().any(|(c, _)| *c == k.default_config().unwrap()));
+    // fwd_ws and its persistent form: 2, 3 or 4 consumer warpgroups, the default in the space (the persistent
+    // one's at HEAD_DIM 64: 4 consumers, 6 stages), ping-pong only for the persistent kind
+    for (kind, d) in [(KernelKind::FwdWs, 128), (KernelKind::FwdWsPersistent, 64)] {
+        let k = TuneKey::for_kind(kind, Arch::Sm90a, DType::Bf16, d, false, 1024);
+        let (kept, _) = early_prune(&k, &config_space_for(kind));
+        assert!(kept.len() >= 8, "{}: {} kept", kind.name(), kept.len());
+        assert!(kept.iter().all(|(_, s)| s.kind() == kind && [2, 3, 4].contains(&s.consumer_warpgroups())));
+        assert!(kept.iter().all(|(_, s)| kind == KernelKind::FwdWs || s.ping_pong()));
+        assert!(kept.iter().any(|(c, _)| *c == k.default_config().unwrap()), "{}: default pruned", kind.name());
+    }
     // dK/dV owns BLOCK_N key rows: its space puts the owned sizes in BLOCK_N
     assert!(config_space_for(KernelKind::BwdDkdv).iter().all(|c| [64, 128, 256].contains(&c.block_n)));
     // the fused backward: 64-row query blocks; at HEAD_DIM 128 two MMA warpgroups of 64 key rows, at 64

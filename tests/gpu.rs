@@ -155,10 +155,50 @@ fn kernels_load_as_whole_programs_and_rejected_ptx_is_an_error() {
         assert_eq!(spec.kind(), flashgen::KernelKind::FwdWs);
         let k = f.kernel(&spec).unwrap();
         assert_eq!(k.function.num_regs().unwrap() as u32, spec.registers().launch, "{}: registers at launch", spec.name());
+        // and the persistent short-sequence default, four consumers on 96 registers at launch
+        let short = flashgen::KernelSpec::default_forward(f.gpu.arch, DType::Bf16, 64, false, 1024).unwrap();
+        assert_eq!(short.kind(), flashgen::KernelKind::FwdWsPersistent);
+        let k = f.kernel(&short).unwrap();
+        assert_eq!(k.function.num_regs().unwrap() as u32, short.registers().launch, "{}: registers at launch", short.name());
     }
     let bad = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry broken() { bogus.instruction; }\n";
     let e = flashgen_runtime::jit::load_module(&f.gpu, "broken", bad).expect_err("bad PTX must not load").to_string();
     assert!(e.contains("broken") && e.contains("PTX JIT failed"), "{e}");
+}
+
+/// fwd_ws_persistent runs fwd_ws's tiles in the same order of operations, so on the same tiles its O and M
+/// are fwd_ws's bit for bit, however many tiles a program takes (from one tile in all to several times the SM
+/// count), on ragged lengths, causal and not; and they match f64.
+#[test]
+#[ignore = "needs a GPU: run on the device machine with --ignored"]
+fn persistent_forward_is_fwd_ws_bit_for_bit() {
+    use flashgen::{KernelKind, KernelSpec, SpecParams};
+    let f = flash();
+    if !f.gpu.arch.has_wgmma() {
+        panic!("fwd_ws_persistent needs sm_90a; this GPU is {}", f.gpu.arch);
+    }
+    let mut rng = SplitMix(31);
+    for (d, n, heads, causal) in [(64, 1, 1, false), (64, 333, 3, true), (64, 1024, 80, false), (64, 2500, 40, true), (128, 777, 50, false), (128, 1500, 30, true)] {
+        let s = Shape { z: 1, h: heads, n, d };
+        let ([q, k, v, _], [tq, tk, tv, _]) = backward_inputs(&f, &mut rng, DType::Bf16, s);
+        let tiles: &[(u32, u32, u32, u32)] = if d == 64 { &[(256, 64, 20, 4), (192, 128, 16, 4)] } else { &[(128, 64, 12, 3)] };
+        for &(block_m, block_n, num_warps, num_stages) in tiles {
+            let p = SpecParams { kind: KernelKind::FwdWsPersistent, dtype: DType::Bf16, head_dim: d as u32, block_m, block_n, stage: if causal { 3 } else { 1 }, num_warps, num_stages, arch: f.gpu.arch };
+            let persistent = KernelSpec::new(p).unwrap();
+            let plain = KernelSpec::new(SpecParams { kind: KernelKind::FwdWs, ..p }).unwrap();
+            let a = f.attention_forward_spec(&persistent, &tq, &tk, &tv, None).unwrap();
+            let b = f.attention_forward_spec(&plain, &tq, &tk, &tv, None).unwrap();
+            let bits = |o: &Tensor| f.gpu.stream.clone_dtoh(&o.data).unwrap();
+            assert!(bits(&a.o) == bits(&b.o), "{}: O differs from {} (N={n}, {heads} heads)", persistent.name(), plain.name());
+            let (ma, mb): (Vec<f32>, Vec<f32>) = (f.gpu.stream.clone_dtoh(&a.m).unwrap(), f.gpu.stream.clone_dtoh(&b.m).unwrap());
+            assert!(ma.iter().zip(&mb).all(|(x, y)| x.to_bits() == y.to_bits()), "{}: M differs (N={n})", persistent.name());
+            if n * heads <= 4096 {
+                let r = naive_f64(&q, &k, &v, s, causal, 1.0 / (d as f64).sqrt());
+                let e = relative_error(&a.o.to_f32(&f.gpu).unwrap(), &r.o);
+                assert!(e <= 1e-2, "{}: relative error {e:.3e} (N={n})", persistent.name());
+            }
+        }
+    }
 }
 
 /// The fused backward (bwd_pre + bwd_fused, opt-in), deterministic (one and three chains of additions) and

@@ -214,7 +214,7 @@ fn wgmma_kernels_are_hgmma_in_sass() {
     }
 }
 
-/// The warp-specialized forward (fwd_ws) over its whole autotuning space: assembles clean at the launch
+/// The warp-specialized forward (fwd_ws and fwd_ws_persistent) over its whole autotuning space: assembles clean at the launch
 /// register count setmaxnreg needs, and its SASS has the TMA loads, the register hand-over, the mbarrier
 /// waits and arrivals, HGMMA for every product (the ping-pong variant issues P·V of the previous block in
 /// each turn: S once before the loop, the last P·V after it) and no local memory.
@@ -225,8 +225,8 @@ fn warp_specialized_forward_assembles_with_tma_and_setmaxnreg() {
     for dtype in [DType::Bf16, DType::F16] {
         for d in flashgen::spec::HEAD_DIMS {
             for stage in [1, 3] {
-                for c in flashgen_runtime::autotune::config_space_for(KernelKind::FwdWs) {
-                    let p = SpecParams { kind: KernelKind::FwdWs, dtype, head_dim: d, block_m: c.block_m, block_n: c.block_n, stage, num_warps: c.num_warps, num_stages: c.num_stages, arch: Arch::Sm90a };
+                for (kind, c) in [KernelKind::FwdWs, KernelKind::FwdWsPersistent].into_iter().flat_map(|k| flashgen_runtime::autotune::config_space_for(k).into_iter().map(move |c| (k, c))) {
+                    let p = SpecParams { kind, dtype, head_dim: d, block_m: c.block_m, block_n: c.block_n, stage, num_warps: c.num_warps, num_stages: c.num_stages, arch: Arch::Sm90a };
                     if let Ok(s) = KernelSpec::new(p) {
                         if dtype == DType::Bf16 || c.num_stages == 2 {
                             specs.push(s);

@@ -108,10 +108,12 @@ fn ptx_fused_backward_bf16_d128_causal_sm90a() {
     check_ptx(kernel(KernelKind::BwdFusedAtomic, DType::Bf16, 64, 64, 64, 1, 8, 2, Arch::Sm90a));
 }
 
-/// The warp-specialized forward (fwd_ws): the default (2 stages, consumers independent) and the ping-pong
-/// variant (3 stages).
+/// The warp-specialized forward (fwd_ws): the default (2 stages, consumers independent), the ping-pong
+/// variant (3 stages) and the persistent kind.
 #[test]
 fn ptx_warp_specialized_bf16_d128_sm90a() {
     check_ptx(kernel(KernelKind::FwdWs, DType::Bf16, 128, 128, 128, 1, 12, 2, Arch::Sm90a));
     check_ptx(kernel(KernelKind::FwdWs, DType::Bf16, 64, 128, 64, 3, 12, 3, Arch::Sm90a));
+    // its persistent form, as the short-sequence default at HEAD_DIM 64 runs it (4 consumers, causal)
+    check_ptx(kernel(KernelKind::FwdWsPersistent, DType::Bf16, 64, 256, 64, 3, 20, 4, Arch::Sm90a));
 }

@@ -98,7 +98,7 @@ fn block_n_larger_than_block_m_is_supported() {
 fn parsers_name_the_choices() {
     assert!(Arch::parse("sm_75").unwrap_err().to_string().contains("sm_80, sm_86, sm_89, sm_90, sm_90a"));
     assert!(DType::parse("fp8").unwrap_err().to_string().contains("bf16 or fp16"));
-    assert!(KernelKind::parse("bwd").unwrap_err().to_string().contains("use one of fwd, fwd_wgmma, fwd_ws, bwd_pre, bwd_dkdv, bwd_dq, bwd_dkdv_wgmma, bwd_dq_wgmma"));
+    assert!(KernelKind::parse("bwd").unwrap_err().to_string().contains("use one of fwd, fwd_wgmma, fwd_ws, fwd_ws_persistent, bwd_pre, bwd_dkdv, bwd_dq, bwd_dkdv_wgmma, bwd_dq_wgmma"));
     for kind in KernelKind::ALL {
         assert_eq!(KernelKind::parse(kind.name()).unwrap(), kind);
     }
@@ -111,16 +111,16 @@ fn default_set_is_complete_and_names_are_unique() {
     let set = KernelSpec::default_set();
     // per arch × dtype × head dim: forward and dK/dV and dQ for both stages, one preprocess; on sm_90a a
     // second forward per dtype, head dim and stage: fwd_ws's fwd_wgmma fallback (HEAD_DIM 128), which at
-    // HEAD_DIM 64 is also the short-sequence forward; and on sm_90a the fused backwards (bwd_fused and
-    // bwd_fused_atomic, and causal bwd_fused_up)
-    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 * 2 * 2 + 2 * 2);
+    // HEAD_DIM 64 is also the short-sequence forward's; the persistent short-sequence forward at HEAD_DIM 64;
+    // and on sm_90a the fused backwards (bwd_fused and bwd_fused_atomic, and causal bwd_fused_up)
+    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 + 2 * 2 * 2 * 2 + 2 * 2);
     for kind in KernelKind::ALL {
         // sm_80 gets the mma.sync kinds, sm_90a the wgmma ones; both get the preprocess
         let arch = if kind.uses_wgmma() { Arch::Sm90a } else { Arch::Sm80 };
         assert!(set.iter().any(|s| s.kind() == kind && s.arch() == arch), "default set lacks {} for {arch}", kind.name());
     }
     assert!(set.iter().all(|s| s.kind().uses_wgmma() == (s.arch() == Arch::Sm90a && s.kind() != KernelKind::BwdPre)));
-    for ws in set.iter().filter(|s| s.kind() == KernelKind::FwdWs) {
+    for ws in set.iter().filter(|s| s.kind().warp_specialized_forward()) {
         assert!(set.contains(&ws.without_warp_specialization()), "{}: fallback missing", ws.name());
     }
     let mut names: Vec<String> = set.iter().map(|s| s.name()).collect();
@@ -142,8 +142,16 @@ fn default_set_is_complete_and_names_are_unique() {
 fn names_and_grid_encode_the_parameters() {
     let s = KernelSpec::new(base()).unwrap();
     assert_eq!(s.name(), "fa2_fwd_bf16_d128_st3_bm128_bn64_w8_ns2_sm90a");
-    assert_eq!(s.grid(2, 16, 1000), (8, 32, 1));
+    assert_eq!(s.grid(2, 16, 1000, 132), (8, 32, 1));
     assert_eq!(s.threads(), 256);
+    // a persistent kernel: one program per tile, at most `programs` (the SM count), all on grid x
+    let p = SpecParams { kind: KernelKind::FwdWsPersistent, head_dim: 64, block_m: 256, block_n: 64, num_warps: 20, num_stages: 4, ..base() };
+    let persistent = KernelSpec::new(p).unwrap();
+    assert_eq!(persistent.name(), "fa2_fwd_ws_persistent_bf16_d64_st3_bm256_bn64_w20_ns4_sm90a");
+    assert_eq!(persistent.grid(2, 16, 1000, 132), (128, 1, 1));
+    assert_eq!(persistent.grid(4, 16, 1000, 132), (132, 1, 1));
+    assert_eq!(persistent.grid(1, 2, 300, 132), (4, 1, 1));
+    assert_eq!(persistent.grid(1, 1, 0, 132), (1, 1, 1));
 }
 
 #[test]
@@ -161,7 +169,7 @@ fn dkdv_owns_block_n_rows_and_streams_block_m() {
     let dkdv = SpecParams { kind: KernelKind::BwdDkdv, head_dim: 64, block_m: 32, block_n: 128, num_warps: 8, num_stages: 3, ..base() };
     let s = KernelSpec::new(dkdv).unwrap();
     assert_eq!((s.resident_rows(), s.streamed_rows(), s.rows_per_warp()), (128, 32, 16));
-    assert_eq!(s.grid(2, 16, 1000), (8, 32, 1));
+    assert_eq!(s.grid(2, 16, 1000, 132), (8, 32, 1));
     assert_eq!(s.name(), "fa2_bwd_dkdv_bf16_d64_st3_bm32_bn128_w8_ns3_sm90a");
     // K/V rows per program that do not split into whole m16 tiles per warp: named as BLOCK_N
     let e = KernelSpec::new(SpecParams { block_n: 96, ..dkdv }).unwrap_err().to_string();
@@ -172,7 +180,7 @@ fn dkdv_owns_block_n_rows_and_streams_block_m() {
     // the dQ kernel keeps the forward's roles
     let dq = KernelSpec::new(SpecParams { kind: KernelKind::BwdDq, block_m: 128, block_n: 64, ..dkdv }).unwrap();
     assert_eq!((dq.resident_rows(), dq.streamed_rows()), (128, 64));
-    assert_eq!(dq.grid(2, 16, 1000), (8, 32, 1));
+    assert_eq!(dq.grid(2, 16, 1000, 132), (8, 32, 1));
 }
 
 #[test]
@@ -190,7 +198,7 @@ fn preprocess_takes_only_dtype_head_dim_and_arch() {
     assert_eq!(KernelSpec::new(*pre.params()).unwrap(), pre);
     let e = KernelSpec::new(SpecParams { block_m: 128, ..*pre.params() }).unwrap_err().to_string();
     assert!(e.contains("bwd_pre takes only dtype, HEAD_DIM and arch") && e.contains("BLOCK_M=64"), "{e}");
-    assert_eq!(pre.grid(1, 2, 65), (2, 2, 1));
+    assert_eq!(pre.grid(1, 2, 65, 132), (2, 2, 1));
 }
 
 #[test]
@@ -247,8 +255,8 @@ fn wgmma_forward_is_sm90a_only_with_one_warpgroup_per_64_rows() {
     assert!(e.contains("fwd_wgmma needs sm_90a"), "{e}");
     let e = KernelSpec::new(SpecParams { block_m: 256, ..p }).unwrap_err().to_string();
     assert!(e.contains("BLOCK_M=256 must be 16 × num_warps=8 = 128"), "{e}");
-    // the default forward on sm_90a (causal at HEAD_DIM 64 up to 2048 tokens), and only there
-    let d = KernelSpec::default_forward(Arch::Sm90a, DType::Bf16, 64, true, 1024).unwrap();
+    // what the default forward on sm_90a falls back to where TMA cannot describe a layout, and only there
+    let d = KernelSpec::default_forward(Arch::Sm90a, DType::Bf16, 64, true, 1024).unwrap().without_warp_specialization();
     assert_eq!(d, KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::Bf16, 64, true).unwrap());
     assert_eq!(KernelSpec::default_for(Arch::Sm90, DType::Bf16, 64, false).unwrap().kind(), KernelKind::Fwd);
     // 3 stages keep the next block's S in flight during the softmax; 2 (the default) run them in turn
@@ -297,7 +305,7 @@ fn warp_specialized_forward_has_a_producer_and_two_or_three_consumers() {
     assert!(r3.launch * three.threads() >= 128 * r3.producer + 128 * 3 * r3.consumer && r3.launch * three.threads() <= 65536);
     let e = |q: SpecParams| KernelSpec::new(q).unwrap_err().to_string();
     assert!(e(SpecParams { arch: Arch::Sm90, ..p }).contains("fwd_ws needs sm_90a"));
-    assert!(e(SpecParams { num_warps: 8, block_m: 64, ..p }).contains("num_warps=8 is not supported: use one of [12, 16]"));
+    assert!(e(SpecParams { num_warps: 8, block_m: 64, ..p }).contains("num_warps=8 is not supported: use one of [12, 16, 20]"));
     assert!(e(SpecParams { block_m: 192, ..p }).contains("BLOCK_M=192 must be 64 × the 2 consumer warpgroups of num_warps=12 = 128"));
     // 3 consumers get 160 registers each: HEAD_DIM 128 with BLOCK_N 128 does not fit
     assert!(e(SpecParams { block_m: 192, num_warps: 16, ..p }).contains("exceed the 160 that setmaxnreg gives each of 3 consumer warpgroups"));
@@ -308,6 +316,19 @@ fn warp_specialized_forward_has_a_producer_and_two_or_three_consumers() {
     let f = s.without_warp_specialization();
     assert_eq!((f.kind(), f.block_m(), f.block_n(), f.num_warps(), f.num_stages()), (KernelKind::FwdWgmma, 128, 128, 8, 2));
     assert_eq!(f.without_warp_specialization(), f);
+    // 4 consumers: 96 registers at launch (640 threads), 24 / 112 after setmaxnreg, within 65536
+    let four = KernelSpec::new(SpecParams { head_dim: 64, block_m: 256, block_n: 64, num_warps: 20, num_stages: 4, ..p }).unwrap();
+    let r4 = four.registers();
+    assert_eq!((four.consumer_warpgroups(), r4.launch, r4.producer, r4.consumer), (4, 96, 24, 112));
+    assert!(r4.launch * four.threads() >= 128 * r4.producer + 128 * 4 * r4.consumer && r4.launch * four.threads() <= 65536);
+    assert!(e(SpecParams { head_dim: 64, block_m: 256, block_n: 128, num_warps: 20, num_stages: 4, ..p }).contains("exceed the 112 that setmaxnreg gives each of 4 consumer warpgroups"));
+    // the persistent form: the same rules, two Q buffers and their empty barriers, and ping-pong only
+    let wsp = SpecParams { kind: KernelKind::FwdWsPersistent, block_n: 64, num_stages: 3, ..p };
+    let persistent = KernelSpec::new(wsp).unwrap();
+    assert_eq!(persistent.shared_memory_bytes(), 2 * 128 * 256 + 3 * 2 * 64 * 256 + 1024 + 8 * (4 + 2 * 3));
+    assert!(e(SpecParams { block_n: 128, ..wsp }).contains("2 × Q 128×128 + num_stages=3 × K/V 128×128"));
+    assert!(e(SpecParams { num_stages: 2, ..wsp }).contains("fwd_ws_persistent: num_stages=2: the persistent kernel runs the ping-pong schedule"));
+    assert_eq!(persistent.registers(), KernelSpec::new(SpecParams { kind: KernelKind::FwdWs, ..wsp }).unwrap().registers());
 }
 
 #[test]
@@ -317,12 +338,18 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
         // HEAD_DIM 128: two consumers taking turns (ping-pong, 3 stages)
         let d128 = KernelSpec::default_for(Arch::Sm90a, DType::Bf16, 128, causal).unwrap();
         assert_eq!((d128.block_m(), d128.block_n(), d128.consumer_warpgroups(), d128.ping_pong()), (128, 128, 2, true));
-        // HEAD_DIM 64: three consumers taking turns (192 rows, 4 stages); causal up to 2048 tokens, fwd_wgmma
+        // HEAD_DIM 64: three consumers taking turns (192 rows, 4 stages); up to 1024 tokens (causal 2048)
+        // the persistent kernel on four consumers (256 rows, 64-row K/V blocks)
         let long = KernelSpec::default_for(Arch::Sm90a, DType::F16, 64, causal).unwrap();
         assert_eq!((long.kind(), long.block_m(), long.block_n(), long.consumer_warpgroups(), long.ping_pong()), (KernelKind::FwdWs, 192, 128, 3, true));
         assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 4096).unwrap(), long);
-        let short = if causal { KernelKind::FwdWgmma } else { KernelKind::FwdWs };
-        assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 2048).unwrap().kind(), short);
+        let short = KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 1024).unwrap();
+        assert_eq!((short.kind(), short.block_m(), short.block_n(), short.consumer_warpgroups(), short.ping_pong()), (KernelKind::FwdWsPersistent, 256, 64, 4, true));
+        let at_2048 = if causal { KernelKind::FwdWsPersistent } else { KernelKind::FwdWs };
+        assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 2048).unwrap().kind(), at_2048);
+        assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 2049).unwrap(), long);
+        // its fallback where TMA cannot describe a layout: fwd_wgmma's default (256 rows do not fit 8 warps)
+        assert_eq!(short.without_warp_specialization(), KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::F16, 64, causal).unwrap());
         assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 128, causal, 1).unwrap().kind(), KernelKind::FwdWs);
         // its fallback (192 rows do not fit fwd_wgmma's 8 warps) is fwd_wgmma's default
         assert_eq!(long.without_warp_specialization(), KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::F16, 64, causal).unwrap());

@@ -770,14 +770,15 @@ impl KernelSpec {
         KernelSpec::default_of(KernelSpec::forward_kind(arch, head_dim, causal, n_ctx), arch, dtype, head_dim, causal)
     }
 
-    /// The kind of the default forward: on sm_90a the warp-specialized fwd_ws, except causal at HEAD_DIM 64
-    /// up to 2048 tokens, where fwd_wgmma stays (at N = 1024, 279-312 against fwd_ws's 245-274: 192-row
-    /// programs leave the diagonal's short ones too few SMs; non-causal, fwd_ws 192×128 +7%: verify-v9,
-    /// probe-v11); elsewhere fwd.
+    /// The kind of the default forward: on sm_90a the warp-specialized fwd_ws, except at HEAD_DIM 64 for
+    /// short sequences (up to 1024 tokens, causal up to 2048), where its persistent form runs 256-row tiles
+    /// (a tile's prologue and epilogue hide under the other tiles' products, and 1024 rows are 4 whole
+    /// tiles, not 5⅓): at N = 1024 448-453 TFLOP/s against fwd_ws's 393-401 non-causal, 301-313 against
+    /// fwd_wgmma's 271-283 causal; at 2048 causal 352 against 325 (persistent-w20, persistent-v2); elsewhere fwd.
     pub fn forward_kind(arch: Arch, head_dim: u32, causal: bool, n_ctx: usize) -> KernelKind {
         match (arch.has_wgmma(), head_dim) {
             (false, _) => KernelKind::Fwd,
-            (true, 64) if causal && n_ctx <= 2048 => KernelKind::FwdWgmma,
+            (true, 64) if n_ctx <= if causal { 2048 } else { 1024 } => KernelKind::FwdWsPersistent,
             (true, _) => KernelKind::FwdWs,
         }
     }
@@ -800,7 +801,10 @@ impl KernelSpec {
             // Ping-pong (from 3 stages): on two consumer warpgroups at HEAD_DIM 128, +3-12% over the plain
             // schedule (wholeprog-v8); on three at 64 (FA3's 192×128), +2-11% over two and over three without
             // it, a fourth slot +0.5-3% at N = 16384 (verify-v9)
-            (KernelKind::FwdWs | KernelKind::FwdWsPersistent, 64) => (192, 128, 16, 4),
+            (KernelKind::FwdWs, 64) => (192, 128, 16, 4),
+            // persistent, HEAD_DIM 64: four consumer warpgroups of 64 rows (256-row tiles) on 64-row K/V
+            // blocks (their 112 registers hold no wider S); 6 slots non-causal, 4 causal (+1%, +4%)
+            (KernelKind::FwdWsPersistent, 64) => (256, 64, 20, if causal { 4 } else { 6 }),
             (KernelKind::FwdWs, _) => (128, 128, 12, 3),
             // two Q buffers and three 128-row K/V slots would exceed shared memory at HEAD_DIM 128
             (KernelKind::FwdWsPersistent, _) => (128, 64, 12, 3),
@@ -957,7 +961,7 @@ impl KernelSpec {
                         // describe a layout for TMA
                         let long = KernelSpec::default_for(arch, dtype, head_dim, causal).expect("default specs validate");
                         let short = KernelSpec::default_forward(arch, dtype, head_dim, causal, 1024).expect("default specs validate");
-                        for forward in [long, short, long.without_warp_specialization()] {
+                        for forward in [long, short, long.without_warp_specialization(), short.without_warp_specialization()] {
                             if !out.contains(&forward) {
                                 out.push(forward);
                             }

@@ -114,13 +114,14 @@ pub fn config_space() -> Vec<Config> {
 
 /// The search space of a kernel: owned rows {64, 128, 256} × streamed rows {16, 32, 64, 128} × num_stages
 /// {2, 3, 4} × num_warps {4, 8}; dK/dV owns BLOCK_N (key) rows and streams BLOCK_M, the others the reverse.
-/// fwd_ws: owned rows {128, 192} (2 or 3 consumer warpgroups) × {32, 64, 128} × {2, 3, 4} stages × its
-/// num_warps {12, 16} (validation keeps the pairs where the warps match the rows).
+/// fwd_ws and fwd_ws_persistent: owned rows {128, 192, 256} (2, 3 or 4 consumer warpgroups) × {32, 64, 128}
+/// × {2, 3, 4, 6} stages × their num_warps {12, 16, 20} (validation keeps the pairs where the warps match the
+/// rows, and the persistent kind's ping-pong stages).
 pub fn config_space_for(kind: KernelKind) -> Vec<Config> {
     let mut out = Vec::new();
     let ws = kind.warp_specialized_forward();
     let (owned_rows, streamed_rows, warps): (&[u32], &[u32], &[u32]) = if ws {
-        (&[128, 192], &[32, 64, 128], &[12, 16])
+        (&[128, 192, 256], &[32, 64, 128], &flashgen::spec::WS_NUM_WARPS)
     } else if kind.fuses_dq() {
         // the MMA warpgroups plus the dQ writer's (validation keeps the pairs where the warps match the rows)
         (&[64, 128, 256], &[16, 32, 64, 128], &flashgen::spec::FUSED_NUM_WARPS)
@@ -129,7 +130,8 @@ pub fn config_space_for(kind: KernelKind) -> Vec<Config> {
     };
     for &owned in owned_rows {
         for &streamed in streamed_rows {
-            for num_stages in [2, 3, 4] {
+            for num_stages in if ws { &[2, 3, 4, 6][..] } else { &[2, 3, 4][..] } {
+                let num_stages = *num_stages;
                 for &num_warps in warps {
                     let (block_m, block_n) = if kind.role() == KernelKind::BwdDkdv { (streamed, owned) } else { (owned, streamed) };
                     out.push(Config { block_m, block_n, num_warps, num_stages });
