@@ -7,7 +7,7 @@ set -u -o pipefail
 source bench/device_common.sh
 if [ "${PART:-check}" = check ]; then
   echo "== GPU tests"; timeout 200 $BIN/gpu_test --ignored > $OUT/gpu_tests.log 2>&1; echo "gpu tests rc=$?"; grep -E "^test |test result" $OUT/gpu_tests.log
-  echo "== check --quick (default set)"; timeout 200 $B check --quick --json $OUT/check.jsonl > $OUT/check.log 2>&1; echo "check rc=$?"; grep -E "passed, |FAIL|error" $OUT/check.log | tail -4
+  echo "== check --quick (default set)"; timeout 200 $B check --quick ${CHECK_FLAGS:-} --json $OUT/check.jsonl > $OUT/check.log 2>&1; echo "check rc=$?"; grep -E "passed, |FAIL|error" $OUT/check.log | tail -4
   echo "== check fwd_ws_persistent defaults, every length"; timeout 100 $B check --forward-only --filter fwd_ws_persistent --json $OUT/check_wsp.jsonl > $OUT/check_wsp.log 2>&1; echo "check rc=$?"; grep -E "passed, |FAIL|error" $OUT/check_wsp.log | tail -3
   echo "== memcheck fwd_ws_persistent defaults"; timeout 150 compute-sanitizer --tool memcheck $B check --quick --forward-only --filter fwd_ws_persistent > /tmp/san.log 2>&1; echo "memcheck rc=$?"; grep -E "passed, |ERROR SUMMARY" /tmp/san.log | tail -2 | tee $OUT/memcheck.txt
 else

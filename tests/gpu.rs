@@ -181,7 +181,11 @@ fn persistent_forward_is_fwd_ws_bit_for_bit() {
     for (d, n, heads, causal) in [(64, 1, 1, false), (64, 333, 3, true), (64, 1024, 80, false), (64, 2500, 40, true), (128, 777, 50, false), (128, 1500, 30, true)] {
         let s = Shape { z: 1, h: heads, n, d };
         let ([q, k, v, _], [tq, tk, tv, _]) = backward_inputs(&f, &mut rng, DType::Bf16, s);
-        let tiles: &[(u32, u32, u32, u32)] = if d == 64 { &[(256, 64, 20, 4), (192, 128, 16, 4)] } else { &[(128, 64, 12, 3)] };
+        let tiles: &[(u32, u32, u32, u32)] = match (d, causal) {
+            (64, false) => &[(256, 64, 20, 6), (192, 128, 16, 4)],
+            (64, true) => &[(128, 128, 12, 4)],
+            _ => &[(128, 64, 12, 3)],
+        };
         for &(block_m, block_n, num_warps, num_stages) in tiles {
             let p = SpecParams { kind: KernelKind::FwdWsPersistent, dtype: DType::Bf16, head_dim: d as u32, block_m, block_n, stage: if causal { 3 } else { 1 }, num_warps, num_stages, arch: f.gpu.arch };
             let persistent = KernelSpec::new(p).unwrap();

@@ -111,9 +111,10 @@ fn default_set_is_complete_and_names_are_unique() {
     let set = KernelSpec::default_set();
     // per arch × dtype × head dim: forward and dK/dV and dQ for both stages, one preprocess; on sm_90a a
     // second forward per dtype, head dim and stage: fwd_ws's fwd_wgmma fallback (HEAD_DIM 128), which at
-    // HEAD_DIM 64 is also the short-sequence forward's; the persistent short-sequence forward at HEAD_DIM 64;
-    // and on sm_90a the fused backwards (bwd_fused and bwd_fused_atomic, and causal bwd_fused_up)
-    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 + 2 * 2 * 2 * 2 + 2 * 2);
+    // HEAD_DIM 64 is also the non-causal short-sequence forward's; the persistent short-sequence forward at
+    // HEAD_DIM 64 and, causal, its own fallback (fwd_wgmma on its 128×128 tiles); and on sm_90a the fused
+    // backwards (bwd_fused and bwd_fused_atomic, and causal bwd_fused_up)
+    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 + 2 + 2 * 2 * 2 * 2 + 2 * 2);
     for kind in KernelKind::ALL {
         // sm_80 gets the mma.sync kinds, sm_90a the wgmma ones; both get the preprocess
         let arch = if kind.uses_wgmma() { Arch::Sm90a } else { Arch::Sm80 };
@@ -145,9 +146,9 @@ fn names_and_grid_encode_the_parameters() {
     assert_eq!(s.grid(2, 16, 1000, 132), (8, 32, 1));
     assert_eq!(s.threads(), 256);
     // a persistent kernel: one program per tile, at most `programs` (the SM count), all on grid x
-    let p = SpecParams { kind: KernelKind::FwdWsPersistent, head_dim: 64, block_m: 256, block_n: 64, num_warps: 20, num_stages: 4, ..base() };
+    let p = SpecParams { kind: KernelKind::FwdWsPersistent, head_dim: 64, block_m: 256, block_n: 64, stage: 1, num_warps: 20, num_stages: 4, ..base() };
     let persistent = KernelSpec::new(p).unwrap();
-    assert_eq!(persistent.name(), "fa2_fwd_ws_persistent_bf16_d64_st3_bm256_bn64_w20_ns4_sm90a");
+    assert_eq!(persistent.name(), "fa2_fwd_ws_persistent_bf16_d64_st1_bm256_bn64_w20_ns4_sm90a");
     assert_eq!(persistent.grid(2, 16, 1000, 132), (128, 1, 1));
     assert_eq!(persistent.grid(4, 16, 1000, 132), (132, 1, 1));
     assert_eq!(persistent.grid(1, 2, 300, 132), (4, 1, 1));
@@ -256,7 +257,7 @@ fn wgmma_forward_is_sm90a_only_with_one_warpgroup_per_64_rows() {
     let e = KernelSpec::new(SpecParams { block_m: 256, ..p }).unwrap_err().to_string();
     assert!(e.contains("BLOCK_M=256 must be 16 × num_warps=8 = 128"), "{e}");
     // what the default forward on sm_90a falls back to where TMA cannot describe a layout, and only there
-    let d = KernelSpec::default_forward(Arch::Sm90a, DType::Bf16, 64, true, 1024).unwrap().without_warp_specialization();
+    let d = KernelSpec::default_for(Arch::Sm90a, DType::Bf16, 64, true).unwrap().without_warp_specialization();
     assert_eq!(d, KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::Bf16, 64, true).unwrap());
     assert_eq!(KernelSpec::default_for(Arch::Sm90, DType::Bf16, 64, false).unwrap().kind(), KernelKind::Fwd);
     // 3 stages keep the next block's S in flight during the softmax; 2 (the default) run them in turn
@@ -327,6 +328,12 @@ fn warp_specialized_forward_has_a_producer_and_two_or_three_consumers() {
     let persistent = KernelSpec::new(wsp).unwrap();
     assert_eq!(persistent.shared_memory_bytes(), 2 * 128 * 256 + 3 * 2 * 64 * 256 + 1024 + 8 * (4 + 2 * 3));
     assert!(e(SpecParams { block_n: 128, ..wsp }).contains("2 × Q 128×128 + num_stages=3 × K/V 128×128"));
+    // causal, its consumers hold the Q release and the tile order's values across the loop as well: three
+    // or four consumers are out of registers (ptxas spilled 4 B), two fit
+    let d64 = SpecParams { head_dim: 64, block_m: 192, block_n: 128, num_warps: 16, num_stages: 4, ..wsp };
+    assert!(KernelSpec::new(SpecParams { stage: 1, ..d64 }).is_ok());
+    assert!(e(d64).contains("exceed the 160 that setmaxnreg gives each of 3 consumer warpgroups"));
+    assert!(KernelSpec::new(SpecParams { block_m: 128, num_warps: 12, ..d64 }).is_ok());
     assert!(e(SpecParams { num_stages: 2, ..wsp }).contains("fwd_ws_persistent: num_stages=2: the persistent kernel runs the ping-pong schedule"));
     assert_eq!(persistent.registers(), KernelSpec::new(SpecParams { kind: KernelKind::FwdWs, ..wsp }).unwrap().registers());
 }
@@ -339,17 +346,25 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
         let d128 = KernelSpec::default_for(Arch::Sm90a, DType::Bf16, 128, causal).unwrap();
         assert_eq!((d128.block_m(), d128.block_n(), d128.consumer_warpgroups(), d128.ping_pong()), (128, 128, 2, true));
         // HEAD_DIM 64: three consumers taking turns (192 rows, 4 stages); up to 1024 tokens (causal 2048)
-        // the persistent kernel on four consumers (256 rows, 64-row K/V blocks)
+        // the persistent kernel, on four consumers (256 rows, 64-row K/V blocks; causal two, 128×128)
         let long = KernelSpec::default_for(Arch::Sm90a, DType::F16, 64, causal).unwrap();
         assert_eq!((long.kind(), long.block_m(), long.block_n(), long.consumer_warpgroups(), long.ping_pong()), (KernelKind::FwdWs, 192, 128, 3, true));
         assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 4096).unwrap(), long);
         let short = KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 1024).unwrap();
-        assert_eq!((short.kind(), short.block_m(), short.block_n(), short.consumer_warpgroups(), short.ping_pong()), (KernelKind::FwdWsPersistent, 256, 64, 4, true));
+        let tiles = if causal { (128, 128, 2) } else { (256, 64, 4) };
+        assert_eq!((short.kind(), (short.block_m(), short.block_n(), short.consumer_warpgroups()), short.ping_pong()), (KernelKind::FwdWsPersistent, tiles, true));
         let at_2048 = if causal { KernelKind::FwdWsPersistent } else { KernelKind::FwdWs };
         assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 2048).unwrap().kind(), at_2048);
         assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 2049).unwrap(), long);
-        // its fallback where TMA cannot describe a layout: fwd_wgmma's default (256 rows do not fit 8 warps)
-        assert_eq!(short.without_warp_specialization(), KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::F16, 64, causal).unwrap());
+        // its fallback where TMA cannot describe a layout: fwd_wgmma on the same tiles (causal, 128×128), or
+        // its default where they do not fit its 8 warps (256 rows)
+        let fallback = short.without_warp_specialization();
+        assert_eq!(fallback.kind(), KernelKind::FwdWgmma);
+        if causal {
+            assert_eq!((fallback.block_m(), fallback.block_n(), fallback.num_stages()), (128, 128, 4));
+        } else {
+            assert_eq!(fallback, KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::F16, 64, causal).unwrap());
+        }
         assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 128, causal, 1).unwrap().kind(), KernelKind::FwdWs);
         // its fallback (192 rows do not fit fwd_wgmma's 8 warps) is fwd_wgmma's default
         assert_eq!(long.without_warp_specialization(), KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::F16, 64, causal).unwrap());

@@ -148,6 +148,7 @@ struct KernelConstants {
     Q_TX: u32,
     KV_TX: u32,
     LAUNCH_REGS: u32,
+    L2_GROUP_BYTES: u32,
     PRODUCER_REGS: u32,
     CONSUMER_REGS: u32,
 }
@@ -250,6 +251,7 @@ impl KernelConstants {
             Q_TX: bm * row_bytes,
             KV_TX: 2 * bn * row_bytes,
             LAUNCH_REGS: spec.registers().launch,
+            L2_GROUP_BYTES: crate::spec::L2_GROUP_BYTES,
             PRODUCER_REGS: spec.registers().producer,
             CONSUMER_REGS: spec.registers().consumer,
         }

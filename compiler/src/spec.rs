@@ -133,6 +133,9 @@ pub const BLOCK_NS: [u32; 4] = [16, 32, 64, 128];
 pub const NUM_STAGES: std::ops::RangeInclusive<u32> = 2..=6;
 /// Warps of fwd_ws: the producer warpgroup and 2 or 3 consumer warpgroups, which take turns on the tensor
 /// cores (ping-pong). One consumer (8 warps, two CTAs per SM) ran 10× slower on the H200 (ws-v1).
+/// The K and V bytes of the heads a persistent causal forward works on at once (fwd_ws_persistent's tile
+/// order): half the H200's 50 MB L2, so a group's K and V stay there while its tiles run.
+pub const L2_GROUP_BYTES: u32 = 24 << 20;
 pub const WS_NUM_WARPS: [u32; 3] = [12, 16, 20];
 /// Threads per block of the fused backward's dQ sum pass (`KernelSpec::dq_sum_entry`; the template's
 /// maxntidx, and the runtime's launch).
@@ -707,7 +710,10 @@ impl KernelSpec {
             // fitted to ptxas 12.9 (consumer code; its largest register index + 1): D/2 + 3·BLOCK_N/4 + 17
             // without ping-pong (D128×128: 177, D64×64: 97), up to 29 with it (D64×128: 157, P of the
             // previous block stays live): overheads 24 and 32 bound them (tests/ptxas.rs sweeps the space)
-            KernelKind::FwdWs | KernelKind::FwdWsPersistent => (d / 2 + strm / 2 + strm / 4, if self.ping_pong() { 32 } else { 24 }),
+            KernelKind::FwdWs => (d / 2 + strm / 2 + strm / 4, if self.ping_pong() { 32 } else { 24 }),
+            // the causal persistent consumer also holds its tile's Q-release address and the group order's
+            // values across the loop: 4 B of spills at 160 and 112 registers (D64 192×128, 256×64), none at 240
+            KernelKind::FwdWsPersistent => (d / 2 + strm / 2 + strm / 4, if self.causal() { 40 } else { 32 }),
             KernelKind::BwdDq => (d / 2 + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
             KernelKind::BwdDkdv => (d + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
             // wgmma backward: the accumulators, S (or Sᵀ) and dP (BLOCK/2 each) and their packed copies
@@ -771,10 +777,11 @@ impl KernelSpec {
     }
 
     /// The kind of the default forward: on sm_90a the warp-specialized fwd_ws, except at HEAD_DIM 64 for
-    /// short sequences (up to 1024 tokens, causal up to 2048), where its persistent form runs 256-row tiles
-    /// (a tile's prologue and epilogue hide under the other tiles' products, and 1024 rows are 4 whole
-    /// tiles, not 5⅓): at N = 1024 448-453 TFLOP/s against fwd_ws's 393-401 non-causal, 301-313 against
-    /// fwd_wgmma's 271-283 causal; at 2048 causal 352 against 325 (persistent-w20, persistent-v2); elsewhere fwd.
+    /// short sequences (up to 1024 tokens, causal up to 2048), where its persistent form runs (a tile's
+    /// prologue and epilogue hide under the other tiles' products): non-causal at N = 1024 448-455 TFLOP/s
+    /// on 256-row tiles against fwd_ws's 393-401; causal on 128-row tiles in L2-sized head groups 319 / 388
+    /// at 1024 / 2048 against 283 / 331 before (fwd_wgmma, then 256-row tiles) and fwd_ws's 245 / 349
+    /// (persistent-w20, persistent-landed, persistent-l2); elsewhere fwd.
     pub fn forward_kind(arch: Arch, head_dim: u32, causal: bool, n_ctx: usize) -> KernelKind {
         match (arch.has_wgmma(), head_dim) {
             (false, _) => KernelKind::Fwd,
@@ -802,9 +809,11 @@ impl KernelSpec {
             // schedule (wholeprog-v8); on three at 64 (FA3's 192×128), +2-11% over two and over three without
             // it, a fourth slot +0.5-3% at N = 16384 (verify-v9)
             (KernelKind::FwdWs, 64) => (192, 128, 16, 4),
-            // persistent, HEAD_DIM 64: four consumer warpgroups of 64 rows (256-row tiles) on 64-row K/V
-            // blocks (their 112 registers hold no wider S); 6 slots non-causal, 4 causal (+1%, +4%)
-            (KernelKind::FwdWsPersistent, 64) => (256, 64, 20, if causal { 4 } else { 6 }),
+            // persistent, HEAD_DIM 64: non-causal, four consumer warpgroups of 64 rows (256-row tiles: 1024
+            // rows are four whole tiles) on 64-row K/V blocks (their 112 registers hold no wider S), 6 slots;
+            // causal, two consumers on 128×128 (the diagonal's fully masked blocks cost 4 consumers 15%), 4 slots
+            (KernelKind::FwdWsPersistent, 64) if causal => (128, 128, 12, 4),
+            (KernelKind::FwdWsPersistent, 64) => (256, 64, 20, 6),
             (KernelKind::FwdWs, _) => (128, 128, 12, 3),
             // two Q buffers and three 128-row K/V slots would exceed shared memory at HEAD_DIM 128
             (KernelKind::FwdWsPersistent, _) => (128, 64, 12, 3),
