@@ -321,12 +321,12 @@ fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
                     specs.push(spec);
                     defaults.push(spec);
                     if hopper {
-                        // the other Hopper forwards calls can run: fwd_ws's fwd_wgmma fallback (layouts TMA cannot
-                        // describe), and each one's 3-stage variant, the autotuner's to choose (fwd_wgmma: S of the
-                        // next block in flight during the softmax; fwd_ws: ping-pong), with BLOCK_N 64 where the
-                        // default's wider block does not fit 3 stages
+                        // the other Hopper forwards calls can run: fwd_ws's (and fwd_ws_persistent's) fwd_wgmma
+                        // fallback (layouts TMA cannot describe), and each one's 3-stage variant, the autotuner's to
+                        // choose (fwd_wgmma: S of the next block in flight during the softmax; fwd_ws: ping-pong),
+                        // with BLOCK_N 64 where the default's wider block does not fit 3 stages
                         let mut kernels = vec![spec];
-                        if spec.kind() == flashgen::KernelKind::FwdWs {
+                        if spec.kind().warp_specialized_forward() {
                             kernels.push(spec.without_warp_specialization());
                             specs.push(spec.without_warp_specialization());
                         }

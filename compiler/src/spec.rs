@@ -21,7 +21,8 @@ pub enum KernelKind {
     /// The default forward on sm_90a (`KernelSpec::forward_kind`).
     FwdWs,
     /// fwd_ws made persistent (sm_90a only; same ABI and tiles, ping-pong only): one program per SM takes
-    /// the tiles (head, BLOCK_M rows) c, c + programs, ...; causal ones heaviest first. Its producer runs on
+    /// the tiles (head, BLOCK_M rows) c, c + programs, ...; causal ones in L2-sized groups of heads, each
+    /// group's heaviest first. The short-sequence forward at HEAD_DIM 64. Its producer runs on
     /// across tiles, so the K/V ring never drains, and Q has two buffers, so the next tile's Q loads while
     /// this one finishes: a tile's prologue and epilogue hide under the other tiles' products, which is what
     /// the short sequences lose (at N = 1024 a tile runs 8 K/V blocks).
@@ -131,12 +132,12 @@ pub const MAX_ROWS_PER_WARP: u32 = 32;
 /// the powers of two that the CI sweep assembles spill-free are admitted.
 pub const BLOCK_NS: [u32; 4] = [16, 32, 64, 128];
 pub const NUM_STAGES: std::ops::RangeInclusive<u32> = 2..=6;
-/// Warps of fwd_ws: the producer warpgroup and 2 or 3 consumer warpgroups, which take turns on the tensor
-/// cores (ping-pong). One consumer (8 warps, two CTAs per SM) ran 10× slower on the H200 (ws-v1).
+/// Warps of fwd_ws: the producer warpgroup and 2, 3 or 4 consumer warpgroups, which take turns on the
+/// tensor cores (ping-pong). One consumer (8 warps, two CTAs per SM) ran 10× slower on the H200 (ws-v1).
+pub const WS_NUM_WARPS: [u32; 3] = [12, 16, 20];
 /// The K and V bytes of the heads a persistent causal forward works on at once (fwd_ws_persistent's tile
 /// order): half the H200's 50 MB L2, so a group's K and V stay there while its tiles run.
 pub const L2_GROUP_BYTES: u32 = 24 << 20;
-pub const WS_NUM_WARPS: [u32; 3] = [12, 16, 20];
 /// Threads per block of the fused backward's dQ sum pass (`KernelSpec::dq_sum_entry`; the template's
 /// maxntidx, and the runtime's launch).
 pub const DQ_SUM_THREADS: u32 = 256;
