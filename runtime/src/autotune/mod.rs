@@ -119,19 +119,17 @@ pub fn config_space() -> Vec<Config> {
 /// rows, and the persistent kind's ping-pong stages).
 pub fn config_space_for(kind: KernelKind) -> Vec<Config> {
     let mut out = Vec::new();
-    let ws = kind.warp_specialized_forward();
-    let (owned_rows, streamed_rows, warps): (&[u32], &[u32], &[u32]) = if ws {
-        (&[128, 192, 256], &[32, 64, 128], &flashgen::spec::WS_NUM_WARPS)
+    let (owned_rows, streamed_rows, stages, warps): (&[u32], &[u32], &[u32], &[u32]) = if kind.warp_specialized_forward() {
+        (&[128, 192, 256], &[32, 64, 128], &[2, 3, 4, 6], &flashgen::spec::WS_NUM_WARPS)
     } else if kind.fuses_dq() {
         // the MMA warpgroups plus the dQ writer's (validation keeps the pairs where the warps match the rows)
-        (&[64, 128, 256], &[16, 32, 64, 128], &flashgen::spec::FUSED_NUM_WARPS)
+        (&[64, 128, 256], &[16, 32, 64, 128], &[2, 3, 4], &flashgen::spec::FUSED_NUM_WARPS)
     } else {
-        (&[64, 128, 256], &[16, 32, 64, 128], &[4, 8])
+        (&[64, 128, 256], &[16, 32, 64, 128], &[2, 3, 4], &[4, 8])
     };
     for &owned in owned_rows {
         for &streamed in streamed_rows {
-            for num_stages in if ws { &[2, 3, 4, 6][..] } else { &[2, 3, 4][..] } {
-                let num_stages = *num_stages;
+            for &num_stages in stages {
                 for &num_warps in warps {
                     let (block_m, block_n) = if kind.role() == KernelKind::BwdDkdv { (streamed, owned) } else { (owned, streamed) };
                     out.push(Config { block_m, block_n, num_warps, num_stages });
