@@ -52,6 +52,11 @@ pub struct BenchArgs {
     /// Timed batches (median reported); each batch is 10 launches between two CUDA events.
     #[arg(long, default_value_t = 15)]
     reps: usize,
+    /// How launches are timed: "batched" (`--reps` batches of 10 back-to-back launches, the median), or
+    /// "do-bench", the anchors' method (triton.testing.do_bench: 25 ms of warm-up, then 200 ms of launches,
+    /// each after a 256 MB memset that empties L2 and between its own two events, the mean).
+    #[arg(long, default_value = "batched", value_parser = ["batched", "do-bench"])]
+    timing: String,
 }
 
 fn list(s: &str) -> Result<Vec<u32>, String> {
@@ -66,9 +71,23 @@ pub fn flops(kind: &str, z: usize, h: usize, n: usize, d: usize, causal: bool) -
     4.0 * (z * h) as f64 * (n * n) as f64 * d as f64 * if causal { 0.5 } else { 1.0 } * if kind == "bwd" { 2.5 } else { 1.0 }
 }
 
-/// Per-launch times in ms, sorted: 5 warm-up launches, then `reps` batches of 10 launches between two CUDA
-/// events.
-fn time_launches(gpu: &Gpu, reps: usize, mut launch: impl FnMut() -> Result<(), String>) -> Result<Vec<f64>, String> {
+/// Per-launch times in ms, sorted, and the one reported (see `BenchArgs::timing`).
+struct Timed {
+    sorted: Vec<f64>,
+    ms: f64,
+}
+
+/// Times `launch` the way `a.timing` names.
+fn time_launches(gpu: &Gpu, a: &BenchArgs, launch: impl FnMut() -> Result<(), String>) -> Result<Timed, String> {
+    let do_bench = a.timing == "do-bench";
+    let mut sorted = if do_bench { time_like_do_bench(gpu, launch)? } else { time_batches(gpu, a.reps, launch)? };
+    sorted.sort_by(f64::total_cmp);
+    let ms = if do_bench { sorted.iter().sum::<f64>() / sorted.len() as f64 } else { sorted[sorted.len() / 2] };
+    Ok(Timed { sorted, ms })
+}
+
+/// 5 warm-up launches, then `reps` batches of 10 launches between two CUDA events (reported: the median).
+fn time_batches(gpu: &Gpu, reps: usize, mut launch: impl FnMut() -> Result<(), String>) -> Result<Vec<f64>, String> {
     let dr = |x: cudarc::driver::DriverError| x.to_string();
     for _ in 0..5 {
         launch()?;
@@ -85,8 +104,44 @@ fn time_launches(gpu: &Gpu, reps: usize, mut launch: impl FnMut() -> Result<(), 
         end.synchronize().map_err(dr)?;
         times.push(start.elapsed_ms(&end).map_err(dr)? as f64 / 10.0);
     }
-    times.sort_by(f64::total_cmp);
     Ok(times)
+}
+
+/// triton.testing.do_bench (Triton 3.6, the anchors' timer) step for step: one launch; 5 launches each
+/// after emptying L2, timed together for an estimate; launches for 25 ms; then launches for 200 ms, each
+/// after a 256 MB memset and between its own two events (reported: the mean). The memsets matter on a power-capped
+/// chip: they are the low-power gaps between the timed launches.
+fn time_like_do_bench(gpu: &Gpu, mut launch: impl FnMut() -> Result<(), String>) -> Result<Vec<f64>, String> {
+    let dr = |x: cudarc::driver::DriverError| x.to_string();
+    let st = &gpu.stream;
+    let mut cache = st.alloc_zeros::<u32>(256_000_000 / 4).map_err(dr)?;
+    let event = || gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(dr);
+    launch()?;
+    st.synchronize().map_err(dr)?;
+    let (start, end) = (event()?, event()?);
+    start.record(st).map_err(dr)?;
+    for _ in 0..5 {
+        st.memset_zeros(&mut cache).map_err(dr)?;
+        launch()?;
+    }
+    end.record(st).map_err(dr)?;
+    end.synchronize().map_err(dr)?;
+    let estimate_ms = (start.elapsed_ms(&end).map_err(dr)? as f64 / 5.0).max(1e-6);
+    let (warmup, repeat) = (((25.0 / estimate_ms) as usize).max(1), ((200.0 / estimate_ms) as usize).max(1));
+    for _ in 0..warmup {
+        launch()?;
+    }
+    let mut events = Vec::with_capacity(repeat);
+    for _ in 0..repeat {
+        st.memset_zeros(&mut cache).map_err(dr)?;
+        let (start, end) = (event()?, event()?);
+        start.record(st).map_err(dr)?;
+        launch()?;
+        end.record(st).map_err(dr)?;
+        events.push((start, end));
+    }
+    st.synchronize().map_err(dr)?;
+    events.iter().map(|(s, e)| s.elapsed_ms(e).map(|t| t as f64)).collect::<Result<Vec<_>, _>>().map_err(dr)
 }
 
 /// "bm,bn,warps,stages" -> the fused backward `base` (bwd_fused or bwd_fused_atomic) with those tiles.
@@ -130,12 +185,12 @@ struct Row<'a> {
 
 impl Row<'_> {
     /// Print the JSON line (and write it), return the table line.
-    fn emit(&self, times: &[f64], json: &mut Option<&mut std::fs::File>) -> Result<String, String> {
+    fn emit(&self, timed: &Timed, timing: &str, json: &mut Option<&mut std::fs::File>) -> Result<String, String> {
         let Row { kind, z, h, n, d, causal, label, .. } = *self;
-        let ms = times[times.len() / 2];
+        let (ms, times) = (timed.ms, &timed.sorted);
         let tflops = flops(kind, z, h, n, d, causal) / ms / 1e9;
         let line = format!(
-            "{{\"kind\": \"{kind}\", \"impl\": \"flashgen\", \"B\": {z}, \"H\": {h}, \"N\": {n}, \"D\": {d}, \"causal\": {causal}, \"dtype\": \"bf16\", \"ms\": {ms:.5}, \"tflops\": {tflops:.2}, \"config\": \"{label}\", \"spec\": \"{}\", \"p20_ms\": {:.5}, \"p80_ms\": {:.5}}}",
+            "{{\"kind\": \"{kind}\", \"impl\": \"flashgen\", \"B\": {z}, \"H\": {h}, \"N\": {n}, \"D\": {d}, \"causal\": {causal}, \"dtype\": \"bf16\", \"ms\": {ms:.5}, \"tflops\": {tflops:.2}, \"config\": \"{label}\", \"spec\": \"{}\", \"timing\": \"{timing}\", \"p20_ms\": {:.5}, \"p80_ms\": {:.5}}}",
             self.spec, times[times.len() / 5], times[times.len() * 4 / 5]
         );
         println!("{line}");
@@ -199,13 +254,13 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 }
                 for (label, spec) in specs.into_iter().filter(|_| !a.backward_only) {
                     let mut turn = 0usize;
-                    let times = time_launches(gpu, a.reps, || {
+                    let times = time_launches(gpu, a, || {
                         let (q, k, v) = &sets[turn % INPUT_SETS];
                         turn += 1;
                         flash.forward_into(&spec, q, k, v, None, &mut o, &mut m).map_err(|e| e.to_string())
                     })?;
                     let row = Row { kind: "fwd", z, h, n: n_us, d: d_us, causal, label: &label, spec: spec.name() };
-                    table.push(row.emit(&times, &mut json)?);
+                    table.push(row.emit(&times, &a.timing, &mut json)?);
                 }
                 if a.backward {
                     // each input set's own forward O and M, and its own dO, rotated like the forward's inputs
@@ -260,7 +315,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                         let chains = chained.iter().find(|(l, _)| *l == label).map_or(chains_default, |&(_, c)| Some(c));
                         flash.set_dq_chains(chains).map_err(|e| e.to_string())?;
                         let mut turn = 0usize;
-                        let times = time_launches(gpu, a.reps, || {
+                        let times = time_launches(gpu, a, || {
                             let (q, k, v) = &sets[turn % INPUT_SETS];
                             let (out, d_o) = &saved[turn % INPUT_SETS];
                             turn += 1;
@@ -268,7 +323,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                         })?;
                         let names = specs.kernels().iter().map(|s| s.name()).collect::<Vec<_>>().join("+");
                         let row = Row { kind: "bwd", z, h, n: n_us, d: d_us, causal, label: &label, spec: names };
-                        table.push(row.emit(&times, &mut json)?);
+                        table.push(row.emit(&times, &a.timing, &mut json)?);
                     }
                 }
             }
