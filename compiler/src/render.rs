@@ -149,6 +149,7 @@ struct KernelConstants {
     KV_TX: u32,
     LAUNCH_REGS: u32,
     L2_GROUP_BYTES: u32,
+    PERSISTENT: bool,
     PRODUCER_REGS: u32,
     CONSUMER_REGS: u32,
 }
@@ -252,6 +253,7 @@ impl KernelConstants {
             KV_TX: 2 * bn * row_bytes,
             LAUNCH_REGS: spec.registers().launch,
             L2_GROUP_BYTES: crate::spec::L2_GROUP_BYTES,
+            PERSISTENT: spec.kind().persistent(),
             PRODUCER_REGS: spec.registers().producer,
             CONSUMER_REGS: spec.registers().consumer,
         }

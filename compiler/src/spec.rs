@@ -613,7 +613,8 @@ impl KernelSpec {
         };
         if self.0.kind.warp_specialized_forward() {
             // and the mbarriers: Q full (persistent: full and empty per Q buffer), then K/V full and empty per slot
-            let (q_buffers, q_barriers) = if self.0.kind.persistent() { (2, 4) } else { (1, 1) };
+            // (persistent: and the two tiles the producer publishes to the consumers, two words each)
+            let (q_buffers, q_barriers) = if self.0.kind.persistent() { (2, 4 + 2) } else { (1, 1) };
             q_buffers * resident + ns * slot.next_multiple_of(1024) + 1024 + 8 * (q_barriers + 2 * ns)
         } else if self.0.kind.fuses_dq() {
             // and the 1 KB the kernel aligns its tile base with
@@ -711,10 +712,8 @@ impl KernelSpec {
             // fitted to ptxas 12.9 (consumer code; its largest register index + 1): D/2 + 3·BLOCK_N/4 + 17
             // without ping-pong (D128×128: 177, D64×64: 97), up to 29 with it (D64×128: 157, P of the
             // previous block stays live): overheads 24 and 32 bound them (tests/ptxas.rs sweeps the space)
-            KernelKind::FwdWs => (d / 2 + strm / 2 + strm / 4, if self.ping_pong() { 32 } else { 24 }),
-            // the causal persistent consumer also holds its tile's Q-release address and the group order's
-            // values across the loop: 4 B of spills at 160 and 112 registers (D64 192×128, 256×64), none at 240
-            KernelKind::FwdWsPersistent => (d / 2 + strm / 2 + strm / 4, if self.causal() { 40 } else { 32 }),
+            // (the persistent kind's consumers read their tile from shared memory: no more than fwd_ws's)
+            KernelKind::FwdWs | KernelKind::FwdWsPersistent => (d / 2 + strm / 2 + strm / 4, if self.ping_pong() { 32 } else { 24 }),
             KernelKind::BwdDq => (d / 2 + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
             KernelKind::BwdDkdv => (d + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
             // wgmma backward: the accumulators, S (or Sᵀ) and dP (BLOCK/2 each) and their packed copies

@@ -59,6 +59,9 @@ pub struct Flash {
     /// The backward's Δ buffer, kept between calls (the stream orders its uses): a call then allocates
     /// nothing but its outputs.
     delta: Mutex<Option<CudaSlice<f32>>>,
+    /// fwd_ws_persistent's tile counter (two u32 words, zero between launches: each launch's last program
+    /// resets them), made on first use; the stream orders the launches that share it.
+    tile_counter: Mutex<Option<CudaSlice<u32>>>,
     /// bwd_fused's dQ partial sums and locks, kept between calls like Δ.
     fused_scratch: Mutex<Option<(CudaSlice<f32>, CudaSlice<u32>)>>,
     /// Which backward runs where the GPU has wgmma (FLASHGEN_BACKWARD or `set_backward_path`).
@@ -118,6 +121,7 @@ impl Flash {
             scale: OnceLock::new(),
             delta: Mutex::new(None),
             fused_scratch: Mutex::new(None),
+            tile_counter: Mutex::new(None),
             backward_path: match backward_path {
                 Some(Ok(p)) => p,
                 _ => BackwardPath::Default,
@@ -367,7 +371,12 @@ impl Flash {
             _ => (*spec, None),
         };
         let kernel = self.kernel(&spec)?;
-        kernel.launch(&self.gpu, ForwardArgs { q: q_in, k: k_in, v: v_in, o: (&mut o.data, o.layout), m, sm_scale, maps })
+        let mut counter = self.tile_counter.lock().unwrap_or_else(|e| e.into_inner());
+        if spec.kind().persistent() && counter.is_none() {
+            *counter = Some(self.gpu.stream.alloc_zeros::<u32>(2)?);
+        }
+        let tile_counter = counter.as_ref().filter(|_| spec.kind().persistent());
+        kernel.launch(&self.gpu, ForwardArgs { q: q_in, k: k_in, v: v_in, o: (&mut o.data, o.layout), m, sm_scale, maps, tile_counter })
     }
 
     /// The backward kernels a call on these inputs uses: dK/dV and dQ each the stored winner of its key

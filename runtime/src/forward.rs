@@ -15,6 +15,9 @@ pub struct ForwardArgs<'a> {
     pub sm_scale: f32,
     /// fwd_ws only: the TMA descriptors of Q, K and V (`tma::forward_maps`).
     pub maps: Option<ForwardMaps>,
+    /// fwd_ws_persistent only: its tile counter, two u32 words that are zero at launch (the kernel leaves
+    /// them zero; launches on one stream may share it, launches on several may not).
+    pub tile_counter: Option<&'a CudaSlice<u32>>,
 }
 
 impl LoadedKernel {
@@ -42,10 +45,18 @@ impl LoadedKernel {
             (None, false) => {}
             _ => return Err(RuntimeError::Argument(format!("{}: TMA descriptors are passed exactly to fwd_ws kernels (tma::forward_maps)", self.spec.name()))),
         }
+        match (a.tile_counter, self.spec.kind().persistent()) {
+            (Some(counter), true) if counter.len() >= 2 => {
+                b.arg(counter);
+            }
+            (None, false) => {}
+            _ => return Err(RuntimeError::Argument(format!("{}: a tile counter of two zeroed u32 words is passed exactly to fwd_ws_persistent kernels", self.spec.name()))),
+        }
         // # Safety
         // 1. The argument list matches the kernel ABI (docs/ABI.md): 3 input pointers, sm_scale, M, Out,
         //    16 i64 strides, Z, H, N_CTX, in that order, and for fwd_ws the TMA descriptors of Q, K, V
-        //    built over those same buffers and layouts.
+        //    built over those same buffers and layouts; for fwd_ws_persistent then its tile counter, two u32
+        //    words on this stream (the kernel reads and writes only those).
         // 2. Every element the kernel reads or writes lies inside its buffer: each layout was checked
         //    against its buffer's length above, and M holds Z·H·N floats.
         // 3. Block size and dynamic shared memory are the spec's own, raised on the function at load.
