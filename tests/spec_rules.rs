@@ -112,9 +112,10 @@ fn default_set_is_complete_and_names_are_unique() {
     // per arch × dtype × head dim: forward and dK/dV and dQ for both stages, one preprocess; on sm_90a a
     // second forward per dtype, head dim and stage: fwd_ws's fwd_wgmma fallback (HEAD_DIM 128), which at
     // HEAD_DIM 64 is also the non-causal short-sequence forward's; the persistent short-sequence forward at
-    // HEAD_DIM 64 and, causal, its own fallback (fwd_wgmma on its 128×128 tiles); and on sm_90a the fused
+    // HEAD_DIM 64 and, causal, its own fallback (fwd_wgmma on its 128×128 tiles); the persistent medium-length
+    // forward (4096 tokens) at HEAD_DIM 64, whose fallback is fwd_wgmma's default; and on sm_90a the fused
     // backwards (bwd_fused and bwd_fused_atomic, and causal bwd_fused_up)
-    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 + 2 + 2 * 2 * 2 * 2 + 2 * 2);
+    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 + 2 + 2 * 2 + 2 * 2 * 2 * 2 + 2 * 2);
     for kind in KernelKind::ALL {
         // sm_80 gets the mma.sync kinds, sm_90a the wgmma ones; both get the preprocess
         let arch = if kind.uses_wgmma() { Arch::Sm90a } else { Arch::Sm80 };
@@ -344,17 +345,24 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
         // HEAD_DIM 128: two consumers taking turns (ping-pong, 3 stages)
         let d128 = KernelSpec::default_for(Arch::Sm90a, DType::Bf16, 128, causal).unwrap();
         assert_eq!((d128.block_m(), d128.block_n(), d128.consumer_warpgroups(), d128.ping_pong()), (128, 128, 2, true));
-        // HEAD_DIM 64: three consumers taking turns (192 rows, 4 stages); up to 1024 tokens (causal 2048)
-        // the persistent kernel, on four consumers (256 rows, 64-row K/V blocks; causal two, 128×128)
+        // HEAD_DIM 64: three consumers taking turns (192 rows, 4 stages); up to 4096 tokens the persistent
+        // kernel: to 1024 (causal 2048) on four consumers (256 rows, 64-row K/V blocks; causal two, 128×128),
+        // then on 192×128 (causal: four consumers on 256×64)
         let long = KernelSpec::default_for(Arch::Sm90a, DType::F16, 64, causal).unwrap();
         assert_eq!((long.kind(), long.block_m(), long.block_n(), long.consumer_warpgroups(), long.ping_pong()), (KernelKind::FwdWs, 192, 128, 3, true));
-        assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 4096).unwrap(), long);
+        assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 4097).unwrap(), long);
+        let at = |n| {
+            let s = KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, n).unwrap();
+            (s.kind(), (s.block_m(), s.block_n(), s.consumer_warpgroups(), s.num_stages()), s.ping_pong())
+        };
+        let (short, medium) = if causal { ((128, 128, 2, 4), (256, 64, 4, 4)) } else { ((256, 64, 4, 6), (192, 128, 3, 4)) };
+        assert_eq!(at(1024), (KernelKind::FwdWsPersistent, short, true));
+        assert_eq!(at(if causal { 2048 } else { 1024 }), at(1));
+        assert_eq!(at(if causal { 2049 } else { 1025 }), (KernelKind::FwdWsPersistent, medium, true));
+        assert_eq!(at(4096), (KernelKind::FwdWsPersistent, medium, true));
+        // the kind's default (`default_of`) is its shortest sequences' default
         let short = KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 1024).unwrap();
-        let tiles = if causal { (128, 128, 2) } else { (256, 64, 4) };
-        assert_eq!((short.kind(), (short.block_m(), short.block_n(), short.consumer_warpgroups()), short.ping_pong()), (KernelKind::FwdWsPersistent, tiles, true));
-        let at_2048 = if causal { KernelKind::FwdWsPersistent } else { KernelKind::FwdWs };
-        assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 2048).unwrap().kind(), at_2048);
-        assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 2049).unwrap(), long);
+        assert_eq!(KernelSpec::default_of(KernelKind::FwdWsPersistent, Arch::Sm90a, DType::F16, 64, causal).unwrap(), short);
         // its fallback where TMA cannot describe a layout: fwd_wgmma on the same tiles (causal, 128×128), or
         // its default where they do not fit its 8 warps (256 rows)
         let fallback = short.without_warp_specialization();

@@ -773,19 +773,20 @@ impl KernelSpec {
 
     /// The default forward for a problem with `n_ctx` tokens (`default_for` is the one for long sequences).
     pub fn default_forward(arch: Arch, dtype: DType, head_dim: u32, causal: bool, n_ctx: usize) -> Result<KernelSpec, SpecError> {
-        KernelSpec::default_of(KernelSpec::forward_kind(arch, head_dim, causal, n_ctx), arch, dtype, head_dim, causal)
+        KernelSpec::default_at(KernelSpec::forward_kind(arch, head_dim, causal, n_ctx), arch, dtype, head_dim, causal, n_ctx)
     }
 
-    /// The kind of the default forward: on sm_90a the warp-specialized fwd_ws, except at HEAD_DIM 64 for
-    /// short sequences (up to 1024 tokens, causal up to 2048), where its persistent form runs (a tile's
-    /// prologue and epilogue hide under the other tiles' products): non-causal at N = 1024 448-455 TFLOP/s
-    /// on 256-row tiles against fwd_ws's 393-401; causal on 128-row tiles in L2-sized head groups 319 / 388
-    /// at 1024 / 2048 against 283 / 331 before (fwd_wgmma, then 256-row tiles) and fwd_ws's 245 / 349
-    /// (persistent-w20, persistent-landed, persistent-l2); elsewhere fwd.
-    pub fn forward_kind(arch: Arch, head_dim: u32, causal: bool, n_ctx: usize) -> KernelKind {
+    /// The kind of the default forward: on sm_90a the warp-specialized fwd_ws, except at HEAD_DIM 64 up to
+    /// 4096 tokens, where its persistent form runs (a tile's prologue and epilogue hide under the other
+    /// tiles' products, and the tiles come from a global counter, so no program idles while another has
+    /// several left): non-causal at N = 1024 448-455 TFLOP/s on 256-row tiles against fwd_ws's 393-401;
+    /// causal on 128-row tiles in L2-sized head groups 319 / 388 at 1024 / 2048 against 283 / 331 before
+    /// (fwd_wgmma, then 256-row tiles) and fwd_ws's 245 / 349 (persistent-w20, persistent-landed,
+    /// persistent-l2); at 4096 see `forward_tiles`; elsewhere fwd.
+    pub fn forward_kind(arch: Arch, head_dim: u32, _causal: bool, n_ctx: usize) -> KernelKind {
         match (arch.has_wgmma(), head_dim) {
             (false, _) => KernelKind::Fwd,
-            (true, 64) if n_ctx <= if causal { 2048 } else { 1024 } => KernelKind::FwdWsPersistent,
+            (true, 64) if n_ctx <= 4096 => KernelKind::FwdWsPersistent,
             (true, _) => KernelKind::FwdWs,
         }
     }
@@ -800,7 +801,8 @@ impl KernelSpec {
     /// The wgmma forward's: two warpgroups (128 query rows), 2 stages (S, softmax and P·V in turn: the
     /// 3-stage overlap measured 0-31% slower), BLOCK_N 64 at HEAD_DIM 64 and 128 at 128 (+7-12% over 64
     /// there; at 64 the wider block lost 13%).
-    fn forward_tiles(kind: KernelKind, arch: Arch, head_dim: u32, causal: bool) -> (u32, u32, u32, u32) {
+    /// The persistent forward's depend on the length `n_ctx`.
+    fn forward_tiles(kind: KernelKind, arch: Arch, head_dim: u32, causal: bool, n_ctx: usize) -> (u32, u32, u32, u32) {
         let small_smem = arch.shared_memory_limit() < 160_000;
         match (kind, head_dim) {
             (KernelKind::FwdWgmma, 64) => (128, 64, 8, 2),
@@ -811,9 +813,14 @@ impl KernelSpec {
             (KernelKind::FwdWs, 64) => (192, 128, 16, 4),
             // persistent, HEAD_DIM 64: non-causal, four consumer warpgroups of 64 rows (256-row tiles: 1024
             // rows are four whole tiles) on 64-row K/V blocks (their 112 registers hold no wider S), 6 slots;
-            // causal, two consumers on 128×128 (the diagonal's fully masked blocks cost 4 consumers 15%), 4 slots
-            (KernelKind::FwdWsPersistent, 64) if causal => (128, 128, 12, 4),
-            (KernelKind::FwdWsPersistent, 64) => (256, 64, 20, 6),
+            // causal, two consumers on 128×128 (the diagonal's fully masked blocks cost 4 consumers 15%), 4 slots.
+            // From 2049 tokens (causal) and 1025 (not): FA3's 192×128 non-causal (+2% over fwd_ws at 4096),
+            // 256×64 on four consumers causal (+3-6% over fwd_ws 192×128, once tiles came from a counter:
+            // dyn-ab, mask-ab2); from 8192 fwd_ws is ahead again (see `forward_kind`)
+            (KernelKind::FwdWsPersistent, 64) if causal && n_ctx <= 2048 => (128, 128, 12, 4),
+            (KernelKind::FwdWsPersistent, 64) if causal => (256, 64, 20, 4),
+            (KernelKind::FwdWsPersistent, 64) if n_ctx <= 1024 => (256, 64, 20, 6),
+            (KernelKind::FwdWsPersistent, 64) => (192, 128, 16, 4),
             (KernelKind::FwdWs, _) => (128, 128, 12, 3),
             // two Q buffers and three 128-row K/V slots would exceed shared memory at HEAD_DIM 128
             (KernelKind::FwdWsPersistent, _) => (128, 64, 12, 3),
@@ -823,11 +830,17 @@ impl KernelSpec {
         }
     }
 
-    /// The default spec of any kernel kind (see `default_for`, `backward_defaults`, `backward_preprocess`).
+    /// The default spec of any kernel kind (see `default_for`, `backward_defaults`, `backward_preprocess`);
+    /// where it depends on the length (the persistent forward), the one for the shortest sequences.
     pub fn default_of(kind: KernelKind, arch: Arch, dtype: DType, head_dim: u32, causal: bool) -> Result<KernelSpec, SpecError> {
+        KernelSpec::default_at(kind, arch, dtype, head_dim, causal, 1)
+    }
+
+    /// The default spec of any kernel kind for sequences of `n_ctx` tokens.
+    pub fn default_at(kind: KernelKind, arch: Arch, dtype: DType, head_dim: u32, causal: bool, n_ctx: usize) -> Result<KernelSpec, SpecError> {
         match kind {
             KernelKind::Fwd | KernelKind::FwdWgmma | KernelKind::FwdWs | KernelKind::FwdWsPersistent => {
-                let (block_m, block_n, num_warps, num_stages) = KernelSpec::forward_tiles(kind, arch, head_dim, causal);
+                let (block_m, block_n, num_warps, num_stages) = KernelSpec::forward_tiles(kind, arch, head_dim, causal, n_ctx);
                 KernelSpec::new(SpecParams { kind, dtype, head_dim, block_m, block_n, stage: if causal { 3 } else { 1 }, num_warps, num_stages, arch })
             }
             KernelKind::BwdPre => KernelSpec::new(*KernelSpec::backward_preprocess(arch, dtype, head_dim).params()),
@@ -957,8 +970,8 @@ impl KernelSpec {
 
     /// The default set that `flashgen emit --defaults` generates: for sm_80 and sm_90a, bf16 and fp16,
     /// HEAD_DIM 64 and 128, STAGE 1 and 3: the default forward and the default backward kernels (on sm_90a
-    /// the wgmma kinds; with fwd_ws, also its fwd_wgmma fallback, and the short-sequence forward where it
-    /// differs; and the fused backwards, which FLASHGEN_BACKWARD=fused or fused-atomic selects, and the default
+    /// the wgmma kinds; with fwd_ws, also its fwd_wgmma fallback, and the short- and medium-length forwards
+    /// (1024 and 4096 tokens) where they differ; and the fused backwards, which FLASHGEN_BACKWARD=fused or fused-atomic selects, and the default
     /// takes at HEAD_DIM 128 from 1024 tokens).
     pub fn default_set() -> Vec<KernelSpec> {
         let mut out = Vec::new();
@@ -966,11 +979,11 @@ impl KernelSpec {
             for dtype in [DType::Bf16, DType::F16] {
                 for head_dim in HEAD_DIMS {
                     for causal in [false, true] {
-                        // the forwards of long and short sequences, and what runs when the driver cannot
+                        // the forwards of long, medium and short sequences, and what runs when the driver cannot
                         // describe a layout for TMA
-                        let long = KernelSpec::default_for(arch, dtype, head_dim, causal).expect("default specs validate");
-                        let short = KernelSpec::default_forward(arch, dtype, head_dim, causal, 1024).expect("default specs validate");
-                        for forward in [long, short, long.without_warp_specialization(), short.without_warp_specialization()] {
+                        let at = |n| KernelSpec::default_forward(arch, dtype, head_dim, causal, n).expect("default specs validate");
+                        let forwards = [at(usize::MAX), at(4096), at(1024)];
+                        for forward in forwards.into_iter().chain(forwards.map(|f| f.without_warp_specialization())) {
                             if !out.contains(&forward) {
                                 out.push(forward);
                             }

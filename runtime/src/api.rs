@@ -303,7 +303,8 @@ impl Flash {
     /// The default spec for these inputs (see `KernelSpec::default_for`).
     pub fn default_spec(&self, q: &Tensor, causal: bool) -> Result<KernelSpec, RuntimeError> {
         let d = q.layout.shape[3] as u32;
-        KernelSpec::default_of(self.forward_kind(d, causal, q.layout.shape[2]), self.gpu.arch, q.dtype, d, causal)
+        let n_ctx = q.layout.shape[2];
+        KernelSpec::default_at(self.forward_kind(d, causal, n_ctx), self.gpu.arch, q.dtype, d, causal, n_ctx)
             .map_err(|e| RuntimeError::Argument(format!("tensor Q: no kernel for head dim {d} and {}: {e}", q.dtype.name())))
     }
 

@@ -147,7 +147,7 @@ impl<'a> GpuCandidates<'a> {
         let [q, k, v]: [Tensor; 3] = t.try_into().map_err(|_| "tuning inputs: expected Q, K, V".to_string())?;
         let rows = o.layout.shape[1] * o.layout.shape[2];
         let m = flash.gpu.stream.alloc_zeros::<f32>(rows).map_err(|x| x.to_string())?;
-        let default = KernelSpec::default_of(key.kind, key.arch, key.dtype, key.head_dim, key.causal).map_err(|x| x.to_string())?;
+        let default = KernelSpec::default_at(key.kind, key.arch, key.dtype, key.head_dim, key.causal, key.n_bucket as usize).map_err(|x| x.to_string())?;
         Ok(GpuCandidates { flash, q, k, v, scratch: Mutex::new((o, m)), reference: OnceLock::new(), default })
     }
 

@@ -96,7 +96,7 @@ impl TuneKey {
     }
 
     pub fn default_config(&self) -> Result<Config, flashgen::SpecError> {
-        let s = KernelSpec::default_of(self.kind, self.arch, self.dtype, self.head_dim, self.causal)?;
+        let s = KernelSpec::default_at(self.kind, self.arch, self.dtype, self.head_dim, self.causal, self.n_bucket as usize)?;
         Ok(Config { block_m: s.block_m(), block_n: s.block_n(), num_warps: s.num_warps(), num_stages: s.num_stages() })
     }
 }
