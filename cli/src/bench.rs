@@ -57,6 +57,10 @@ pub struct BenchArgs {
     /// each after a 256 MB memset that empties L2 and between its own two events, the mean).
     #[arg(long, default_value = "batched", value_parser = ["batched", "do-bench"])]
     timing: String,
+    /// Batched timing: keep warming up (launching, untimed) for at least this long, past the 5 launches, so
+    /// that a row starts at its own power state, not the one the row before it left on a power-capped chip.
+    #[arg(long, default_value_t = 0.0)]
+    warmup_ms: f64,
 }
 
 fn list(s: &str) -> Result<Vec<u32>, String> {
@@ -80,17 +84,25 @@ struct Timed {
 /// Times `launch` the way `a.timing` names.
 fn time_launches(gpu: &Gpu, a: &BenchArgs, launch: impl FnMut() -> Result<(), String>) -> Result<Timed, String> {
     let do_bench = a.timing == "do-bench";
-    let mut sorted = if do_bench { time_like_do_bench(gpu, launch)? } else { time_batches(gpu, a.reps, launch)? };
+    let mut sorted = if do_bench { time_like_do_bench(gpu, launch)? } else { time_batches(gpu, a.reps, a.warmup_ms, launch)? };
     sorted.sort_by(f64::total_cmp);
     let ms = if do_bench { sorted.iter().sum::<f64>() / sorted.len() as f64 } else { sorted[sorted.len() / 2] };
     Ok(Timed { sorted, ms })
 }
 
-/// 5 warm-up launches, then `reps` batches of 10 launches between two CUDA events (reported: the median).
-fn time_batches(gpu: &Gpu, reps: usize, mut launch: impl FnMut() -> Result<(), String>) -> Result<Vec<f64>, String> {
+/// 5 warm-up launches (and more for `warmup_ms`), then `reps` batches of 10 launches between two CUDA events
+/// (reported: the median).
+fn time_batches(gpu: &Gpu, reps: usize, warmup_ms: f64, mut launch: impl FnMut() -> Result<(), String>) -> Result<Vec<f64>, String> {
     let dr = |x: cudarc::driver::DriverError| x.to_string();
+    let warm = std::time::Instant::now();
     for _ in 0..5 {
         launch()?;
+    }
+    while warm.elapsed().as_secs_f64() * 1e3 < warmup_ms {
+        for _ in 0..5 {
+            launch()?;
+        }
+        gpu.stream.synchronize().map_err(dr)?;
     }
     let mut times = Vec::new();
     for _ in 0..reps {
