@@ -251,14 +251,21 @@ fn backward_spaces_own_and_stream_the_right_rows() {
         assert!(kept.iter().any(|(c, _)| *c == default), "{}: default {default} pruned", kind.name());
     }
     // fwd_ws and its persistent form: 2, 3 or 4 consumer warpgroups, the default in the space (the persistent
-    // one's at HEAD_DIM 64: 4 consumers, 6 stages), ping-pong only for the persistent kind
-    for (kind, d) in [(KernelKind::FwdWs, 128), (KernelKind::FwdWsPersistent, 64)] {
-        let k = TuneKey::for_kind(kind, Arch::Sm90a, DType::Bf16, d, false, 1024);
-        let (kept, _) = early_prune(&k, &config_space_for(kind));
-        assert!(kept.len() >= 8, "{}: {} kept", kind.name(), kept.len());
-        assert!(kept.iter().all(|(_, s)| s.kind() == kind && [2, 3, 4].contains(&s.consumer_warpgroups())));
-        assert!(kept.iter().all(|(_, s)| kind == KernelKind::FwdWs || s.ping_pong()));
-        assert!(kept.iter().any(|(c, _)| *c == k.default_config().unwrap()), "{}: default pruned", kind.name());
+    // one's at HEAD_DIM 64 depends on the length: the key's bucket picks the same tiles as the default
+    // forward at that length), ping-pong only for the persistent kind
+    for (kind, d, n) in [(KernelKind::FwdWs, 128, 1024), (KernelKind::FwdWsPersistent, 64, 1024), (KernelKind::FwdWsPersistent, 64, 4096)] {
+        for causal in [false, true] {
+            let k = TuneKey::for_kind(kind, Arch::Sm90a, DType::Bf16, d, causal, n);
+            let (kept, _) = early_prune(&k, &config_space_for(kind));
+            assert!(kept.len() >= 8, "{}: {} kept", kind.name(), kept.len());
+            assert!(kept.iter().all(|(_, s)| s.kind() == kind && [2, 3, 4].contains(&s.consumer_warpgroups())));
+            assert!(kept.iter().all(|(_, s)| kind == KernelKind::FwdWs || s.ping_pong()));
+            let default = k.default_config().unwrap();
+            assert!(kept.iter().any(|(c, _)| *c == default), "{} n{n}: default {default} pruned", kind.name());
+            if kind == KernelKind::FwdWsPersistent {
+                assert_eq!(k.spec(default).unwrap(), KernelSpec::default_forward(Arch::Sm90a, DType::Bf16, d, causal, n).unwrap());
+            }
+        }
     }
     // dK/dV owns BLOCK_N key rows: its space puts the owned sizes in BLOCK_N
     assert!(config_space_for(KernelKind::BwdDkdv).iter().all(|c| [64, 128, 256].contains(&c.block_n)));
