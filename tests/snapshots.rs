@@ -114,8 +114,11 @@ fn ptx_fused_backward_bf16_d128_causal_sm90a() {
 fn ptx_warp_specialized_bf16_d128_sm90a() {
     check_ptx(kernel(KernelKind::FwdWs, DType::Bf16, 128, 128, 128, 1, 12, 2, Arch::Sm90a));
     check_ptx(kernel(KernelKind::FwdWs, DType::Bf16, 64, 128, 64, 3, 12, 3, Arch::Sm90a));
-    // its persistent form, as the short-sequence defaults at HEAD_DIM 64 run it: 4 consumers non-causal,
-    // 2 causal (in L2-sized head groups)
+    // its persistent form, as the HEAD_DIM 64 defaults run it: to 1024 tokens (causal 2048) 4 consumers
+    // non-causal, 2 causal (in L2-sized head groups); to 4096, 3 consumers on 192×128 non-causal and 4 on
+    // 256×64 causal
     check_ptx(kernel(KernelKind::FwdWsPersistent, DType::Bf16, 64, 256, 64, 1, 20, 6, Arch::Sm90a));
     check_ptx(kernel(KernelKind::FwdWsPersistent, DType::Bf16, 64, 128, 128, 3, 12, 4, Arch::Sm90a));
+    check_ptx(kernel(KernelKind::FwdWsPersistent, DType::Bf16, 64, 192, 128, 1, 16, 4, Arch::Sm90a));
+    check_ptx(kernel(KernelKind::FwdWsPersistent, DType::Bf16, 64, 256, 64, 3, 20, 4, Arch::Sm90a));
 }
