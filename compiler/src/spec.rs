@@ -20,9 +20,10 @@ pub enum KernelKind {
     /// mbarrier, with no CTA-wide barrier; setmaxnreg moves registers from the producer to the consumers.
     /// The default forward on sm_90a (`KernelSpec::forward_kind`).
     FwdWs,
-    /// fwd_ws made persistent (sm_90a only; same ABI and tiles, ping-pong only): one program per SM takes
-    /// the tiles (head, BLOCK_M rows) c, c + programs, ...; causal ones in L2-sized groups of heads, each
-    /// group's heaviest first. The short-sequence forward at HEAD_DIM 64. Its producer runs on
+    /// fwd_ws made persistent (sm_90a only; fwd_ws's ABI plus a tile counter, same tiles, ping-pong only):
+    /// one program per SM takes tile (head, BLOCK_M rows) c, then the next one a global counter hands out;
+    /// causal tiles in L2-sized groups of heads, each group's heaviest first. The forward at HEAD_DIM 64 up
+    /// to 4096 tokens. Its producer runs on
     /// across tiles, so the K/V ring never drains, and Q has two buffers, so the next tile's Q loads while
     /// this one finishes: a tile's prologue and epilogue hide under the other tiles' products, which is what
     /// the short sequences lose (at N = 1024 a tile runs 8 K/V blocks).
@@ -971,8 +972,8 @@ impl KernelSpec {
     /// The default set that `flashgen emit --defaults` generates: for sm_80 and sm_90a, bf16 and fp16,
     /// HEAD_DIM 64 and 128, STAGE 1 and 3: the default forward and the default backward kernels (on sm_90a
     /// the wgmma kinds; with fwd_ws, also its fwd_wgmma fallback, and the short- and medium-length forwards
-    /// (1024 and 4096 tokens) where they differ; and the fused backwards, which FLASHGEN_BACKWARD=fused or fused-atomic selects, and the default
-    /// takes at HEAD_DIM 128 from 1024 tokens).
+    /// (1024 and 4096 tokens) where they differ; and the fused backwards, which FLASHGEN_BACKWARD=fused or
+    /// fused-atomic selects, and the default takes at HEAD_DIM 128 from 1024 tokens).
     pub fn default_set() -> Vec<KernelSpec> {
         let mut out = Vec::new();
         for arch in [Arch::Sm80, Arch::Sm90a] {

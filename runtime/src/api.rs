@@ -372,11 +372,12 @@ impl Flash {
             _ => (*spec, None),
         };
         let kernel = self.kernel(&spec)?;
-        let mut counter = self.tile_counter.lock().unwrap_or_else(|e| e.into_inner());
-        if spec.kind().persistent() && counter.is_none() {
-            *counter = Some(self.gpu.stream.alloc_zeros::<u32>(2)?);
+        // the persistent kernel's tile counter, made on its first launch (other kinds take no lock)
+        let mut counter = spec.kind().persistent().then(|| self.tile_counter.lock().unwrap_or_else(|e| e.into_inner()));
+        if let Some(slot) = counter.as_deref_mut().filter(|c| c.is_none()) {
+            *slot = Some(self.gpu.stream.alloc_zeros::<u32>(2)?);
         }
-        let tile_counter = counter.as_ref().filter(|_| spec.kind().persistent());
+        let tile_counter = counter.as_deref().and_then(Option::as_ref);
         kernel.launch(&self.gpu, ForwardArgs { q: q_in, k: k_in, v: v_in, o: (&mut o.data, o.layout), m, sm_scale, maps, tile_counter })
     }
 
