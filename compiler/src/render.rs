@@ -143,6 +143,8 @@ struct KernelConstants {
     CONSUMERS: u32,
     /// fwd_ws with 3+ stages: consumers take turns issuing (ping-pong), P·V of block j-1 with S_j.
     PINGPONG: bool,
+    /// The ping-pong tile's S = Q·Kᵀ on wgmma with Q from registers (read once a tile with ldmatrix).
+    Q_RS: bool,
     PANELS: u32,
     BAR_OFF: u32,
     Q_TX: u32,
@@ -247,6 +249,7 @@ impl KernelConstants {
             },
             CONSUMERS: spec.consumer_warpgroups(),
             PINGPONG: spec.ping_pong(),
+            Q_RS: spec.q_from_registers(),
             PANELS: d / 64,
             BAR_OFF: q_bytes + spec.num_stages() * spec.slot_bytes(),
             Q_TX: bm * row_bytes,

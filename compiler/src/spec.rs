@@ -497,6 +497,13 @@ impl KernelSpec {
         self.0.kind.warp_specialized_forward() && self.0.num_stages >= 3
     }
 
+    /// The ping-pong tile computes S = Q·Kᵀ with Q's fragments in registers (wgmma RS, read once a tile)
+    /// rather than from shared memory: the product then reads only K there, a third less at BLOCK_N 64.
+    /// Two consumers only: with 3-4 (160 / 112 registers) Q's HEAD_DIM / 4 registers make ptxas spill.
+    pub fn q_from_registers(&self) -> bool {
+        self.ping_pong() && self.consumer_warpgroups() == 2
+    }
+
     /// Consumer warpgroups of a warp-specialized kernel (fwd_ws's consumers, the fused backward's MMA
     /// warpgroups; 0 for the others).
     pub fn consumer_warpgroups(&self) -> u32 {
