@@ -3,7 +3,9 @@
 # (the branch) and, when carried, B's GPU tests (.carry/gpu_test_b.xz). B's correctness first: GPU tests,
 # forward quick suite, memcheck over MEMCHECK_FILTER (default fwd_ws); then the forward defaults A B A B
 # (BENCH_D, BENCH_N, --timing do-bench), then the anchors' Triton (and IMPLS) forwards on the same timer
-# (bench/anchor_timing.py). Logs in $OUT/logs.tgz; a table of A, B and Triton per row last.
+# (bench/anchor_timing.py; IMPLS=none skips them). With CFG ("[ws:|wsp:]bm,bn,warps,stages;..."), those configs
+# too, at CFG_D / CFG_N, A B A B. Logs in $OUT/logs.tgz; a table of A, B and Triton per row last, then the
+# configs' rows.
 set -u -o pipefail
 source bench/device_common.sh
 BB=$BIN/flashgen_b; mkdir -p $OUT/logs; L=$OUT/logs
@@ -15,7 +17,10 @@ timeout 120 compute-sanitizer --tool memcheck $BB check --quick --forward-only -
 for r in 1 2; do for v in a b; do bin=$B; [ $v = b ] && bin=$BB
   timeout 100 $bin bench --d ${BENCH_D:-64,128} --n ${BENCH_N:-1024,4096,16384} --timing do-bench --json $OUT/$v$r.jsonl > $L/$v$r.log 2>&1; echo "bench $v$r rc=$?"
 done; done
-PYTHONUNBUFFERED=1 OUT=$OUT ANCHOR_D=${BENCH_D:-64,128} ANCHOR_N=${BENCH_N:-1024,4096,16384} IMPLS=${IMPLS:-triton-seed-fa2} timeout 200 python3 bench/anchor_timing.py > $L/anchor_timing.log 2>&1; echo "anchors rc=$?"
+if [ -n "${CFG:-}" ]; then for r in 1 2; do for v in a b; do bin=$B; [ $v = b ] && bin=$BB
+  timeout 100 $bin bench --d ${CFG_D:-128} --n ${CFG_N:-1024,4096} --configs "$CFG" --timing do-bench --json $OUT/cfg_$v$r.jsonl > $L/cfg_$v$r.log 2>&1; echo "configs $v$r rc=$?"
+done; done; fi
+[ "${IMPLS:-}" != none ] && PYTHONUNBUFFERED=1 OUT=$OUT ANCHOR_D=${BENCH_D:-64,128} ANCHOR_N=${BENCH_N:-1024,4096,16384} IMPLS=${IMPLS:-triton-seed-fa2} timeout 200 python3 bench/anchor_timing.py > $L/anchor_timing.log 2>&1; echo "anchors rc=$?"
 tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
 python3 - "$OUT" <<'PY'
 import json, sys, collections
@@ -36,4 +41,12 @@ for (d, n, c), x in sorted(t.items()):
     g = lambda k: x.get(k, float("nan"))
     b = (g('b1') + g('b2')) / 2
     print(f"{d:3} {n:5} {c} | {g('a1'):5.1f} {g('b1'):5.1f} {g('a2'):5.1f} {g('b2'):5.1f} | {g('tri'):5.1f} | {b / ((g('a1') + g('a2')) / 2):.3f} | {b / g('tri'):.3f}")
+cf = collections.defaultdict(dict)
+for tag in ("a1", "b1", "a2", "b2"):
+    try:
+        for l in open(f"{out}/cfg_{tag}.jsonl"):
+            r = json.loads(l); cf[(r["D"], r["N"], int(r["causal"]), r["config"])][tag] = r["tflops"]
+    except FileNotFoundError: pass
+for (d, n, c, cfg), x in sorted(cf.items()):
+    print(f"{d:3} {n:5} {c} {cfg:18} " + " ".join(f"{x.get(k, float('nan')):5.1f}" for k in ("a1", "b1", "a2", "b2")))
 PY

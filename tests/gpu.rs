@@ -185,7 +185,8 @@ fn persistent_forward_is_fwd_ws_bit_for_bit() {
         let tiles: &[(u32, u32, u32, u32)] = match (d, causal) {
             (64, false) => &[(256, 64, 20, 6), (192, 128, 16, 4)],
             (64, true) => &[(128, 128, 12, 4), (192, 128, 16, 4)],
-            _ => &[(128, 64, 12, 3)],
+            // 128×128: Q from registers, one Q buffer (two would not fit beside three 128-row K/V slots)
+            _ => &[(128, 64, 12, 3), (128, 128, 12, 3)],
         };
         for &(block_m, block_n, num_warps, num_stages) in tiles {
             let p = SpecParams { kind: KernelKind::FwdWsPersistent, dtype: DType::Bf16, head_dim: d as u32, block_m, block_n, stage: if causal { 3 } else { 1 }, num_warps, num_stages, arch: f.gpu.arch };

@@ -113,9 +113,10 @@ fn default_set_is_complete_and_names_are_unique() {
     // second forward per dtype, head dim and stage: fwd_ws's fwd_wgmma fallback (HEAD_DIM 128), which at
     // HEAD_DIM 64 is also the non-causal short-sequence forward's; the persistent short-sequence forward at
     // HEAD_DIM 64 and, causal, its own fallback (fwd_wgmma on its 128×128 tiles); the persistent medium-length
-    // forward (4096 tokens) at HEAD_DIM 64, whose fallback is fwd_wgmma's default; and on sm_90a the fused
-    // backwards (bwd_fused and bwd_fused_atomic, and causal bwd_fused_up)
-    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 + 2 + 2 * 2 + 2 * 2 * 2 * 2 + 2 * 2);
+    // forward (4096 tokens) at HEAD_DIM 64, whose fallback is fwd_wgmma's default; the persistent
+    // short-sequence forward at HEAD_DIM 128 (fwd_ws's tiles: its fallback is fwd_ws's); and on sm_90a the
+    // fused backwards (bwd_fused and bwd_fused_atomic, and causal bwd_fused_up)
+    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 + 2 + 2 * 2 + 2 * 2 * 2 * 2 + 2 * 2 + 2 * 2);
     for kind in KernelKind::ALL {
         // sm_80 gets the mma.sync kinds, sm_90a the wgmma ones; both get the preprocess
         let arch = if kind.uses_wgmma() { Arch::Sm90a } else { Arch::Sm80 };
@@ -324,12 +325,20 @@ fn warp_specialized_forward_has_a_producer_and_two_or_three_consumers() {
     assert_eq!((four.consumer_warpgroups(), r4.launch, r4.producer, r4.consumer), (4, 96, 24, 112));
     assert!(r4.launch * four.threads() >= 128 * r4.producer + 128 * 4 * r4.consumer && r4.launch * four.threads() <= 65536);
     assert!(e(SpecParams { head_dim: 64, block_m: 256, block_n: 128, num_warps: 20, num_stages: 4, ..p }).contains("exceed the 112 that setmaxnreg gives each of 4 consumer warpgroups"));
-    // the persistent form: the same rules, two Q buffers and their empty barriers, and ping-pong only
+    // the persistent form: the same rules, Q full and empty barriers for two Q buffers, and ping-pong only;
+    // two consumers read Q into registers at a tile's start, so one Q buffer holds the next tile's Q
     let wsp = SpecParams { kind: KernelKind::FwdWsPersistent, block_n: 64, num_stages: 3, ..p };
     let persistent = KernelSpec::new(wsp).unwrap();
+    assert!(persistent.q_from_registers() && persistent.q_buffers() == 1);
     // (and two published tiles of two words each)
-    assert_eq!(persistent.shared_memory_bytes(), 2 * 128 * 256 + 3 * 2 * 64 * 256 + 1024 + 8 * (4 + 2 + 2 * 3));
-    assert!(e(SpecParams { block_n: 128, ..wsp }).contains("2 × Q 128×128 + num_stages=3 × K/V 128×128"));
+    assert_eq!(persistent.shared_memory_bytes(), 128 * 256 + 3 * 2 * 64 * 256 + 1024 + 8 * (4 + 2 + 2 * 3));
+    // so fwd_ws's 128×128 tiles with three K/V slots fit at HEAD_DIM 128, four do not
+    assert!(KernelSpec::new(SpecParams { block_n: 128, ..wsp }).is_ok());
+    assert!(e(SpecParams { block_n: 128, num_stages: 4, ..wsp }).contains("1 × Q 128×128 + num_stages=4 × K/V 128×128"));
+    // three or four consumers read Q through shared memory (their registers cannot hold it): two buffers
+    let three = KernelSpec::new(SpecParams { head_dim: 64, block_m: 192, block_n: 128, num_warps: 16, num_stages: 4, ..wsp }).unwrap();
+    assert!(!three.q_from_registers() && three.q_buffers() == 2);
+    assert_eq!(three.shared_memory_bytes(), 2 * 192 * 128 + 4 * 2 * 128 * 128 + 1024 + 8 * (4 + 2 + 2 * 4));
     // its consumers read their tile from shared memory: the same register estimate as fwd_ws, causal or not
     let d64 = SpecParams { head_dim: 64, block_m: 192, block_n: 128, num_warps: 16, num_stages: 4, ..wsp };
     let plain = KernelSpec::new(SpecParams { kind: KernelKind::FwdWs, ..d64 }).unwrap();
@@ -372,7 +381,13 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
         } else {
             assert_eq!(fallback, KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::F16, 64, causal).unwrap());
         }
-        assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 128, causal, 1).unwrap().kind(), KernelKind::FwdWs);
+        // HEAD_DIM 128 up to 2048 tokens: the persistent kernel on fwd_ws's tiles, Q from registers, one Q buffer
+        let d128_short = KernelSpec::default_forward(Arch::Sm90a, DType::F16, 128, causal, 2048).unwrap();
+        assert_eq!(d128_short, KernelSpec::new(SpecParams { kind: KernelKind::FwdWsPersistent, dtype: DType::F16, ..*d128.params() }).unwrap());
+        assert!(d128_short.q_from_registers() && d128_short.q_buffers() == 1);
+        assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 128, causal, 1).unwrap(), d128_short);
+        assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 128, causal, 2049).unwrap().kind(), KernelKind::FwdWs);
+        assert_eq!(d128_short.without_warp_specialization(), KernelSpec::default_for(Arch::Sm90a, DType::F16, 128, causal).unwrap().without_warp_specialization());
         // its fallback (192 rows do not fit fwd_wgmma's 8 warps) is fwd_wgmma's default
         assert_eq!(long.without_warp_specialization(), KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::F16, 64, causal).unwrap());
         assert_eq!(KernelSpec::default_for(Arch::Sm80, DType::Bf16, 128, causal).unwrap().kind(), KernelKind::Fwd);

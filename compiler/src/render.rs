@@ -145,6 +145,8 @@ struct KernelConstants {
     PINGPONG: bool,
     /// The ping-pong tile's S = Q·Kᵀ on wgmma with Q from registers (read once a tile with ldmatrix).
     Q_RS: bool,
+    /// The forward's Q buffers (`KernelSpec::q_buffers`: 1 or 2).
+    Q_BUFS: u32,
     PANELS: u32,
     BAR_OFF: u32,
     Q_TX: u32,
@@ -168,8 +170,8 @@ impl KernelConstants {
         let (br, bs) = (spec.resident_rows(), spec.streamed_rows());
         // bwd_fused: the dSᵀ tile, the dQ staging buffers and the ring's mbarriers after K, V and the ring
         let fused = spec.fused_layout();
-        // the forward's Q tile (BLOCK_M rows), double-buffered by a persistent kernel
-        let q_bytes = if spec.kind().persistent() { 2 } else { 1 } * bm * row_bytes;
+        // the forward's Q tile (BLOCK_M rows), double-buffered by a persistent kernel that reads Q through shared memory
+        let q_bytes = spec.q_buffers() * bm * row_bytes;
         KernelConstants {
             name: spec.name(),
             dtype: spec.dtype().name(),
@@ -250,6 +252,7 @@ impl KernelConstants {
             CONSUMERS: spec.consumer_warpgroups(),
             PINGPONG: spec.ping_pong(),
             Q_RS: spec.q_from_registers(),
+            Q_BUFS: spec.q_buffers(),
             PANELS: d / 64,
             BAR_OFF: q_bytes + spec.num_stages() * spec.slot_bytes(),
             Q_TX: bm * row_bytes,

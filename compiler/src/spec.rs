@@ -504,6 +504,17 @@ impl KernelSpec {
         self.ping_pong() && self.consumer_warpgroups() == 2
     }
 
+    /// The forward's Q buffers in shared memory: a persistent kernel loads the next tile's Q during the
+    /// current tile, into a second buffer, or into the one buffer once the consumers have read their Q
+    /// into registers (`q_from_registers`: they release it at the tile's start). 1 otherwise.
+    pub fn q_buffers(&self) -> u32 {
+        if self.0.kind.persistent() && !self.q_from_registers() {
+            2
+        } else {
+            1
+        }
+    }
+
     /// Consumer warpgroups of a warp-specialized kernel (fwd_ws's consumers, the fused backward's MMA
     /// warpgroups; 0 for the others).
     pub fn consumer_warpgroups(&self) -> u32 {
@@ -622,8 +633,8 @@ impl KernelSpec {
         if self.0.kind.warp_specialized_forward() {
             // and the mbarriers: Q full (persistent: full and empty per Q buffer), then K/V full and empty per slot
             // (persistent: and the two tiles the producer publishes to the consumers, two words each)
-            let (q_buffers, q_barriers) = if self.0.kind.persistent() { (2, 4 + 2) } else { (1, 1) };
-            q_buffers * resident + ns * slot.next_multiple_of(1024) + 1024 + 8 * (q_barriers + 2 * ns)
+            let q_barriers = if self.0.kind.persistent() { 4 + 2 } else { 1 };
+            self.q_buffers() * resident + ns * slot.next_multiple_of(1024) + 1024 + 8 * (q_barriers + 2 * ns)
         } else if self.0.kind.fuses_dq() {
             // and the 1 KB the kernel aligns its tile base with
             self.fused_layout().end + 1024
@@ -686,7 +697,7 @@ impl KernelSpec {
     fn shared_memory_layout(&self) -> String {
         let (d, res, strm, ns) = (self.0.head_dim, self.resident_rows(), self.streamed_rows(), self.0.num_stages);
         match self.0.kind.role() {
-            KernelKind::Fwd if self.0.kind.persistent() => format!("2 × Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
+            KernelKind::Fwd if self.0.kind.persistent() => format!("{} × Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}", self.q_buffers()),
             KernelKind::Fwd => format!("Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
             KernelKind::BwdDq => format!("Q and dO {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
             KernelKind::BwdDkdv if self.0.kind.fuses_dq() => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm}) + dSᵀ {res}×{strm} + dQ staging 2 × 64×{d} f32"),
@@ -790,11 +801,15 @@ impl KernelSpec {
     /// several left): non-causal at N = 1024 448-455 TFLOP/s on 256-row tiles against fwd_ws's 393-401;
     /// causal on 128-row tiles in L2-sized head groups 319 / 388 at 1024 / 2048 against 283 / 331 before
     /// (fwd_wgmma, then 256-row tiles) and fwd_ws's 245 / 349 (persistent-w20, persistent-landed,
-    /// persistent-l2); at 4096 see `forward_tiles`; elsewhere fwd.
+    /// persistent-l2); at 4096 see `forward_tiles`; and at HEAD_DIM 128 up to 2048 tokens, on fwd_ws's own
+    /// 128×128 tiles (which fit once Q is read into registers and needs one buffer): 1.056 / 1.026× fwd_ws
+    /// at 1024 (non-causal / causal), 1.029 / 1.017× at 2048, in alternating order (order-ab); at 4096
+    /// +1% non-causal, causal within the call's drift (qbufs-ab). Elsewhere fwd.
     pub fn forward_kind(arch: Arch, head_dim: u32, _causal: bool, n_ctx: usize) -> KernelKind {
         match (arch.has_wgmma(), head_dim) {
             (false, _) => KernelKind::Fwd,
             (true, 64) if n_ctx <= 4096 => KernelKind::FwdWsPersistent,
+            (true, 128) if n_ctx <= 2048 => KernelKind::FwdWsPersistent,
             (true, _) => KernelKind::FwdWs,
         }
     }
@@ -830,8 +845,9 @@ impl KernelSpec {
             (KernelKind::FwdWsPersistent, 64) if n_ctx <= 1024 => (256, 64, 20, 6),
             (KernelKind::FwdWsPersistent, 64) => (192, 128, 16, 4),
             (KernelKind::FwdWs, _) => (128, 128, 12, 3),
-            // two Q buffers and three 128-row K/V slots would exceed shared memory at HEAD_DIM 128
-            (KernelKind::FwdWsPersistent, _) => (128, 64, 12, 3),
+            // fwd_ws's tiles: with Q in registers one Q buffer is enough, and three 128-row K/V slots fit
+            // beside it (two Q buffers would not); 128×64 was 0.88-0.99× fwd_ws (sweep-v1)
+            (KernelKind::FwdWsPersistent, _) => (128, 128, 12, 3),
             (_, 64) => (128, 64, 4, 3),
             _ if causal || small_smem => (128, 32, 4, 3),
             _ => (256, 32, 8, 3),
