@@ -23,10 +23,10 @@ pub enum KernelKind {
     /// fwd_ws made persistent (sm_90a only; fwd_ws's ABI plus a tile counter, same tiles, ping-pong only):
     /// one program per SM takes tile (head, BLOCK_M rows) c, then the next one a global counter hands out;
     /// causal tiles in L2-sized groups of heads, each group's heaviest first. The forward at HEAD_DIM 64 up
-    /// to 4096 tokens. Its producer runs on
-    /// across tiles, so the K/V ring never drains, and Q has two buffers, so the next tile's Q loads while
-    /// this one finishes: a tile's prologue and epilogue hide under the other tiles' products, which is what
-    /// the short sequences lose (at N = 1024 a tile runs 8 K/V blocks).
+    /// to 4096 tokens and at 128 up to 2048. Its producer runs on across tiles, so the K/V ring never
+    /// drains, and the next tile's Q loads while this one runs (`KernelSpec::q_buffers`): a tile's prologue
+    /// and epilogue hide under the other tiles' products, which is what the short sequences lose (at N =
+    /// 1024 a tile runs 8 K/V blocks).
     FwdWsPersistent,
     /// Backward preprocess: Δ_i = rowsum(dO_i ⊙ O_i) in f32.
     BwdPre,
