@@ -4,11 +4,13 @@
 # forward quick suite, memcheck over MEMCHECK_FILTER (default fwd_ws); then the forward defaults A B A B
 # (BENCH_D, BENCH_N, --timing do-bench), then the anchors' Triton (and IMPLS) forwards on the same timer
 # (bench/anchor_timing.py; IMPLS=none skips them). With CFG ("[ws:|wsp:]bm,bn,warps,stages;..."), those configs
-# too, at CFG_D / CFG_N, A B A B. Logs in $OUT/logs.tgz; a table of A, B and Triton per row last, then the
+# too, at CFG_D / CFG_N, A B A B (with ONLY_CFG=1 only those). Logs in $OUT/logs.tgz; a table of A, B and Triton per row last, then the
 # configs' rows.
 set -u -o pipefail
 source bench/device_common.sh
 BB=$BIN/flashgen_b; mkdir -p $OUT/logs; L=$OUT/logs
+# ONLY_CFG=1: the CFG configs A B A B and nothing else (no checks, no defaults, no anchors)
+if [ "${ONLY_CFG:-0}" != 1 ]; then
 if [ -x $BIN/gpu_test_b ]; then
   timeout 120 $BIN/gpu_test_b --ignored > $L/gpu_tests_b.log 2>&1; echo "B gpu tests rc=$?"; grep -E "test result|FAILED|panicked" $L/gpu_tests_b.log | head -5
 fi
@@ -17,10 +19,11 @@ timeout 120 compute-sanitizer --tool memcheck $BB check --quick --forward-only -
 for r in 1 2; do for v in a b; do bin=$B; [ $v = b ] && bin=$BB
   timeout 100 $bin bench --d ${BENCH_D:-64,128} --n ${BENCH_N:-1024,4096,16384} --timing do-bench --json $OUT/$v$r.jsonl > $L/$v$r.log 2>&1; echo "bench $v$r rc=$?"
 done; done
+fi
 if [ -n "${CFG:-}" ]; then for r in 1 2; do for v in a b; do bin=$B; [ $v = b ] && bin=$BB
   timeout 100 $bin bench --d ${CFG_D:-128} --n ${CFG_N:-1024,4096} --configs "$CFG" --timing do-bench --json $OUT/cfg_$v$r.jsonl > $L/cfg_$v$r.log 2>&1; echo "configs $v$r rc=$?"
 done; done; fi
-[ "${IMPLS:-}" != none ] && PYTHONUNBUFFERED=1 OUT=$OUT ANCHOR_D=${BENCH_D:-64,128} ANCHOR_N=${BENCH_N:-1024,4096,16384} IMPLS=${IMPLS:-triton-seed-fa2} timeout 200 python3 bench/anchor_timing.py > $L/anchor_timing.log 2>&1; echo "anchors rc=$?"
+[ "${IMPLS:-}" != none ] && [ "${ONLY_CFG:-0}" != 1 ] && PYTHONUNBUFFERED=1 OUT=$OUT ANCHOR_D=${BENCH_D:-64,128} ANCHOR_N=${BENCH_N:-1024,4096,16384} IMPLS=${IMPLS:-triton-seed-fa2} timeout 200 python3 bench/anchor_timing.py > $L/anchor_timing.log 2>&1; echo "anchors rc=$?"
 tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
 python3 - "$OUT" <<'PY'
 import json, sys, collections

@@ -217,7 +217,8 @@ fn wgmma_kernels_are_hgmma_in_sass() {
 /// The warp-specialized forward (fwd_ws and fwd_ws_persistent) over its whole autotuning space: assembles clean at the launch
 /// register count setmaxnreg needs, and its SASS has the TMA loads, the register hand-over, the mbarrier
 /// waits and arrivals, HGMMA for every product (the ping-pong variant issues P·V of the previous block in
-/// each turn: S once before the loop, the last P·V after it; with two consumers S takes Q from registers)
+/// each turn: S once before the loop, the last P·V after it; with two consumers S takes Q from registers;
+/// rescaling lazily, one warp vote in the loop)
 /// and no local memory.
 #[test]
 fn warp_specialized_forward_assembles_with_tma_and_setmaxnreg() {
@@ -252,6 +253,8 @@ fn warp_specialized_forward_assembles_with_tma_and_setmaxnreg() {
         // Q·Kᵀ with A from registers ("HGMMA… R24, R88, gdesc[…]", K-major B: no .tnspB, unlike P·V's)
         let q_rs = text.lines().filter(|l| l.contains("HGMMA.64x") && !l.contains("tnspB") && l.split("gdesc").next().is_some_and(|a| a.contains(", R"))).count() as u32;
         assert_eq!(q_rs, if spec.q_from_registers() { 2 * k16_s } else { 0 }, "{}: Q·Kᵀ HGMMAs with Q from registers", spec.name());
+        // lazy rescaling: the warp's vote on whether any row's max grew (one, in the K/V loop)
+        assert_eq!(count("VOTE.ANY"), spec.lazy_rescale() as u32, "{}: lazy rescaling's vote", spec.name());
         assert!(count("UTMALDG.4D") >= 2, "{}: TMA loads", spec.name());
         assert!(count("USETMAXREG.DEALLOC") == 1 && count("USETMAXREG.TRY_ALLOC") == 1, "{}: setmaxnreg", spec.name());
         assert!(count("SYNCS.PHASECHK") >= 2 && count("SYNCS.ARRIVE") >= 2, "{}: mbarriers", spec.name());

@@ -1,7 +1,7 @@
 //! The kernels' tiled algorithm on the CPU (f32, base-2 online softmax, the stage split) against naive
 //! f64 attention, on random inputs and lengths that are not multiples of the blocks.
 
-use flashgen::reference::{block_range, naive_f64, relative_error, tiled_f32, Shape, SplitMix};
+use flashgen::reference::{block_range, naive_f64, ramp_keys, relative_error, tiled_f32, LazyRescale, Shape, SplitMix};
 
 #[test]
 fn tiled_algorithm_matches_f64_attention() {
@@ -13,7 +13,7 @@ fn tiled_algorithm_matches_f64_attention() {
                 let s = Shape { z: 2, h: 1, n, d };
                 let (q, k, v) = (rng.vec(s.len()), rng.vec(s.len()), rng.vec(s.len()));
                 let scale = 1.0 / (d as f32).sqrt() * 2.0;
-                let t = tiled_f32(&q, &k, &v, s, causal, scale, bm, bn);
+                let t = tiled_f32(&q, &k, &v, s, causal, scale, bm, bn, None);
                 let r = naive_f64(&q, &k, &v, s, causal, scale as f64);
                 let (eo, em) = (relative_error(&t.o, &r.o), relative_error(&t.m, &r.m));
                 assert!(eo <= 1e-5 && em <= 1e-5, "N={n} D={d} BM={bm} BN={bn} causal={causal}: O {eo:.2e} M {em:.2e}");
@@ -22,6 +22,37 @@ fn tiled_algorithm_matches_f64_attention() {
         }
     }
     assert_eq!(cases, 60);
+}
+
+/// The ping-pong forward's lazy rescaling: on ordinary scores it keeps m_i (its results differ from the eager
+/// update's, so the skip was taken) and is as exact; on keys growing 100× along the sequence it must update,
+/// and does: the same threshold never updating (infinite) overflows there.
+#[test]
+fn lazy_rescaling_matches_f64_attention_and_updates_when_scores_grow() {
+    let lazy = LazyRescale { rows_per_vote: 16, log2_threshold: 8.0 };
+    let never = LazyRescale { rows_per_vote: 16, log2_threshold: f32::INFINITY };
+    let mut rng = SplitMix(7);
+    for &(n, d, bm, bn) in &[(1000usize, 64usize, 128usize, 64usize), (333, 128, 128, 128), (513, 64, 192, 128)] {
+        for causal in [false, true] {
+            let s = Shape { z: 1, h: 2, n, d };
+            let normal = |rng: &mut SplitMix| (0..s.len()).map(|_| rng.normal()).collect::<Vec<f32>>();
+            let (q, mut k, v) = (normal(&mut rng), normal(&mut rng), normal(&mut rng));
+            let scale = 1.0 / (d as f32).sqrt();
+            let case = format!("N={n} D={d} {bm}x{bn} causal={causal}");
+            let r = naive_f64(&q, &k, &v, s, causal, scale as f64);
+            let eager = tiled_f32(&q, &k, &v, s, causal, scale, bm, bn, None);
+            let t = tiled_f32(&q, &k, &v, s, causal, scale, bm, bn, Some(lazy));
+            assert!(relative_error(&t.o, &r.o) <= 1e-5 && relative_error(&t.m, &r.m) <= 1e-5, "{case}: lazy on normal scores");
+            assert_ne!(t.o, eager.o, "{case}: the lazy update was never skipped");
+            ramp_keys(&mut k, s, 100.0);
+            let r = naive_f64(&q, &k, &v, s, causal, scale as f64);
+            let t = tiled_f32(&q, &k, &v, s, causal, scale, bm, bn, Some(lazy));
+            let (eo, em) = (relative_error(&t.o, &r.o), relative_error(&t.m, &r.m));
+            assert!(eo <= 1e-4 && em <= 1e-5, "{case}: lazy on growing keys: O {eo:.2e} M {em:.2e}");
+            let stale = tiled_f32(&q, &k, &v, s, causal, scale, bm, bn, Some(never));
+            assert!(relative_error(&stale.o, &r.o) > 1.0, "{case}: growing keys do not force an update");
+        }
+    }
 }
 
 #[test]

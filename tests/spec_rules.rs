@@ -345,6 +345,13 @@ fn warp_specialized_forward_has_a_producer_and_two_or_three_consumers() {
     assert_eq!(KernelSpec::new(d64).unwrap().register_estimate(), plain.register_estimate());
     assert!(e(SpecParams { num_stages: 2, ..wsp }).contains("fwd_ws_persistent: num_stages=2: the persistent kernel runs the ping-pong schedule"));
     assert_eq!(persistent.registers(), KernelSpec::new(SpecParams { kind: KernelKind::FwdWs, ..wsp }).unwrap().registers());
+    // lazy rescaling: the ping-pong tile at HEAD_DIM 128 and on three or four consumers; not on two
+    // consumers at 64 (measured slower there), nor without ping-pong (two stages)
+    assert!(persistent.lazy_rescale() && three.lazy_rescale());
+    let two_at_64 = KernelSpec::new(SpecParams { head_dim: 64, block_n: 128, num_stages: 4, ..wsp }).unwrap();
+    assert!(two_at_64.consumer_warpgroups() == 2 && !two_at_64.lazy_rescale());
+    let two_stages = KernelSpec::new(SpecParams { kind: KernelKind::FwdWs, num_stages: 2, ..wsp }).unwrap();
+    assert!(!two_stages.ping_pong() && !two_stages.lazy_rescale());
 }
 
 #[test]

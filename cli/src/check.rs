@@ -3,7 +3,7 @@
 //! the CPU f64 reference on fresh random inputs, with poisoned outputs and guard zones.
 
 use clap::Args;
-use flashgen::reference::{naive_f64_row, relative_error, tiled_f32, Shape, SplitMix};
+use flashgen::reference::{naive_f64_row, ramp_keys, relative_error, tiled_f32, Shape, SplitMix};
 use flashgen::{compile, CompileOptions, DType, KernelSpec};
 use flashgen_runtime::tensor::{from_bits, to_bits};
 use flashgen_runtime::{Flash, Gpu, KernelCache, Layout, Tensor};
@@ -80,7 +80,7 @@ fn cpu_algorithm_check(seed: u64) -> Result<(), String> {
     for (n, bm, bn, causal) in [(1, 64, 32, true), (77, 32, 16, true), (130, 64, 128, true), (130, 128, 64, false), (45, 16, 64, false)] {
         let s = Shape { z: 1, h: 2, n, d: 32 };
         let (q, k, v) = (rng.vec(s.len()), rng.vec(s.len()), rng.vec(s.len()));
-        let t = tiled_f32(&q, &k, &v, s, causal, 0.3, bm, bn);
+        let t = tiled_f32(&q, &k, &v, s, causal, 0.3, bm, bn, None);
         let r = flashgen::reference::naive_f64(&q, &k, &v, s, causal, 0.3);
         let e = relative_error(&t.o, &r.o).max(relative_error(&t.m, &r.m));
         worst = worst.max(e);
@@ -157,6 +157,9 @@ struct Case {
     h: usize,
     n: usize,
     bshd: bool,
+    /// Keys growing 100× along the sequence (`ramp_keys`): later blocks raise every row's max, so a lazily
+    /// rescaling kernel must take its update path (normal inputs never do after the first block).
+    ramp: bool,
 }
 
 pub const GUARD: usize = 4096;
@@ -172,7 +175,11 @@ fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<(f64, f64, bool), Stri
     let mut rng = SplitMix(seed);
     // inputs rounded to the kernel's dtype; the reference sees exactly the same values
     let mut gen = || -> Vec<f32> { (0..s.len()).map(|_| from_bits(dtype, to_bits(dtype, rng.normal()))).collect() };
-    let (q, k, v) = (gen(), gen(), gen());
+    let (q, mut k, v) = (gen(), gen(), gen());
+    if c.ramp {
+        ramp_keys(&mut k, s, 100.0);
+        k.iter_mut().for_each(|x| *x = from_bits(dtype, to_bits(dtype, *x)));
+    }
     let scale = 1.0 / (d as f64).sqrt();
     let upload = |x: &[f32]| Tensor::from_f32(gpu, x, dtype, layout).map_err(e);
     let (dq, dk, dv) = (upload(&q)?, upload(&k)?, upload(&v)?);
@@ -355,22 +362,23 @@ fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
     let (mut passed, mut failed) = (0, 0);
     let mut seed = a.seed;
     for spec in &specs {
-        let mut cases: Vec<Case> = lens.iter().map(|&n| Case { spec: *spec, z: 1, h: 2, n, bshd: false }).collect();
-        cases.push(Case { spec: *spec, z: 2, h: 3, n: 333, bshd: true });
+        let mut cases: Vec<Case> = lens.iter().map(|&n| Case { spec: *spec, z: 1, h: 2, n, bshd: false, ramp: false }).collect();
+        cases.push(Case { spec: *spec, z: 2, h: 3, n: 333, bshd: true, ramp: false });
+        cases.push(Case { spec: *spec, z: 1, h: 2, n: 1000, bshd: false, ramp: true });
         if !a.quick {
             // long sequences, Z·H = 1, reference on sampled rows
-            cases.push(Case { spec: *spec, z: 1, h: 1, n: 8191, bshd: false });
-            cases.push(Case { spec: *spec, z: 1, h: 1, n: 16384, bshd: false });
+            cases.push(Case { spec: *spec, z: 1, h: 1, n: 8191, bshd: false, ramp: false });
+            cases.push(Case { spec: *spec, z: 1, h: 1, n: 16384, bshd: false, ramp: false });
         }
-        cases.push(Case { spec: *spec, z: 4, h: 16, n: 200, bshd: false });
+        cases.push(Case { spec: *spec, z: 4, h: 16, n: 200, bshd: false, ramp: false });
         for c in &cases {
             seed = seed.wrapping_add(0x9E37_79B9);
             let (eo, em, guards) = run_case(flash, c, seed)?;
             let ok = eo <= O_TOL && em <= M_TOL && guards;
             if ok { passed += 1 } else { failed += 1 }
             let line = format!(
-                "{{\"kind\":\"check\",\"spec\":\"{}\",\"Z\":{},\"H\":{},\"N\":{},\"layout\":\"{}\",\"rel_err_o\":{:.3e},\"rel_err_m\":{:.3e},\"guards_intact\":{},\"pass\":{}}}",
-                spec.name(), c.z, c.h, c.n, if c.bshd { "bshd" } else { "bhsd" }, eo, em, guards, ok
+                "{{\"kind\":\"check\",\"spec\":\"{}\",\"Z\":{},\"H\":{},\"N\":{},\"layout\":\"{}\",\"keys\":\"{}\",\"rel_err_o\":{:.3e},\"rel_err_m\":{:.3e},\"guards_intact\":{},\"pass\":{}}}",
+                spec.name(), c.z, c.h, c.n, if c.bshd { "bshd" } else { "bhsd" }, if c.ramp { "ramp" } else { "normal" }, eo, em, guards, ok
             );
             if !ok {
                 println!("FAIL {line}");

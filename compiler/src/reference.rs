@@ -83,9 +83,19 @@ pub fn block_range(n_ctx: usize, block_m: usize, block_n: usize, start_m: usize,
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// How the ping-pong forward rescales lazily (`KernelSpec::lazy_rescale`): from the second K/V block on, the
+/// rows of one warp (`rows_per_vote`, 16) keep their m_i unless one of them has a score above
+/// m_i + `log2_threshold`; then all of them update as usual.
+#[derive(Clone, Copy, Debug)]
+pub struct LazyRescale {
+    pub rows_per_vote: usize,
+    pub log2_threshold: f32,
+}
+
 /// The FA2 forward as the kernel computes it, in f32: per (head, query block), loop over K/V blocks with
-/// the online softmax in base 2 (m_i = -inf, l_i = 1.0), acc un-scaled, one division by l_i at the end.
+/// the online softmax in base 2 (m_i = -inf, l_i = 1.0), acc un-scaled, one division by l_i at the end;
+/// with `lazy`, the ping-pong forward's lazy rescaling (`None`: every block updates m_i).
+#[allow(clippy::too_many_arguments)]
 pub fn tiled_f32(
     q: &[f32],
     k: &[f32],
@@ -95,6 +105,7 @@ pub fn tiled_f32(
     sm_scale: f32,
     block_m: usize,
     block_n: usize,
+    lazy: Option<LazyRescale>,
 ) -> Attention<f32> {
     let (n, d) = (s.n, s.d);
     let qk_scale = sm_scale * std::f32::consts::LOG2_E;
@@ -123,9 +134,21 @@ pub fn tiled_f32(
                         };
                     }
                 }
+                let row_max: Vec<f32> =
+                    (0..rows.len()).map(|r| qk[r * block_n..(r + 1) * block_n].iter().copied().fold(f32::NEG_INFINITY, f32::max) * qk_scale).collect();
+                let mut m_new: Vec<f32> = (0..rows.len()).map(|r| m_i[r].max(row_max[r])).collect();
+                if let (Some(lz), true) = (lazy, j > 0) {
+                    // a warp keeps its rows' m_i unless one of them grew past the threshold
+                    for group in (0..rows.len()).step_by(lz.rows_per_vote) {
+                        let members = group..(group + lz.rows_per_vote).min(rows.len());
+                        if !members.clone().any(|r| row_max[r] > m_i[r] + lz.log2_threshold) {
+                            members.for_each(|r| m_new[r] = m_i[r]);
+                        }
+                    }
+                }
                 for r in 0..rows.len() {
                     let row = &mut qk[r * block_n..(r + 1) * block_n];
-                    let m_ij = m_i[r].max(row.iter().copied().fold(f32::NEG_INFINITY, f32::max) * qk_scale);
+                    let m_ij = m_new[r];
                     let alpha = (m_i[r] - m_ij).exp2();
                     let mut rowsum = 0f32;
                     for x in row.iter_mut() {
@@ -155,6 +178,17 @@ pub fn tiled_f32(
         }
     }
     Attention { o, m: m_out }
+}
+
+/// Keys that grow along the sequence: token t's key scaled by 1 + (top − 1)·t/N, so later K/V blocks
+/// raise a row's max far past the first block's (with top = 100, by hundreds in log2 units: exp2 against a
+/// stale m_i overflows even f32). The inputs that make a lazily rescaling kernel take its update path.
+pub fn ramp_keys(k: &mut [f32], s: Shape, top: f32) {
+    for (i, row) in k.chunks_mut(s.d).enumerate() {
+        let t = i % s.n;
+        let f = 1.0 + (top - 1.0) * t as f32 / s.n as f32;
+        row.iter_mut().for_each(|x| *x *= f);
+    }
 }
 
 /// ‖a − b‖ / ‖b‖ over all elements; NaN anywhere in `a` gives infinity (NaN never passes).

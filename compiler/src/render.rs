@@ -91,6 +91,8 @@ struct KernelConstants {
     V_OFF: u32,
     SLOT_BYTES: u32,
     RCP_LN2: String,
+    /// See `spec::LAZY_RESCALE_LOG2`.
+    LAZY_RESCALE_LOG2: u32,
     // ---- the backward kernels: a program owns BR rows (split over warps) and streams blocks of BS rows ----
     BR: u32,
     BS: u32,
@@ -145,6 +147,8 @@ struct KernelConstants {
     PINGPONG: bool,
     /// The ping-pong tile's S = Q·Kᵀ on wgmma with Q from registers (read once a tile with ldmatrix).
     Q_RS: bool,
+    /// The ping-pong tile's lazy rescaling (`KernelSpec::lazy_rescale`).
+    LAZY: bool,
     /// The forward's Q buffers (`KernelSpec::q_buffers`: 1 or 2).
     Q_BUFS: u32,
     PANELS: u32,
@@ -218,6 +222,7 @@ impl KernelConstants {
             V_OFF: bn * row_bytes,
             SLOT_BYTES: spec.slot_bytes(),
             RCP_LN2: rcp_ln2_literal(),
+            LAZY_RESCALE_LOG2: crate::spec::LAZY_RESCALE_LOG2,
             BR: br,
             BS: bs,
             NTS: bs / 8,
@@ -252,6 +257,7 @@ impl KernelConstants {
             CONSUMERS: spec.consumer_warpgroups(),
             PINGPONG: spec.ping_pong(),
             Q_RS: spec.q_from_registers(),
+            LAZY: spec.lazy_rescale(),
             Q_BUFS: spec.q_buffers(),
             PANELS: d / 64,
             BAR_OFF: q_bytes + spec.num_stages() * spec.slot_bytes(),

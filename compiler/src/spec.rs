@@ -139,6 +139,10 @@ pub const WS_NUM_WARPS: [u32; 3] = [12, 16, 20];
 /// The K and V bytes of the heads a persistent causal forward works on at once (fwd_ws_persistent's tile
 /// order): half the H200's 50 MB L2, so a group's K and V stay there while its tiles run.
 pub const L2_GROUP_BYTES: u32 = 24 << 20;
+/// The ping-pong forward's lazy rescaling (FA4's): a row's running max m_i moves only when a block's
+/// max exceeds it by more than this (log2 units), so P stays below 2^8 (exact in bf16/f16's exponent range,
+/// and the fp32 sums have room for it) and in most blocks no row moves and acc·alpha is skipped.
+pub const LAZY_RESCALE_LOG2: u32 = 8;
 /// Threads per block of the fused backward's dQ sum pass (`KernelSpec::dq_sum_entry`; the template's
 /// maxntidx, and the runtime's launch).
 pub const DQ_SUM_THREADS: u32 = 256;
@@ -502,6 +506,15 @@ impl KernelSpec {
     /// Two consumers only: with 3-4 (160 / 112 registers) Q's HEAD_DIM / 4 registers make ptxas spill.
     pub fn q_from_registers(&self) -> bool {
         self.ping_pong() && self.consumer_warpgroups() == 2
+    }
+
+    /// The ping-pong tile rescales lazily (FA4's; `LAZY_RESCALE_LOG2`): a row's m_i moves only when a block
+    /// raises it by more than 2^8, so most blocks skip the quad max's shuffles, alpha's exp2 and acc·alpha.
+    /// Measured against the eager update, A B A B on the anchors' timer (lazy-v2, cfg-ab): +3.6-7.3% at
+    /// HEAD_DIM 128 (two consumers) and +1-10% on three and four consumers at 64, but 0.95-0.98× on two
+    /// consumers at 64 (every 128×128 config at N = 1024 and 2048), so those keep the eager update.
+    pub fn lazy_rescale(&self) -> bool {
+        self.ping_pong() && (self.consumer_warpgroups() >= 3 || self.0.head_dim >= 128)
     }
 
     /// The forward's Q buffers in shared memory: a persistent kernel loads the next tile's Q during the
