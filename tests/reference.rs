@@ -29,8 +29,8 @@ fn tiled_algorithm_matches_f64_attention() {
 /// and does: the same threshold never updating (infinite) overflows there.
 #[test]
 fn lazy_rescaling_matches_f64_attention_and_updates_when_scores_grow() {
-    let lazy = LazyRescale { rows_per_vote: 16, log2_threshold: 8.0 };
-    let never = LazyRescale { rows_per_vote: 16, log2_threshold: f32::INFINITY };
+    let lazy = LazyRescale::KERNEL;
+    let never = LazyRescale { log2_threshold: f32::INFINITY, ..lazy };
     let mut rng = SplitMix(7);
     for &(n, d, bm, bn) in &[(1000usize, 64usize, 128usize, 64usize), (333, 128, 128, 128), (513, 64, 192, 128)] {
         for causal in [false, true] {

@@ -3,7 +3,7 @@
 //! the CPU f64 reference on fresh random inputs, with poisoned outputs and guard zones.
 
 use clap::Args;
-use flashgen::reference::{naive_f64_row, ramp_keys, relative_error, tiled_f32, Shape, SplitMix};
+use flashgen::reference::{naive_f64_row, ramp_keys, relative_error, tiled_f32, LazyRescale, Shape, SplitMix};
 use flashgen::{compile, CompileOptions, DType, KernelSpec};
 use flashgen_runtime::tensor::{from_bits, to_bits};
 use flashgen_runtime::{Flash, Gpu, KernelCache, Layout, Tensor};
@@ -73,19 +73,26 @@ pub fn run(a: &CheckArgs) -> Result<(), String> {
     result
 }
 
-/// The kernels' tiled algorithm (f32) against naive f64 attention, at lengths that are not multiples of the blocks.
+/// The kernels' tiled algorithm (f32) against naive f64 attention, at lengths that are not multiples of the
+/// blocks: with the eager update, and with the ping-pong forward's lazy rescaling on ordinary keys and on keys
+/// growing along the sequence (which force its update path).
 fn cpu_algorithm_check(seed: u64) -> Result<(), String> {
     let mut rng = SplitMix(seed);
     let mut worst = 0f64;
-    for (n, bm, bn, causal) in [(1, 64, 32, true), (77, 32, 16, true), (130, 64, 128, true), (130, 128, 64, false), (45, 16, 64, false)] {
+    for (n, bm, bn, causal) in [(1, 64, 32, true), (77, 32, 16, true), (130, 64, 128, true), (130, 128, 64, false), (45, 16, 64, false), (600, 128, 64, true)] {
         let s = Shape { z: 1, h: 2, n, d: 32 };
         let (q, k, v) = (rng.vec(s.len()), rng.vec(s.len()), rng.vec(s.len()));
-        let t = tiled_f32(&q, &k, &v, s, causal, 0.3, bm, bn, None);
-        let r = flashgen::reference::naive_f64(&q, &k, &v, s, causal, 0.3);
-        let e = relative_error(&t.o, &r.o).max(relative_error(&t.m, &r.m));
-        worst = worst.max(e);
-        if e > 1e-5 {
-            return Err(format!("tiled CPU algorithm differs from f64 attention by {e:.2e} (N={n}, BLOCK_M={bm}, BLOCK_N={bn}, causal={causal})"));
+        let mut ramp = k.clone();
+        ramp_keys(&mut ramp, s, 100.0);
+        for (keys, lazy) in [(&k, None), (&k, Some(LazyRescale::KERNEL)), (&ramp, Some(LazyRescale::KERNEL))] {
+            let t = tiled_f32(&q, keys, &v, s, causal, 0.3, bm, bn, lazy);
+            let r = flashgen::reference::naive_f64(&q, keys, &v, s, causal, 0.3);
+            let e = relative_error(&t.o, &r.o).max(relative_error(&t.m, &r.m));
+            worst = worst.max(e);
+            if e > 1e-5 {
+                let how = if lazy.is_none() { "eager" } else if std::ptr::eq(keys, &ramp) { "lazy, growing keys" } else { "lazy" };
+                return Err(format!("tiled CPU algorithm ({how}) differs from f64 attention by {e:.2e} (N={n}, BLOCK_M={bm}, BLOCK_N={bn}, causal={causal})"));
+            }
         }
     }
     println!("tiled CPU algorithm agrees with f64 attention: worst relative error {worst:.1e}");

@@ -92,6 +92,11 @@ pub struct LazyRescale {
     pub log2_threshold: f32,
 }
 
+impl LazyRescale {
+    /// The kernels' rule: a warp's 16 rows, `spec::LAZY_RESCALE_LOG2`.
+    pub const KERNEL: LazyRescale = LazyRescale { rows_per_vote: 16, log2_threshold: crate::spec::LAZY_RESCALE_LOG2 as f32 };
+}
+
 /// The FA2 forward as the kernel computes it, in f32: per (head, query block), loop over K/V blocks with
 /// the online softmax in base 2 (m_i = -inf, l_i = 1.0), acc un-scaled, one division by l_i at the end;
 /// with `lazy`, the ping-pong forward's lazy rescaling (`None`: every block updates m_i).
