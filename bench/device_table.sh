@@ -2,14 +2,17 @@
 # The whole table on the anchors' own timer (next session's final call): every default, forward and
 # backward, timed like triton.testing.do_bench (`bench --timing do-bench`), then the anchors' whole table
 # (anchor_bench.py, do_bench), then ours again, so each ratio is bracketed by two passes of ours in one call.
-# Expects .carry/flashgen.xz and .carry/anchor_bench.py; CHECK_FILTER adds checks first (below). Under $OUT; a table last (ours min-max / anchor).
+# Expects .carry/flashgen.xz and .carry/anchor_bench.py; CHECK_FILTER adds checks first (below; CHECK_TIMEOUT
+# seconds each, CHECK_ONLY=1 stops after them). Under $OUT; a table last (ours min-max / anchor).
 set -u -o pipefail
 source bench/device_common.sh
 # with CHECK_FILTER (e.g. fwd_ws_persistent): first the forward checks of those defaults at every length and
 # memcheck over their quick suite
 if [ -n "${CHECK_FILTER:-}" ]; then
-  timeout 90 $B check --forward-only --filter $CHECK_FILTER --json $OUT/check.jsonl > $OUT/check.log 2>&1; echo "check $CHECK_FILTER rc=$?"; grep -E "passed, |FAIL" $OUT/check.log | tail -2
-  timeout 90 compute-sanitizer --tool memcheck $B check --quick --forward-only --filter $CHECK_FILTER > $OUT/memcheck.log 2>&1; echo "memcheck rc=$?"; grep -E "passed, |ERROR SUMMARY" $OUT/memcheck.log | tail -2
+  timeout ${CHECK_TIMEOUT:-90} $B check --forward-only --filter $CHECK_FILTER --json $OUT/check.jsonl > $OUT/check.log 2>&1; echo "check $CHECK_FILTER rc=$?"; grep -E "passed, |FAIL" $OUT/check.log | tail -2
+  timeout ${CHECK_TIMEOUT:-90} compute-sanitizer --tool memcheck $B check --quick --forward-only --filter $CHECK_FILTER > $OUT/memcheck.log 2>&1; echo "memcheck rc=$?"; grep -E "passed, |ERROR SUMMARY" $OUT/memcheck.log | tail -2
+  # with CHECK_ONLY=1 the call ends here (the checks of many defaults and the table do not fit one call)
+  [ "${CHECK_ONLY:-0}" = 1 ] && exit 0
 fi
 for p in 1 2; do
   # the second pass only if it can finish inside the call's 600 s (a pass of ours takes ~1-2 min)
