@@ -2,9 +2,10 @@
 # Render-time variants of one build, A/B against main's, in one call (an experiment's script: the variants
 # are environment switches of the B build that a merged build does not have). A = .carry/flashgen.xz,
 # B = .carry/flashgen_b.xz. VARIANTS: "tag:ENV=v,ENV=v;..." (tag a = A with no switches). B's correctness first:
-# the forward checks (CHECK_ARGS, default: fwd_ws*) at every length under CHECK_ENV (the variant with the most emulated exp2),
+# the forward checks (CHECK_ARGS, default: fwd_ws*) at every length under CHECK_ENV (the switches under test),
 # memcheck over the quick suite. Then VARIANTS in ROUNDS rounds (order rotated each round), BENCH_D / BENCH_N,
-# forward defaults on the anchors' timer, each variant with its own kernel cache. A table last.
+# forward defaults on the anchors' timer, each variant with its own kernel cache. Every timed row goes to
+# $OUT/variants.jsonl (tagged "variant" and "round": one file, so the call's few returned files hold them all); a table last.
 set -u -o pipefail
 source bench/device_common.sh
 BB=$BIN/flashgen_b; L=$OUT/logs; mkdir -p $L
@@ -21,14 +22,17 @@ for r in $(seq 1 ${ROUNDS:-2}); do
 done
 tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
 python3 - "$OUT" "$VARIANTS" <<'PY'
-import json, sys, glob, collections
+import json, sys, glob, collections, os
 out, variants = sys.argv[1], sys.argv[2]; tags = [v.split(":")[0] for v in variants.split(";")]
 t = collections.defaultdict(lambda: collections.defaultdict(list))
-for f in glob.glob(f"{out}/*_[0-9]*.jsonl"):
-    tag = f.rsplit("/", 1)[1].rsplit("_", 1)[0]
-    for l in open(f):
-        r = json.loads(l)
-        if r.get("kind") == "fwd" and r["config"] == "default": t[(r["D"], r["N"], int(r["causal"]))][tag].append(r["tflops"])
+with open(f"{out}/variants.jsonl", "w") as merged:
+    for f in sorted(glob.glob(f"{out}/*_[0-9]*.jsonl")):
+        tag, rnd = f.rsplit("/", 1)[1][:-len(".jsonl")].rsplit("_", 1)
+        for l in open(f):
+            r = json.loads(l); r["variant"], r["round"] = tag, int(rnd)
+            merged.write(json.dumps(r) + "\n")
+            if r.get("kind") == "fwd" and r["config"] == "default": t[(r["D"], r["N"], int(r["causal"]))][tag].append(r["tflops"])
+        os.remove(f)
 print("  D     N c | " + " | ".join(f"{x:>13}" for x in tags) + " | (min-max TFLOP/s; ratio of means to a)")
 for k, x in sorted(t.items()):
     a = sum(x["a"]) / len(x["a"]) if x.get("a") else float("nan")
