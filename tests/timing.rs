@@ -1,11 +1,19 @@
 //! Generating one specialization (spec -> PTX, LLVM warm) takes at most 100 ms on the 2-core CI machine.
-//! Virtual machines here swing by 1.5x from one second to the next, so the bound is on the fastest of
-//! several warm runs (what the code costs), and the median is printed beside it. A round of 7 runs (~0.6 s)
-//! can fall wholly inside a slow spell (seen lasting seconds: medians of 130 ms for kernels whose fastest
-//! run is 70), so a spec over the bound gets up to five more rounds, two seconds apart.
+//! Virtual machines here swing by 1.5x, in spells that last from a second to tens of seconds (one
+//! backward kernel read 108 ms, then 72 ms a minute later), so the bound is on the fastest of several warm
+//! runs (what the code costs), and a spec over it is measured again after every other spec has been, up
+//! to three more times: its retries fall tens of seconds apart, outside the spell that slowed it.
 
 use flashgen::{compile, CompileOptions, KernelSpec};
 use std::time::Duration;
+
+/// Seven warm runs of one spec, sorted.
+fn warm_runs(spec: &KernelSpec) -> Vec<Duration> {
+    compile(spec, CompileOptions::default()).unwrap();
+    let mut runs: Vec<Duration> = (0..7).map(|_| compile(spec, CompileOptions::default()).unwrap().timings.total()).collect();
+    runs.sort();
+    runs
+}
 
 #[test]
 fn one_specialization_takes_at_most_100_ms() {
@@ -13,24 +21,25 @@ fn one_specialization_takes_at_most_100_ms() {
         eprintln!("SKIPPED: the 100 ms bound is for optimized builds (run with --release, as .ci/run does)");
         return;
     }
-    for spec in KernelSpec::default_set().into_iter().filter(|s| s.arch() == flashgen::Arch::Sm90a) {
-        let limit = Duration::from_millis(100);
-        compile(&spec, CompileOptions::default()).unwrap();
-        let mut runs: Vec<Duration> = Vec::new();
-        for round in 0..6 {
-            if round > 0 {
-                std::thread::sleep(Duration::from_secs(2));
-            }
-            let mut this: Vec<Duration> = (0..7).map(|_| compile(&spec, CompileOptions::default()).unwrap().timings.total()).collect();
-            this.sort();
-            if runs.is_empty() || this[0] < runs[0] {
-                runs = this;
-            }
-            if runs[0] <= limit {
-                break;
+    let limit = Duration::from_millis(100);
+    let specs: Vec<KernelSpec> = KernelSpec::default_set().into_iter().filter(|s| s.arch() == flashgen::Arch::Sm90a).collect();
+    // the runs with the fastest first run seen for each spec
+    let mut best: Vec<Vec<Duration>> = specs.iter().map(warm_runs).collect();
+    for _ in 0..3 {
+        let over: Vec<usize> = (0..specs.len()).filter(|&i| best[i][0] > limit).collect();
+        if over.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(5));
+        for i in over {
+            let runs = warm_runs(&specs[i]);
+            if runs[0] < best[i][0] {
+                best[i] = runs;
             }
         }
-        let t = compile(&spec, CompileOptions::default()).unwrap().timings;
+    }
+    for (spec, runs) in specs.iter().zip(&best) {
+        let t = compile(spec, CompileOptions::default()).unwrap().timings;
         println!(
             "{:<48} fastest {:>6.1} ms, median {:>6.1} ms (render {:.1}, parse {:.1}, optimize {:.1}, codegen {:.1})",
             spec.name(),
@@ -41,6 +50,8 @@ fn one_specialization_takes_at_most_100_ms() {
             t.llvm.optimize.as_secs_f64() * 1e3,
             t.llvm.codegen.as_secs_f64() * 1e3
         );
-        assert!(runs[0] <= limit, "{} took {:?} at best in six rounds", spec.name(), runs[0]);
+    }
+    for (spec, runs) in specs.iter().zip(&best) {
+        assert!(runs[0] <= limit, "{} took {:?} at best, in four passes over the specs", spec.name(), runs[0]);
     }
 }
