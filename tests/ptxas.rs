@@ -253,8 +253,10 @@ fn warp_specialized_forward_assembles_with_tma_and_setmaxnreg() {
         // Q·Kᵀ with A from registers ("HGMMA… R24, R88, gdesc[…]", K-major B: no .tnspB, unlike P·V's)
         let q_rs = text.lines().filter(|l| l.contains("HGMMA.64x") && !l.contains("tnspB") && l.split("gdesc").next().is_some_and(|a| a.contains(", R"))).count() as u32;
         assert_eq!(q_rs, if spec.q_from_registers() { 2 * k16_s } else { 0 }, "{}: Q·Kᵀ HGMMAs with Q from registers", spec.name());
-        // lazy rescaling: the warp's vote on whether any row's max grew (one, in the K/V loop)
-        assert_eq!(count("VOTE.ANY"), spec.lazy_rescale() as u32, "{}: lazy rescaling's vote", spec.name());
+        // the warp's votes: lazy rescaling's on whether any row's max grew (one, in the K/V loop), the half
+        // block softmax's on whether any row reaches the second half (two: the first block's mask, the loop's)
+        let votes = spec.lazy_rescale() as u32 + 2 * spec.half_block_softmax() as u32;
+        assert_eq!(count("VOTE.ANY"), votes, "{}: the warp's votes (lazy rescaling, half block softmax)", spec.name());
         assert!(count("UTMALDG.4D") >= 2, "{}: TMA loads", spec.name());
         assert!(count("USETMAXREG.DEALLOC") == 1 && count("USETMAXREG.TRY_ALLOC") == 1, "{}: setmaxnreg", spec.name());
         assert!(count("SYNCS.PHASECHK") >= 2 && count("SYNCS.ARRIVE") >= 2, "{}: mbarriers", spec.name());

@@ -149,6 +149,8 @@ struct KernelConstants {
     Q_RS: bool,
     /// The ping-pong tile's lazy rescaling (`KernelSpec::lazy_rescale`).
     LAZY: bool,
+    /// The causal eager softmax on half of a masked block (`KernelSpec::half_block_softmax`).
+    HALF: bool,
     /// The forward's Q buffers (`KernelSpec::q_buffers`: 1 or 2).
     Q_BUFS: u32,
     PANELS: u32,
@@ -258,6 +260,7 @@ impl KernelConstants {
             PINGPONG: spec.ping_pong(),
             Q_RS: spec.q_from_registers(),
             LAZY: spec.lazy_rescale(),
+            HALF: spec.half_block_softmax(),
             Q_BUFS: spec.q_buffers(),
             PANELS: d / 64,
             BAR_OFF: q_bytes + spec.num_stages() * spec.slot_bytes(),

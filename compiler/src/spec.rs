@@ -517,6 +517,16 @@ impl KernelSpec {
         self.ping_pong() && (self.consumer_warpgroups() >= 3 || self.0.head_dim >= 128)
     }
 
+    /// A causal masked block's eager softmax runs on the first half of the block when every row of the warp
+    /// has the second half all masked (a vote; templates/lib/fwd_block.ll.tera, `half_vote`): consumer 0's
+    /// diagonal block in a 128×128 tile on two consumers, half its exp2s, maxima, sums and compares.
+    /// Measured A B B A on the anchors' timer (half-ab): 1.015× at HEAD_DIM 64 causal N = 1024 (two
+    /// consumers, eager), level at 2048; with lazy rescaling, where it could only serve a tile's first
+    /// block, 0.986-0.989× at HEAD_DIM 128 causal 2048 and 4096, so eager configs only.
+    pub fn half_block_softmax(&self) -> bool {
+        self.ping_pong() && self.causal() && !self.lazy_rescale()
+    }
+
     /// The forward's Q buffers in shared memory: a persistent kernel loads the next tile's Q during the
     /// current tile, into a second buffer, or into the one buffer once the consumers have read their Q
     /// into registers (`q_from_registers`: they release it at the tile's start). 1 otherwise.
