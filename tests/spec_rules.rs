@@ -362,8 +362,8 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
         let d128 = KernelSpec::default_for(Arch::Sm90a, DType::Bf16, 128, causal).unwrap();
         assert_eq!((d128.block_m(), d128.block_n(), d128.consumer_warpgroups(), d128.ping_pong()), (128, 128, 2, true));
         // HEAD_DIM 64: three consumers taking turns (192 rows, 4 stages); up to 4096 tokens the persistent
-        // kernel: to 1024 (causal 2048) on four consumers (256 rows, 64-row K/V blocks; causal two, 128×128),
-        // then on 192×128 (causal: four consumers on 256×64)
+        // kernel: to 1024 on four consumers (256 rows, 64-row K/V blocks; causal two, 128×128), then on
+        // 192×128 (causal: four consumers on 256×64)
         let long = KernelSpec::default_for(Arch::Sm90a, DType::F16, 64, causal).unwrap();
         assert_eq!((long.kind(), long.block_m(), long.block_n(), long.consumer_warpgroups(), long.ping_pong()), (KernelKind::FwdWs, 192, 128, 3, true));
         assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 4097).unwrap(), long);
@@ -373,8 +373,9 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
         };
         let (short, medium) = if causal { ((128, 128, 2, 4), (256, 64, 4, 4)) } else { ((256, 64, 4, 6), (192, 128, 3, 4)) };
         assert_eq!(at(1024), (KernelKind::FwdWsPersistent, short, true));
-        assert_eq!(at(if causal { 2048 } else { 1024 }), at(1));
-        assert_eq!(at(if causal { 2049 } else { 1025 }), (KernelKind::FwdWsPersistent, medium, true));
+        assert_eq!(at(1024), at(1));
+        assert_eq!(at(1025), (KernelKind::FwdWsPersistent, medium, true));
+        assert_eq!(at(2048), (KernelKind::FwdWsPersistent, medium, true));
         assert_eq!(at(4096), (KernelKind::FwdWsPersistent, medium, true));
         // the kind's default (`default_of`) is its shortest sequences' default
         let short = KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 1024).unwrap();

@@ -859,11 +859,13 @@ impl KernelSpec {
             (KernelKind::FwdWs, 64) => (192, 128, 16, 4),
             // persistent, HEAD_DIM 64: non-causal, four consumer warpgroups of 64 rows (256-row tiles: 1024
             // rows are four whole tiles) on 64-row K/V blocks (their 112 registers hold no wider S), 6 slots;
-            // causal, two consumers on 128×128 (the diagonal's fully masked blocks cost 4 consumers 15%), 4 slots.
-            // From 2049 tokens (causal) and 1025 (not): FA3's 192×128 non-causal (+2% over fwd_ws at 4096),
-            // 256×64 on four consumers causal (+3-6% over fwd_ws 192×128, once tiles came from a counter:
-            // dyn-ab, mask-ab2); from 8192 fwd_ws is ahead again (see `forward_kind`)
-            (KernelKind::FwdWsPersistent, 64) if causal && n_ctx <= 2048 => (128, 128, 12, 4),
+            // causal up to 1024 tokens, two consumers on 128×128 (the diagonal's fully masked blocks cost 4
+            // consumers 15%; with the half block softmax the two are level there, 1.005×: cfg-half), 4 slots.
+            // From 1025 tokens: FA3's 192×128 non-causal (+2% over fwd_ws at 4096), 256×64 on four consumers
+            // causal (+3-6% over fwd_ws 192×128, once tiles came from a counter: dyn-ab, mask-ab2; at 2048
+            // +4.3% over 128×128, six rounds in one call: cfg-half); from 8192 fwd_ws is ahead again (see
+            // `forward_kind`)
+            (KernelKind::FwdWsPersistent, 64) if causal && n_ctx <= 1024 => (128, 128, 12, 4),
             (KernelKind::FwdWsPersistent, 64) if causal => (256, 64, 20, 4),
             (KernelKind::FwdWsPersistent, 64) if n_ctx <= 1024 => (256, 64, 20, 6),
             (KernelKind::FwdWsPersistent, 64) => (192, 128, 16, 4),
