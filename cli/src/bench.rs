@@ -57,8 +57,11 @@ pub struct BenchArgs {
     /// each after a 256 MB memset that empties L2 and between its own two events, the mean).
     #[arg(long, default_value = "batched", value_parser = ["batched", "do-bench"])]
     timing: String,
-    /// Batched timing: keep warming up (launching, untimed) for at least this long, past the 5 launches, so
-    /// that a row starts at its own power state, not the one the row before it left on a power-capped chip.
+    /// Keep warming up (launching, untimed) for at least this long before a row is timed, so that it starts
+    /// at its own power state, not the one the row before it left on a power-capped chip. Batched: past the 5
+    /// warm-up launches. do-bench: before do_bench's own steps, as the anchors' Triton rows get from their
+    /// autotuner, which times every config on the same shape just before (cfg-half: without it, the first
+    /// causal row after the non-causal ones read 315-342 TFLOP/s where the same kernel timed later read 338-341).
     #[arg(long, default_value_t = 0.0)]
     warmup_ms: f64,
 }
@@ -84,26 +87,31 @@ struct Timed {
 /// Times `launch` the way `a.timing` names.
 fn time_launches(gpu: &Gpu, a: &BenchArgs, launch: impl FnMut() -> Result<(), String>) -> Result<Timed, String> {
     let do_bench = a.timing == "do-bench";
-    let mut sorted = if do_bench { time_like_do_bench(gpu, launch)? } else { time_batches(gpu, a.reps, a.warmup_ms, launch)? };
+    let mut sorted = if do_bench { time_like_do_bench(gpu, a.warmup_ms, launch)? } else { time_batches(gpu, a.reps, a.warmup_ms, launch)? };
     sorted.sort_by(f64::total_cmp);
     let ms = if do_bench { sorted.iter().sum::<f64>() / sorted.len() as f64 } else { sorted[sorted.len() / 2] };
     Ok(Timed { sorted, ms })
+}
+
+/// Launches, untimed, in groups of 5 until at least `warmup_ms` have passed (at least one group).
+fn warm_up(gpu: &Gpu, warmup_ms: f64, launch: &mut impl FnMut() -> Result<(), String>) -> Result<(), String> {
+    let warm = std::time::Instant::now();
+    loop {
+        for _ in 0..5 {
+            launch()?;
+        }
+        gpu.stream.synchronize().map_err(|x| x.to_string())?;
+        if warm.elapsed().as_secs_f64() * 1e3 >= warmup_ms {
+            return Ok(());
+        }
+    }
 }
 
 /// 5 warm-up launches (and more for `warmup_ms`), then `reps` batches of 10 launches between two CUDA events
 /// (reported: the median).
 fn time_batches(gpu: &Gpu, reps: usize, warmup_ms: f64, mut launch: impl FnMut() -> Result<(), String>) -> Result<Vec<f64>, String> {
     let dr = |x: cudarc::driver::DriverError| x.to_string();
-    let warm = std::time::Instant::now();
-    for _ in 0..5 {
-        launch()?;
-    }
-    while warm.elapsed().as_secs_f64() * 1e3 < warmup_ms {
-        for _ in 0..5 {
-            launch()?;
-        }
-        gpu.stream.synchronize().map_err(dr)?;
-    }
+    warm_up(gpu, warmup_ms, &mut launch)?;
     let mut times = Vec::new();
     for _ in 0..reps {
         let start = gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(dr)?;
@@ -122,9 +130,13 @@ fn time_batches(gpu: &Gpu, reps: usize, warmup_ms: f64, mut launch: impl FnMut()
 /// triton.testing.do_bench (Triton 3.6, the anchors' timer) step for step: one launch; 5 launches each
 /// after emptying L2, timed together for an estimate; launches for 25 ms; then launches for 200 ms, each
 /// after a 256 MB memset and between its own two events (reported: the mean). The memsets matter on a power-capped
-/// chip: they are the low-power gaps between the timed launches.
-fn time_like_do_bench(gpu: &Gpu, mut launch: impl FnMut() -> Result<(), String>) -> Result<Vec<f64>, String> {
+/// chip: they are the low-power gaps between the timed launches. With `warmup_ms`, untimed launches for that
+/// long come first.
+fn time_like_do_bench(gpu: &Gpu, warmup_ms: f64, mut launch: impl FnMut() -> Result<(), String>) -> Result<Vec<f64>, String> {
     let dr = |x: cudarc::driver::DriverError| x.to_string();
+    if warmup_ms > 0.0 {
+        warm_up(gpu, warmup_ms, &mut launch)?;
+    }
     let st = &gpu.stream;
     let mut cache = st.alloc_zeros::<u32>(256_000_000 / 4).map_err(dr)?;
     let event = || gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(dr);
