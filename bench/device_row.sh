@@ -16,20 +16,6 @@ for p in 1 2; do
   timeout 60 $B bench --d ${ROW_D:-64} --n ${ROW_N:-1024} --timing do-bench --warmup-ms ${WARMUP_MS:-300} --json $OUT/ours$p.jsonl > /tmp/ours$p.log 2>&1; echo "ours pass $p rc=$?"
   [ $p = 1 ] && { PYTHONUNBUFFERED=1 ANCHOR_D=${ROW_D:-64} ANCHOR_N=${ROW_N:-1024} OUT=$OUT timeout 150 python3 .carry/anchor_bench.py > $OUT/anchors.log 2>&1; echo "anchors rc=$?"; rm -f $OUT/anchors.json; }
 done
-python3 - "$OUT" <<'PY'
-import json, sys
-out = sys.argv[1]; ours, anc = {}, {}
-for p in (1, 2):
-    for l in open(f"{out}/ours{p}.jsonl"):
-        r = json.loads(l); ours.setdefault((r["D"], r["N"], r["causal"]), []).append(r["tflops"])
-for l in open(f"{out}/anchors.log"):
-    if l.startswith("{"):
-        r = json.loads(l)
-        if r.get("kind") == "fwd" and "tflops" in r: anc[(r["impl"], r["D"], r["N"], r["causal"])] = r["tflops"]
-print("fwd  D     N c | ours (2 passes) | triton  ratio      | cudnn   ratio")
-for (d, n, c), v in sorted(ours.items()):
-    t, cu = anc.get(("triton-seed-fa2", d, n, c), float("nan")), anc.get(("sdpa-cudnn", d, n, c), float("nan"))
-    print(f"fwd {d:3} {n:5} {int(c)} | {min(v):6.1f}-{max(v):6.1f} | {t:6.1f} {min(v)/t:.3f}-{max(v)/t:.3f} | {cu:6.1f} {min(v)/cu:.3f}-{max(v)/cu:.3f}")
-PY
+python3 bench/ratios.py "$OUT"
 [ -n "${NCU_RUNS:-}" ] && bash bench/device_ncu.sh
 exit 0

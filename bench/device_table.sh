@@ -22,21 +22,4 @@ for p in 1 2; do
   timeout 200 $B bench --d 64,128 --n 1024,4096,16384 --backward --timing do-bench --warmup-ms ${WARMUP_MS:-300} --json $OUT/ours$p.jsonl > $OUT/ours$p.log 2>&1; echo "ours pass $p rc=$?"
   [ $p = 1 ] && { PYTHONUNBUFFERED=1 OUT=$OUT timeout 250 python3 .carry/anchor_bench.py > $OUT/anchors.log 2>&1; echo "anchors rc=$?"; rm -f $OUT/anchors.json; }
 done
-python3 - "$OUT" <<'PY'
-import json, sys
-out = sys.argv[1]; ours, anc = {}, {}
-for p in (1, 2):
-    try:
-        for l in open(f"{out}/ours{p}.jsonl"):
-            r = json.loads(l); ours.setdefault((r["kind"], r["D"], r["N"], r["causal"]), []).append(r["tflops"])
-    except FileNotFoundError: pass
-for l in open(f"{out}/anchors.log"):
-    if l.startswith("{"):
-        r = json.loads(l)
-        if r.get("kind") in ("fwd", "bwd"): anc[(r["impl"], r["kind"], r["D"], r["N"], r["causal"])] = r["tflops"]
-print("kind  D     N c | ours (2 passes) | triton  ratio      | cudnn   ratio")
-for (k, d, n, c), v in sorted(ours.items()):
-    t, cu = anc.get(("triton-seed-fa2", k, d, n, c), float("nan")), anc.get(("sdpa-cudnn", k, d, n, c), float("nan"))
-    lo, hi = min(v), max(v)
-    print(f"{k} {d:3} {n:5} {int(c)} | {lo:6.1f}-{hi:6.1f} | {t:6.1f} {lo/t:.3f}-{hi/t:.3f} | {cu:6.1f} {lo/cu:.3f}-{hi/cu:.3f}")
-PY
+python3 bench/ratios.py "$OUT"
