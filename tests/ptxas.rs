@@ -217,7 +217,8 @@ fn wgmma_kernels_are_hgmma_in_sass() {
 /// The warp-specialized forward (fwd_ws and fwd_ws_persistent) over its whole autotuning space: assembles clean at the launch
 /// register count setmaxnreg needs, and its SASS has the TMA loads, the register hand-over, the mbarrier
 /// waits and arrivals, HGMMA for every product (the ping-pong variant issues P·V of the previous block in
-/// each turn: S once before the loop, the last P·V after it; with two consumers S takes Q from registers;
+/// each turn: S once before the loop, the last P·V after it, the persistent kernel's each in two more
+/// places; with two consumers S takes Q from registers;
 /// rescaling lazily, one warp vote in the loop)
 /// and no local memory.
 #[test]
@@ -248,11 +249,14 @@ fn warp_specialized_forward_assembles_with_tma_and_setmaxnreg() {
         let text = sass(&tool, dis, ptx, "sm_90a").unwrap();
         let count = |needle: &str| text.lines().filter(|l| l.contains(needle)).count() as u32;
         let (k16_s, k16_pv) = (spec.head_dim() / 16, spec.block_n() / 16);
-        let hgmma = if spec.ping_pong() { 2 * k16_s + 2 * k16_pv } else { k16_s + k16_pv };
+        // a persistent tile's S_0 and last P·V each twice more: the program's first S_0, and a tile's last
+        // turn with the next tile's S_0 or without a next tile
+        let copies = if spec.kind().persistent() { 3 } else if spec.ping_pong() { 2 } else { 1 };
+        let hgmma = copies * (k16_s + k16_pv);
         assert_eq!(count("HGMMA.64x"), hgmma, "{}: HGMMA count", spec.name());
         // Q·Kᵀ with A from registers ("HGMMA… R24, R88, gdesc[…]", K-major B: no .tnspB, unlike P·V's)
         let q_rs = text.lines().filter(|l| l.contains("HGMMA.64x") && !l.contains("tnspB") && l.split("gdesc").next().is_some_and(|a| a.contains(", R"))).count() as u32;
-        assert_eq!(q_rs, if spec.q_from_registers() { 2 * k16_s } else { 0 }, "{}: Q·Kᵀ HGMMAs with Q from registers", spec.name());
+        assert_eq!(q_rs, if spec.q_from_registers() { copies * k16_s } else { 0 }, "{}: Q·Kᵀ HGMMAs with Q from registers", spec.name());
         // the warp's votes: lazy rescaling's on whether any row's max grew (one, in the K/V loop), the half
         // block softmax's on whether any row reaches the second half (two: the first block's mask, the loop's)
         let votes = spec.lazy_rescale() as u32 + 2 * spec.half_block_softmax() as u32;

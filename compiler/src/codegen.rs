@@ -15,7 +15,10 @@ pub const TRIPLE: &str = "nvptx64-nvidia-cuda";
 /// promoting the loop-carried allocas to registers (sroa), folding and deduplicating the address
 /// arithmetic (instcombine, early-cse) and tidying the CFG. `default<O3>` gave the same registers and
 /// instructions from ptxas at 4-5x the time (bench/NOTES.md), and ptxas schedules the result anyway.
-pub const OPT_PIPELINE: &str = "function(instcombine,early-cse,adce)";
+/// instcombine runs its one iteration without LLVM 19's fixpoint check (as the O-level pipelines run it):
+/// with the check, IR that a second iteration would still fold (phis of equal values, as a persistent
+/// kernel's tile values are when they do not depend on the tile) aborts the process with an LLVM ERROR.
+pub const OPT_PIPELINE: &str = "function(instcombine<no-verify-fixpoint>,early-cse,adce)";
 
 /// NVPTX codegen level. Aggressive swaps EarlyCSE for two GVN runs in NVPTX's straight-line scalar
 /// passes, which cost ~10 ms per kernel and changed nothing that reached ptxas.
