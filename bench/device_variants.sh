@@ -6,7 +6,7 @@
 # memcheck over the quick suite. Then VARIANTS in ROUNDS rounds (order rotated each round), BENCH_D / BENCH_N,
 # forward defaults on the anchors' timer, each variant with its own kernel cache. Every timed row goes to
 # $OUT/variants.jsonl (tagged "variant" and "round": one file, so the call's few returned files hold them all); a table last.
-# Each row warms up for WARMUP_MS (default 300) untimed first, so the order of rows moves them less.
+# WARMUP_MS as in device_table.sh (default 0).
 set -u -o pipefail
 source bench/device_common.sh
 BB=$BIN/flashgen_b; L=$OUT/logs; mkdir -p $L
@@ -18,7 +18,7 @@ for r in $(seq 1 ${ROUNDS:-2}); do
   for i in $(seq 0 $((n - 1))); do
     v=${VS[$(( (i + r - 1) % n ))]}; tag=${v%%:*}; envs=${v#*:}; bin=$BB; [ $tag = a ] && bin=$B
     [ $SECONDS -gt ${STOP_AFTER:-540} ] && { echo "stop: ${SECONDS} s"; break 2; }
-    env FLASHGEN_CACHE_DIR=/tmp/fg-cache-$tag ${envs//,/ } timeout 100 $bin bench --d ${BENCH_D:-64} --n ${BENCH_N:-1024,2048,4096,16384} --timing do-bench --warmup-ms ${WARMUP_MS:-300} --json $OUT/${tag}_$r.jsonl > $L/${tag}_$r.log 2>&1; echo "bench $tag round $r rc=$? (${SECONDS} s)"
+    env FLASHGEN_CACHE_DIR=/tmp/fg-cache-$tag ${envs//,/ } timeout 100 $bin bench --d ${BENCH_D:-64} --n ${BENCH_N:-1024,2048,4096,16384} --timing do-bench --warmup-ms ${WARMUP_MS:-0} --json $OUT/${tag}_$r.jsonl > $L/${tag}_$r.log 2>&1; echo "bench $tag round $r rc=$? (${SECONDS} s)"
   done
 done
 tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L

@@ -57,11 +57,11 @@ pub struct BenchArgs {
     /// each after a 256 MB memset that empties L2 and between its own two events, the mean).
     #[arg(long, default_value = "batched", value_parser = ["batched", "do-bench"])]
     timing: String,
-    /// Keep warming up (launching, untimed) for at least this long before a row is timed, so that it starts
-    /// at its own power state, not the one the row before it left on a power-capped chip. Batched: past the 5
-    /// warm-up launches. do-bench: before do_bench's own steps, as the anchors' Triton rows get from their
-    /// autotuner, which times every config on the same shape just before (cfg-half: without it, the first
-    /// causal row after the non-causal ones read 315-342 TFLOP/s where the same kernel timed later read 338-341).
+    /// Keep warming up (launching, untimed, back to back) for at least this long before a row is timed.
+    /// Batched: past the 5 warm-up launches. do-bench: before do_bench's own steps. Off by default: on the
+    /// power-capped H200, 300 ms of back-to-back launches hold the chip at its cap, and the causal rows timed
+    /// after read 8-10% low (bench/results/2026-12-01-warmup-ab), where do_bench's own warm-up, like the
+    /// anchors' autotuner, leaves a memset between launches.
     #[arg(long, default_value_t = 0.0)]
     warmup_ms: f64,
 }
