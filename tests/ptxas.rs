@@ -251,7 +251,7 @@ fn warp_specialized_forward_assembles_with_tma_and_setmaxnreg() {
         let (k16_s, k16_pv) = (spec.head_dim() / 16, spec.block_n() / 16);
         // a persistent tile's S_0 and last P·V each twice more: the program's first S_0, and a tile's last
         // turn with the next tile's S_0 or without a next tile
-        let copies = if spec.kind().persistent() { 3 } else if spec.ping_pong() { 2 } else { 1 };
+        let copies = if spec.cross_tile() { 3 } else if spec.ping_pong() { 2 } else { 1 };
         let hgmma = copies * (k16_s + k16_pv);
         assert_eq!(count("HGMMA.64x"), hgmma, "{}: HGMMA count", spec.name());
         // Q·Kᵀ with A from registers ("HGMMA… R24, R88, gdesc[…]", K-major B: no .tnspB, unlike P·V's)

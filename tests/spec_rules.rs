@@ -395,6 +395,10 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
         assert!(d128_short.q_from_registers() && d128_short.q_buffers() == 1);
         assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 128, causal, 1).unwrap(), d128_short);
         assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 128, causal, 2049).unwrap().kind(), KernelKind::FwdWs);
+        // the persistent kernel runs across tiles at HEAD_DIM 64 only (at 128 its IR is over the generation
+        // bound); no other kind does
+        assert!(short.cross_tile() && !d128_short.cross_tile() && !long.cross_tile() && !d128.cross_tile());
+        assert!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 4096).unwrap().cross_tile());
         assert_eq!(d128_short.without_warp_specialization(), KernelSpec::default_for(Arch::Sm90a, DType::F16, 128, causal).unwrap().without_warp_specialization());
         // its fallback (192 rows do not fit fwd_wgmma's 8 warps) is fwd_wgmma's default
         assert_eq!(long.without_warp_specialization(), KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::F16, 64, causal).unwrap());

@@ -153,6 +153,8 @@ struct KernelConstants {
     HALF: bool,
     /// The forward's Q buffers (`KernelSpec::q_buffers`: 1 or 2).
     Q_BUFS: u32,
+    /// The persistent forward runs across tiles (`KernelSpec::cross_tile`).
+    CROSS_TILE: bool,
     PANELS: u32,
     BAR_OFF: u32,
     Q_TX: u32,
@@ -262,6 +264,7 @@ impl KernelConstants {
             LAZY: spec.lazy_rescale(),
             HALF: spec.half_block_softmax(),
             Q_BUFS: spec.q_buffers(),
+            CROSS_TILE: spec.cross_tile(),
             PANELS: d / 64,
             BAR_OFF: q_bytes + spec.num_stages() * spec.slot_bytes(),
             Q_TX: bm * row_bytes,

@@ -527,6 +527,16 @@ impl KernelSpec {
         self.ping_pong() && self.causal() && !self.lazy_rescale()
     }
 
+    /// The persistent forward runs across tiles (templates/fa2_fwd_ws_persistent.ll.tera): a tile's last turn
+    /// issues its last P·V with the next tile's S_0, and its epilogue runs under that S_0. Measured against
+    /// tiles that start with their own S_0 turn (xtile-ab, one call): +0.5-3.1% at HEAD_DIM 64 causal 1024,
+    /// +0.6-1.4% at 2048-4096, and +1.2-5.6% at HEAD_DIM 128 up to 2048 tokens; but there its IR (+27%: the
+    /// products in three places, two epilogues) takes generation over the 100 ms bound on the CI machine
+    /// (106-120 ms, fastest of 7 warm runs), so HEAD_DIM 64 only until that tail is slimmer.
+    pub fn cross_tile(&self) -> bool {
+        self.0.kind.persistent() && self.0.head_dim == 64
+    }
+
     /// The forward's Q buffers in shared memory: a persistent kernel loads the next tile's Q during the
     /// current tile, into a second buffer, or into the one buffer once the consumers have read their Q
     /// into registers (`q_from_registers`: they release it at the tile's start). 1 otherwise.
