@@ -245,6 +245,9 @@ fn warp_specialized_forward_assembles_with_tma_and_setmaxnreg() {
     assemble_all_clean(&tool, &specs, |spec, ptx| {
         let launch = spec.registers().launch;
         assert!(ptx.contains(&format!(".maxnreg {launch}")), "{}: .maxnreg {launch}", spec.name());
+        // the epilogue's 1/l_i: approximate (computed under the last P·V) where `early_row_norm`, IEEE otherwise
+        let early = spec.early_row_norm();
+        assert_eq!((ptx.contains("rcp.approx.ftz.f32"), ptx.contains("rcp.rn.f32")), (early, !early), "{}: the epilogue's reciprocal", spec.name());
         let Some(dis) = &dis else { return };
         let text = sass(&tool, dis, ptx, "sm_90a").unwrap();
         let count = |needle: &str| text.lines().filter(|l| l.contains(needle)).count() as u32;

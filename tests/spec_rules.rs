@@ -399,6 +399,9 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
         // bound); no other kind does
         assert!(short.cross_tile() && !d128_short.cross_tile() && !long.cross_tile() && !d128.cross_tile());
         assert!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 4096).unwrap().cross_tile());
+        // the epilogue's row norms under the last P·V, approximate: the ping-pong kernels at HEAD_DIM 128 only
+        assert!(d128.early_row_norm() && d128_short.early_row_norm() && !short.early_row_norm() && !long.early_row_norm());
+        assert!(!KernelSpec::default_for(Arch::Sm90a, DType::F16, 128, causal).unwrap().without_warp_specialization().early_row_norm());
         assert_eq!(d128_short.without_warp_specialization(), KernelSpec::default_for(Arch::Sm90a, DType::F16, 128, causal).unwrap().without_warp_specialization());
         // its fallback (192 rows do not fit fwd_wgmma's 8 warps) is fwd_wgmma's default
         assert_eq!(long.without_warp_specialization(), KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::F16, 64, causal).unwrap());

@@ -537,6 +537,15 @@ impl KernelSpec {
         self.0.kind.persistent() && self.0.head_dim == 64
     }
 
+    /// The ping-pong tile computes its epilogue's row sums l_i, 1/l_i and M = m_i + log2(l_i) under its last
+    /// P·V (they do not need it), with the reciprocal and log2 approximate and flush-to-zero (l_i >= 1: no
+    /// IEEE or subnormal paths). Measured together against main's epilogue, two calls (tileboundary-ab,
+    /// epi-split): +2.2-2.7% at HEAD_DIM 128 causal 1024, +0.4-1.3% at 2048, ±1% non-causal; but 0.94-0.95×
+    /// at HEAD_DIM 64 causal 1024 (cross-tile), and either half alone lost 1-2% at 128 causal. HEAD_DIM 128.
+    pub fn early_row_norm(&self) -> bool {
+        self.ping_pong() && self.0.head_dim >= 128
+    }
+
     /// The forward's Q buffers in shared memory: a persistent kernel loads the next tile's Q during the
     /// current tile, into a second buffer, or into the one buffer once the consumers have read their Q
     /// into registers (`q_from_registers`: they release it at the tile's start). 1 otherwise.
