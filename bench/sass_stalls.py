@@ -7,6 +7,9 @@ measured stall samples (bench/ncu_stalls.py).
     python3 bench/sass_stalls.py FILE.sass                 # every loop (a backward branch): stall sum, count
     python3 bench/sass_stalls.py FILE.sass FROM TO [PATH]  # instructions FROM..TO (their index), one a line
       PATH: comma-separated index ranges (e.g. 1006-1062,1201-1473,1636-1715) to sum one path through them
+    python3 bench/sass_stalls.py FILE.sass --unmasked FROM TO  # a ping-pong K/V step's unmasked path: from
+      FROM (the loop's first instruction), the predicated branch right after the wait for S taken (past the
+      mask), other predicated branches not, unconditional ones followed, up to TO or a backward branch
 """
 import re
 import sys
@@ -42,8 +45,36 @@ def stall(ctl):
     return ctl & 0xF
 
 
+def unmasked_path(ins, labels, lo, hi):
+    """The instructions of a K/V step's unmasked path (see the usage above)."""
+    path, k, skipped_mask, seen = [], lo, False, set()
+    while k <= hi and k not in seen:
+        seen.add(k)
+        idx, text, ctl = ins[k]
+        path.append(ins[k])
+        m = re.search(r"BRA\s+`\((\.L_x_\d+)\)", text)
+        if m:
+            target = labels[m.group(1)]
+            if text.startswith("@"):
+                if not skipped_mask and any("DEPBAR" in ins[j][1] for j in range(max(lo, k - 3), k)):
+                    skipped_mask, k = True, target
+                    continue
+            elif target <= k:
+                break
+            else:
+                k = target
+                continue
+        k += 1
+    return path
+
+
 def main():
     ins, labels = instructions(sys.argv[1])
+    if len(sys.argv) == 5 and sys.argv[2] == "--unmasked":
+        path = unmasked_path(ins, labels, int(sys.argv[3]), int(sys.argv[4]))
+        mufu = sum("MUFU" in t for _, t, _ in path)
+        print(f"unmasked step: {len(path)} instructions, {sum(stall(c) for _, _, c in path)} encoded stall cycles, {mufu} MUFU")
+        return
     if len(sys.argv) >= 4:
         lo, hi = int(sys.argv[2]), int(sys.argv[3])
         for idx, text, ctl in ins[lo : hi + 1]:
