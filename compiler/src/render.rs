@@ -155,9 +155,8 @@ struct KernelConstants {
     Q_BUFS: u32,
     /// The persistent forward runs across tiles (`KernelSpec::cross_tile`).
     CROSS_TILE: bool,
-    /// The epilogue's 1/l_i and log2(l_i) approximate and flush-to-zero (`KernelSpec::early_row_norm`).
-    EPI_APPROX: bool,
-    /// The ping-pong tile computes the epilogue's l_i, 1/l_i and M under its last P·V (the same rule).
+    /// The ping-pong tile computes the epilogue's l_i, 1/l_i and M under its last P·V, the reciprocal and
+    /// log2 approximate and flush-to-zero (`KernelSpec::early_row_norm`).
     EARLY_L: bool,
     PANELS: u32,
     BAR_OFF: u32,
@@ -269,7 +268,6 @@ impl KernelConstants {
             HALF: spec.half_block_softmax(),
             Q_BUFS: spec.q_buffers(),
             CROSS_TILE: spec.cross_tile(),
-            EPI_APPROX: spec.early_row_norm(),
             EARLY_L: spec.early_row_norm(),
             PANELS: d / 64,
             BAR_OFF: q_bytes + spec.num_stages() * spec.slot_bytes(),
