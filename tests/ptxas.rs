@@ -252,14 +252,23 @@ fn warp_specialized_forward_assembles_with_tma_and_setmaxnreg() {
         let text = sass(&tool, dis, ptx, "sm_90a").unwrap();
         let count = |needle: &str| text.lines().filter(|l| l.contains(needle)).count() as u32;
         let (k16_s, k16_pv) = (spec.head_dim() / 16, spec.block_n() / 16);
-        // a persistent tile's S_0 and last P·V each twice more: the program's first S_0, and a tile's last
-        // turn with the next tile's S_0 or without a next tile
-        let copies = if spec.cross_tile() { 3 } else if spec.ping_pong() { 2 } else { 1 };
-        let hgmma = copies * (k16_s + k16_pv);
+        // the ping-pong tile's S_0 and last P·V each once more than the loop's; a cross-tile persistent
+        // program's S_0 a third time (its first tile's, and the one in a tile's last turn), and its last P·V
+        // too when the program's last tile has its own copy of the last turn (no `single_tail`)
+        let (copies_s, copies_pv) = if spec.single_tail() {
+            (3, 2)
+        } else if spec.cross_tile() {
+            (3, 3)
+        } else if spec.ping_pong() {
+            (2, 2)
+        } else {
+            (1, 1)
+        };
+        let hgmma = copies_s * k16_s + copies_pv * k16_pv;
         assert_eq!(count("HGMMA.64x"), hgmma, "{}: HGMMA count", spec.name());
         // Q·Kᵀ with A from registers ("HGMMA… R24, R88, gdesc[…]", K-major B: no .tnspB, unlike P·V's)
         let q_rs = text.lines().filter(|l| l.contains("HGMMA.64x") && !l.contains("tnspB") && l.split("gdesc").next().is_some_and(|a| a.contains(", R"))).count() as u32;
-        assert_eq!(q_rs, if spec.q_from_registers() { copies * k16_s } else { 0 }, "{}: Q·Kᵀ HGMMAs with Q from registers", spec.name());
+        assert_eq!(q_rs, if spec.q_from_registers() { copies_s * k16_s } else { 0 }, "{}: Q·Kᵀ HGMMAs with Q from registers", spec.name());
         // the warp's votes: lazy rescaling's on whether any row's max grew (one, in the K/V loop), the half
         // block softmax's on whether any row reaches the second half (two: the first block's mask, the loop's)
         let votes = spec.lazy_rescale() as u32 + 2 * spec.half_block_softmax() as u32;

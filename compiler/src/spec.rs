@@ -528,13 +528,22 @@ impl KernelSpec {
     }
 
     /// The persistent forward runs across tiles (templates/fa2_fwd_ws_persistent.ll.tera): a tile's last turn
-    /// issues its last P·V with the next tile's S_0, and its epilogue runs under that S_0. Measured against
-    /// tiles that start with their own S_0 turn (xtile-ab, one call): +0.5-3.1% at HEAD_DIM 64 causal 1024,
-    /// +0.6-1.4% at 2048-4096, and +1.2-5.6% at HEAD_DIM 128 up to 2048 tokens; but there its IR (+27%: the
-    /// products in three places, two epilogues) takes generation over the 100 ms bound on the CI machine
-    /// (106-120 ms, fastest of 7 warm runs), so HEAD_DIM 64 only until that tail is slimmer.
+    /// issues its last P·V with an S_0, the next tile's, and its epilogue runs under that S_0. Measured
+    /// against tiles that start with their own S_0 turn (xtile-ab, one call): +0.5-3.1% at HEAD_DIM 64 causal
+    /// 1024, +0.6-1.4% at 2048-4096, +1.2-5.6% at HEAD_DIM 128 up to 2048 tokens.
     pub fn cross_tile(&self) -> bool {
-        self.0.kind.persistent() && self.0.head_dim == 64
+        self.0.kind.persistent()
+    }
+
+    /// The cross-tile kernel's program-last tile issues an unused S_0 in its last turn (on its own last K
+    /// slot), so that one copy of the last turn and the epilogue serves every tile; otherwise that tile has a
+    /// second copy without the S_0. With two copies the HEAD_DIM 128 kernels' generation went over the 100 ms
+    /// bound on the CI machine (106-120 ms; with one, 64-73 ms here). Measured in one call, two rounds
+    /// (bench/results/2026-12-01-tail-latepack-ab): at HEAD_DIM 128 this kernel against tiles that start with
+    /// their own S_0, +1.3-2.7% at 1024 and 2048 tokens; at HEAD_DIM 64 against the two copies, 0.987× and
+    /// 0.991× causal 1024 and 2048 (each round lower), +0.6-0.9% non-causal. So HEAD_DIM 64 keeps its copies.
+    pub fn single_tail(&self) -> bool {
+        self.cross_tile() && self.0.head_dim >= 128
     }
 
     /// The ping-pong tile computes its epilogue's row sums l_i, 1/l_i and M = m_i + log2(l_i) under its last
