@@ -398,6 +398,12 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
         // the persistent kernel runs across tiles; no other kind does
         assert!(short.cross_tile() && d128_short.cross_tile() && !long.cross_tile() && !d128.cross_tile());
         assert!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 4096).unwrap().cross_tile());
+        // the last P·V narrowed on square causal tiles (128×128): not on the D64 defaults from 1025 tokens
+        // (256×64) nor without the mask
+        assert_eq!(short.narrow_last_product(), causal);
+        assert_eq!(d128_short.narrow_last_product(), causal);
+        assert_eq!(d128.narrow_last_product(), causal);
+        assert!(!KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 2048).unwrap().narrow_last_product());
         // one copy of its last turn at HEAD_DIM 128 (the generation bound), two at 64 (measured)
         assert!(d128_short.single_tail() && !short.single_tail() && !long.single_tail() && !d128.single_tail());
         // the epilogue's row norms under the last P·V, approximate: the ping-pong kernels at HEAD_DIM 128 only

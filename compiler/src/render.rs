@@ -155,6 +155,8 @@ struct KernelConstants {
     Q_BUFS: u32,
     /// The persistent forward runs across tiles (`KernelSpec::cross_tile`).
     CROSS_TILE: bool,
+    /// The causal ping-pong tile's last P·V over half the block where the warpgroup keeps no more (`KernelSpec::narrow_last_product`).
+    NARROW: bool,
     /// One copy of the cross-tile kernel's last turn and epilogue (`KernelSpec::single_tail`).
     SINGLE_TAIL: bool,
     /// The ping-pong tile computes the epilogue's l_i, 1/l_i and M under its last P·V, the reciprocal and
@@ -271,6 +273,7 @@ impl KernelConstants {
             Q_BUFS: spec.q_buffers(),
             CROSS_TILE: spec.cross_tile(),
             SINGLE_TAIL: spec.single_tail(),
+            NARROW: spec.narrow_last_product(),
             EARLY_L: spec.early_row_norm(),
             PANELS: d / 64,
             BAR_OFF: q_bytes + spec.num_stages() * spec.slot_bytes(),

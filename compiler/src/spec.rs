@@ -546,6 +546,18 @@ impl KernelSpec {
         self.cross_tile() && self.0.head_dim >= 128
     }
 
+    /// The causal ping-pong tile's last P·V runs over the first half of the block only when no row of the
+    /// consumer's warpgroup keeps a column of its second half (consumer 0's diagonal block in a 128×128
+    /// tile on two consumers): P is 0 there. A uniform branch inside the product's asm (the same for Q·Kᵀ,
+    /// at half its width, made ptxas serialize the products in flight in every form tried: bench/NOTES.md).
+    /// Measured in one call, three rounds each ahead (narrow-ab): 128×128 tiles +0.8% at HEAD_DIM 64 causal
+    /// 1024 (every round), +2.2% at 128 causal 1024, +0.3% at 2048; 256×64 on four consumers (HEAD_DIM 64
+    /// causal 2048) 0.996×, where its consumers 0-2 only halve a block that is all masked for them. So square
+    /// tiles only.
+    pub fn narrow_last_product(&self) -> bool {
+        self.ping_pong() && self.causal() && self.0.block_m == self.0.block_n
+    }
+
     /// The ping-pong tile computes its epilogue's row sums l_i, 1/l_i and M = m_i + log2(l_i) under its last
     /// P·V (they do not need it), with the reciprocal and log2 approximate and flush-to-zero (l_i >= 1: no
     /// IEEE or subnormal paths). Measured together against main's epilogue, two calls (tileboundary-ab,
