@@ -6,11 +6,13 @@
 # memcheck over the quick suite. Then VARIANTS in ROUNDS rounds (order rotated each round), BENCH_D / BENCH_N,
 # forward defaults on the anchors' timer, each variant with its own kernel cache. Every timed row goes to
 # $OUT/variants.jsonl (tagged "variant" and "round": one file, so the call's few returned files hold them all); a table last.
-# WARMUP_MS as in device_table.sh (default 0).
+# WARMUP_MS as in device_table.sh (default 0). BENCH_CAUSAL: bench --causal (default 0,1).
+# BENCH_CONFIGS: bench --configs (e.g. "wsp:256,64,20,4"): every
+# config's rows are tabled, the default's as "default".
 set -u -o pipefail
 source bench/device_common.sh
 BB=$BIN/flashgen_b; L=$OUT/logs; mkdir -p $L
-env ${CHECK_ENV:-} timeout 150 $BB check --forward-only ${CHECK_ARGS:---filter fwd_ws} --json $OUT/check_b.jsonl > $L/check_b.log 2>&1; echo "B check ($CHECK_ENV) rc=$?"; grep -E "passed, |FAIL" $L/check_b.log | tail -3
+env ${CHECK_ENV:-} timeout ${CHECK_TIMEOUT:-150} $BB check --forward-only ${CHECK_ARGS:---filter fwd_ws} --json $OUT/check_b.jsonl > $L/check_b.log 2>&1; echo "B check ($CHECK_ENV) rc=$?"; grep -E "passed, |FAIL" $L/check_b.log | tail -3
 env ${CHECK_ENV:-} timeout 150 compute-sanitizer --tool memcheck $BB check --quick --forward-only --filter fwd_ws > $L/memcheck_b.log 2>&1; echo "B memcheck rc=$?"; grep -E "passed, |ERROR SUMMARY" $L/memcheck_b.log | tail -2
 IFS=';' read -ra VS <<< "$VARIANTS"
 for r in $(seq 1 ${ROUNDS:-2}); do
@@ -18,7 +20,7 @@ for r in $(seq 1 ${ROUNDS:-2}); do
   for i in $(seq 0 $((n - 1))); do
     v=${VS[$(( (i + r - 1) % n ))]}; tag=${v%%:*}; envs=${v#*:}; bin=$BB; [ $tag = a ] && bin=$B
     [ $SECONDS -gt ${STOP_AFTER:-540} ] && { echo "stop: ${SECONDS} s"; break 2; }
-    env FLASHGEN_CACHE_DIR=/tmp/fg-cache-$tag ${envs//,/ } timeout 100 $bin bench --d ${BENCH_D:-64} --n ${BENCH_N:-1024,2048,4096,16384} --timing do-bench --warmup-ms ${WARMUP_MS:-0} --json $OUT/${tag}_$r.jsonl > $L/${tag}_$r.log 2>&1; echo "bench $tag round $r rc=$? (${SECONDS} s)"
+    env FLASHGEN_CACHE_DIR=/tmp/fg-cache-$tag ${envs//,/ } timeout ${BENCH_TIMEOUT:-100} $bin bench --d ${BENCH_D:-64} --n ${BENCH_N:-1024,2048,4096,16384} --timing do-bench --warmup-ms ${WARMUP_MS:-0} --causal ${BENCH_CAUSAL:-0,1} ${BENCH_CONFIGS:+--configs "$BENCH_CONFIGS"} --json $OUT/${tag}_$r.jsonl > $L/${tag}_$r.log 2>&1; echo "bench $tag round $r rc=$? (${SECONDS} s)"
   done
 done
 tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
@@ -32,14 +34,14 @@ with open(f"{out}/variants.jsonl", "w") as merged:
         for l in open(f):
             r = json.loads(l); r["variant"], r["round"] = tag, int(rnd)
             merged.write(json.dumps(r) + "\n")
-            if r.get("kind") == "fwd" and r["config"] == "default": t[(r["D"], r["N"], int(r["causal"]))][tag].append(r["tflops"])
+            if r.get("kind") == "fwd": t[(r["D"], r["N"], int(r["causal"]), r["config"])][tag].append(r["tflops"])
         os.remove(f)
-print("  D     N c | " + " | ".join(f"{x:>13}" for x in tags) + " | (min-max TFLOP/s; ratio of means to a)")
+print("  D     N c config           | " + " | ".join(f"{x:>13}" for x in tags) + " | (min-max TFLOP/s; ratio of means to a)")
 for k, x in sorted(t.items()):
     a = sum(x["a"]) / len(x["a"]) if x.get("a") else float("nan")
     cells = []
     for tag in tags:
         v = x.get(tag, [])
         cells.append(f"{min(v):5.1f}-{max(v):5.1f} {sum(v)/len(v)/a:.3f}" if v else " " * 17)
-    print(f"{k[0]:3} {k[1]:5} {k[2]} | " + " | ".join(cells))
+    print(f"{k[0]:3} {k[1]:5} {k[2]} {str(k[3])[:16]:<16} | " + " | ".join(cells))
 PY

@@ -16,6 +16,9 @@ pub struct BenchArgs {
     /// Sequence lengths, comma-separated.
     #[arg(long, default_value = "1024,4096,16384")]
     n: String,
+    /// Which masks to time: "0" (non-causal), "1" (causal), or both, comma-separated.
+    #[arg(long, default_value = "0,1")]
+    causal: String,
     /// Tile configs to time besides the default, "bm,bn,warps,stages;..." (all shown; the JSON marks each);
     /// "w:bm,bn,warps,stages" is a Hopper (fwd_wgmma) config.
     #[arg(long)]
@@ -232,6 +235,10 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
     let mut json = a.json.as_ref().map(std::fs::File::create).transpose().map_err(|e| e.to_string())?;
     let mut table = Vec::new();
     let mut rng = SplitMix(7);
+    let masks = list(&a.causal)?;
+    if masks.is_empty() || masks.iter().any(|&c| c > 1) {
+        return Err(format!("--causal `{}`: give 0 (non-causal), 1 (causal) or 0,1", a.causal));
+    }
     for d in list(&a.d)? {
         for n in list(&a.n)? {
             let (z, h, n_us, d_us) = ((16384 / n) as usize, (2048 / d) as usize, n as usize, d as usize);
@@ -249,7 +256,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             let mut o = tensor(&vec![0u16; len])?;
             let mut m = st.alloc_zeros::<f32>(z * h * n_us).map_err(dr)?;
             let mut json = json.as_mut();
-            for causal in [false, true] {
+            for causal in [false, true].into_iter().filter(|&c| masks.contains(&(c as u32))) {
                 let default_fwd = KernelSpec::default_forward(gpu.arch, DType::Bf16, d, causal, n as usize).map_err(|e| e.to_string())?;
                 let mut specs = vec![("default".to_string(), default_fwd)];
                 if a.tuned {
