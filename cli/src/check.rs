@@ -325,9 +325,9 @@ fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
     for dtype in [DType::Bf16, DType::F16] {
         for d in flashgen::spec::HEAD_DIMS {
             for causal in [false, true] {
-                // the forwards of long and short sequences (they differ at HEAD_DIM 64 on sm_90a)
+                // the forward of every length (they differ with the length on sm_90a, at powers of two)
                 let mut forwards = Vec::new();
-                for n in [usize::MAX, 1024] {
+                for n in (0..=16).map(|p| 1usize << p).chain([usize::MAX]) {
                     let spec = if hopper { KernelSpec::default_forward(gpu.arch, dtype, d, causal, n) } else { KernelSpec::default_of(flashgen::KernelKind::Fwd, gpu.arch, dtype, d, causal) };
                     let spec = spec.map_err(|e| e.to_string())?;
                     if !forwards.contains(&spec) {

@@ -157,12 +157,8 @@ struct KernelConstants {
     CROSS_TILE: bool,
     /// The causal ping-pong tile's last P·V over half the block where the warpgroup keeps no more (`KernelSpec::narrow_last_product`).
     NARROW: bool,
-    /// (wip, bench/wip/narrow-s.diff) FLASHGEN_NARROW_S=1: a second copy of the K/V step with S at half width.
-    NARROW_S: bool,
-    /// (wip) FLASHGEN_OWN=1: each consumer runs the blocks its own rows reach, and empty turns for the rest.
+    /// Each consumer runs the blocks its own rows reach, and empty turns for the rest (`KernelSpec::own_blocks`).
     OWN: bool,
-    /// (wip) FLASHGEN_KEPT=1: with HALF, a warp whose rows all keep the block's first half masks only its second.
-    KEPT: bool,
     /// One copy of the cross-tile kernel's last turn and epilogue (`KernelSpec::single_tail`).
     SINGLE_TAIL: bool,
     /// The ping-pong tile computes the epilogue's l_i, 1/l_i and M under its last P·V, the reciprocal and
@@ -280,9 +276,7 @@ impl KernelConstants {
             CROSS_TILE: spec.cross_tile(),
             SINGLE_TAIL: spec.single_tail(),
             NARROW: spec.narrow_last_product(),
-            KEPT: spec.half_block_softmax() && std::env::var("FLASHGEN_KEPT").is_ok_and(|v| v == "1"),
-            OWN: spec.ping_pong() && spec.causal() && spec.block_m() > spec.block_n() && spec.num_stages() >= (spec.block_m() - 64).div_ceil(spec.block_n()) + 2 && std::env::var("FLASHGEN_OWN").is_ok_and(|v| v == "1"),
-            NARROW_S: spec.narrow_last_product() && spec.half_block_softmax() && std::env::var("FLASHGEN_NARROW_S").is_ok_and(|v| v == "1"),
+            OWN: spec.own_blocks(),
             EARLY_L: spec.early_row_norm(),
             PANELS: d / 64,
             BAR_OFF: q_bytes + spec.num_stages() * spec.slot_bytes(),

@@ -558,6 +558,22 @@ impl KernelSpec {
         self.ping_pong() && self.causal() && self.0.block_m == self.0.block_n
     }
 
+    /// In a causal ping-pong tile taller than its K/V blocks, each consumer warpgroup runs only the blocks its
+    /// own 64 rows reach (`own_blocks` in templates/lib/pingpong.ll.tera): consumers 0-2 of a 256×64 tile
+    /// skip 3, 2 and 1 blocks that are all masked for them, handing their ring slots back as the loop ends
+    /// and taking empty turns so the ping-pong order holds. The tile's last turn issues the next tile's S_0,
+    /// whose slot the producer refills only once every consumer has handed back the slot NUM_STAGES before
+    /// it: hence NUM_STAGES >= the most blocks a consumer skips + 2 (with fewer, a skipping consumer would
+    /// wait for that slot before its own last release). Measured in one build, two rounds (own-ab): 256×64×6
+    /// +5.7% at HEAD_DIM 64 causal 1024, +2.7% at 2048, +1.2% at 4096; ×5 +3.0 / +1.0 / −0.3%.
+    pub fn own_blocks(&self) -> bool {
+        // (checked in this order: only a ping-pong spec has BLOCK_N > 0 for certain)
+        self.ping_pong() && self.causal() && self.0.block_m > self.0.block_n && {
+            let most_skipped = (self.0.block_m - 64).div_ceil(self.0.block_n);
+            self.0.num_stages >= most_skipped + 2
+        }
+    }
+
     /// The ping-pong tile computes its epilogue's row sums l_i, 1/l_i and M = m_i + log2(l_i) under its last
     /// P·V (they do not need it), with the reciprocal and log2 approximate and flush-to-zero (l_i >= 1: no
     /// IEEE or subnormal paths). Measured together against main's epilogue, two calls (tileboundary-ab,
@@ -898,14 +914,14 @@ impl KernelSpec {
             // it, a fourth slot +0.5-3% at N = 16384 (verify-v9)
             (KernelKind::FwdWs, 64) => (192, 128, 16, 4),
             // persistent, HEAD_DIM 64: non-causal, four consumer warpgroups of 64 rows (256-row tiles: 1024
-            // rows are four whole tiles) on 64-row K/V blocks (their 112 registers hold no wider S), 6 slots;
-            // causal up to 1024 tokens, two consumers on 128×128 (the diagonal's fully masked blocks cost 4
-            // consumers 15%; with the half block softmax the two are level there, 1.005×: cfg-half), 4 slots.
-            // From 1025 tokens: FA3's 192×128 non-causal (+2% over fwd_ws at 4096), 256×64 on four consumers
-            // causal (+3-6% over fwd_ws 192×128, once tiles came from a counter: dyn-ab, mask-ab2; at 2048
-            // +4.3% over 128×128, six rounds in one call: cfg-half); from 8192 fwd_ws is ahead again (see
-            // `forward_kind`)
-            (KernelKind::FwdWsPersistent, 64) if causal && n_ctx <= 1024 => (128, 128, 12, 4),
+            // rows are four whole tiles) on 64-row K/V blocks (their 112 registers hold no wider S), 6 slots.
+            // Causal on the same tiles, each consumer running only the blocks its rows reach (`own_blocks`,
+            // which needs 5+ slots here): up to 2048 tokens with 6 slots, +0.3-1.3% at 1024 over two
+            // consumers on 128×128 and +0.2-1.9% at 2048 over 4 slots without it, in the same processes
+            // (own-ab); from 2049, 4 slots without it (+1% over 6 with it at 4096; 256×64 was +3-6% over
+            // fwd_ws 192×128 there: dyn-ab, mask-ab2). From 1025 tokens non-causal: FA3's 192×128 (+2% over
+            // fwd_ws at 4096); from 8192 fwd_ws is ahead again (see `forward_kind`)
+            (KernelKind::FwdWsPersistent, 64) if causal && n_ctx <= 2048 => (256, 64, 20, 6),
             (KernelKind::FwdWsPersistent, 64) if causal => (256, 64, 20, 4),
             (KernelKind::FwdWsPersistent, 64) if n_ctx <= 1024 => (256, 64, 20, 6),
             (KernelKind::FwdWsPersistent, 64) => (192, 128, 16, 4),
