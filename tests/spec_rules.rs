@@ -112,11 +112,11 @@ fn default_set_is_complete_and_names_are_unique() {
     // per arch × dtype × head dim: forward and dK/dV and dQ for both stages, one preprocess; on sm_90a a
     // second forward per dtype, head dim and stage: fwd_ws's fwd_wgmma fallback (HEAD_DIM 128), which at
     // HEAD_DIM 64 is also the non-causal short-sequence forward's; the persistent short-sequence forward at
-    // HEAD_DIM 64 and, causal, its own fallback (fwd_wgmma on its 128×128 tiles); the persistent medium-length
+    // HEAD_DIM 64 (on 256×64 tiles: its fallback is fwd_wgmma's default); the persistent medium-length
     // forward (4096 tokens) at HEAD_DIM 64, whose fallback is fwd_wgmma's default; the persistent
     // short-sequence forward at HEAD_DIM 128 (fwd_ws's tiles: its fallback is fwd_ws's); and on sm_90a the
     // fused backwards (bwd_fused and bwd_fused_atomic, and causal bwd_fused_up)
-    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 + 2 + 2 * 2 + 2 * 2 * 2 * 2 + 2 * 2 + 2 * 2);
+    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 + 2 * 2 + 2 * 2 * 2 * 2 + 2 * 2 + 2 * 2);
     for kind in KernelKind::ALL {
         // sm_80 gets the mma.sync kinds, sm_90a the wgmma ones; both get the preprocess
         let arch = if kind.uses_wgmma() { Arch::Sm90a } else { Arch::Sm80 };
@@ -362,8 +362,8 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
         let d128 = KernelSpec::default_for(Arch::Sm90a, DType::Bf16, 128, causal).unwrap();
         assert_eq!((d128.block_m(), d128.block_n(), d128.consumer_warpgroups(), d128.ping_pong()), (128, 128, 2, true));
         // HEAD_DIM 64: three consumers taking turns (192 rows, 4 stages); up to 4096 tokens the persistent
-        // kernel: to 1024 on four consumers (256 rows, 64-row K/V blocks; causal two, 128×128), then on
-        // 192×128 (causal: four consumers on 256×64)
+        // kernel on four consumers (256 rows, 64-row K/V blocks): non-causal to 1024 with 6 slots, then on
+        // 192×128; causal with 6 slots to 2048 (each consumer running its own blocks), then 4
         let long = KernelSpec::default_for(Arch::Sm90a, DType::F16, 64, causal).unwrap();
         assert_eq!((long.kind(), long.block_m(), long.block_n(), long.consumer_warpgroups(), long.ping_pong()), (KernelKind::FwdWs, 192, 128, 3, true));
         assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 4097).unwrap(), long);
@@ -371,24 +371,22 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
             let s = KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, n).unwrap();
             (s.kind(), (s.block_m(), s.block_n(), s.consumer_warpgroups(), s.num_stages()), s.ping_pong())
         };
-        let (short, medium) = if causal { ((128, 128, 2, 4), (256, 64, 4, 4)) } else { ((256, 64, 4, 6), (192, 128, 3, 4)) };
+        let (short, medium) = if causal { ((256, 64, 4, 6), (256, 64, 4, 4)) } else { ((256, 64, 4, 6), (192, 128, 3, 4)) };
+        let medium_from = if causal { 2049 } else { 1025 };
         assert_eq!(at(1024), (KernelKind::FwdWsPersistent, short, true));
         assert_eq!(at(1024), at(1));
-        assert_eq!(at(1025), (KernelKind::FwdWsPersistent, medium, true));
-        assert_eq!(at(2048), (KernelKind::FwdWsPersistent, medium, true));
+        assert_eq!(at(medium_from - 1), (KernelKind::FwdWsPersistent, short, true));
+        assert_eq!(at(medium_from), (KernelKind::FwdWsPersistent, medium, true));
         assert_eq!(at(4096), (KernelKind::FwdWsPersistent, medium, true));
+        // causal, the short default's consumers run their own blocks; the medium one's 4 slots are too few
+        let own = |n| KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, n).unwrap().own_blocks();
+        assert_eq!((own(1024), own(2048), own(4096), own(16384)), (causal, causal, false, causal));
         // the kind's default (`default_of`) is its shortest sequences' default
         let short = KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 1024).unwrap();
         assert_eq!(KernelSpec::default_of(KernelKind::FwdWsPersistent, Arch::Sm90a, DType::F16, 64, causal).unwrap(), short);
-        // its fallback where TMA cannot describe a layout: fwd_wgmma on the same tiles (causal, 128×128), or
-        // its default where they do not fit its 8 warps (256 rows)
+        // its fallback where TMA cannot describe a layout: fwd_wgmma's default (256 rows do not fit its 8 warps)
         let fallback = short.without_warp_specialization();
-        assert_eq!(fallback.kind(), KernelKind::FwdWgmma);
-        if causal {
-            assert_eq!((fallback.block_m(), fallback.block_n(), fallback.num_stages()), (128, 128, 4));
-        } else {
-            assert_eq!(fallback, KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::F16, 64, causal).unwrap());
-        }
+        assert_eq!(fallback, KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::F16, 64, causal).unwrap());
         // HEAD_DIM 128 up to 2048 tokens: the persistent kernel on fwd_ws's tiles, Q from registers, one Q buffer
         let d128_short = KernelSpec::default_forward(Arch::Sm90a, DType::F16, 128, causal, 2048).unwrap();
         assert_eq!(d128_short, KernelSpec::new(SpecParams { kind: KernelKind::FwdWsPersistent, dtype: DType::F16, ..*d128.params() }).unwrap());
@@ -398,12 +396,12 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
         // the persistent kernel runs across tiles; no other kind does
         assert!(short.cross_tile() && d128_short.cross_tile() && !long.cross_tile() && !d128.cross_tile());
         assert!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 4096).unwrap().cross_tile());
-        // the last P·V narrowed on square causal tiles (128×128): not on the D64 defaults from 1025 tokens
+        // the last P·V narrowed on square causal tiles (128×128, the D128 defaults): not on the D64 ones
         // (256×64) nor without the mask
-        assert_eq!(short.narrow_last_product(), causal);
+        assert!(!short.narrow_last_product());
         assert_eq!(d128_short.narrow_last_product(), causal);
         assert_eq!(d128.narrow_last_product(), causal);
-        assert!(!KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 2048).unwrap().narrow_last_product());
+        assert!(!KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 4096).unwrap().narrow_last_product());
         // one copy of its last turn at HEAD_DIM 128 (the generation bound), two at 64 (measured)
         assert!(d128_short.single_tail() && !short.single_tail() && !long.single_tail() && !d128.single_tail());
         // the epilogue's row norms under the last P·V, approximate: the ping-pong kernels at HEAD_DIM 128 only
@@ -484,4 +482,26 @@ fn fused_backward_is_a_dkdv_kernel_with_dq() {
     assert!(three.shared_memory_bytes() <= 227 * 1024);
     assert!(e(SpecParams { num_stages: 4, ..p }).contains("exceeds the"));
     assert!(KernelSpec::backward_fused(Arch::Sm90, DType::Bf16, 128, false).is_err());
+}
+
+#[test]
+fn causal_consumers_run_their_own_blocks_only_with_slots_to_spare() {
+    let ws = |kind, bm, bn, warps, stages, stage| {
+        KernelSpec::new(SpecParams { kind, dtype: DType::Bf16, head_dim: 64, block_m: bm, block_n: bn, stage, num_warps: warps, num_stages: stages, arch: Arch::Sm90a }).unwrap()
+    };
+    use KernelKind::{FwdWs, FwdWsPersistent};
+    // 256×64 on four consumers: consumer 0 skips up to 3 blocks, so the next tile's S_0 needs 3 + 2 slots
+    assert!(!ws(FwdWsPersistent, 256, 64, 20, 4, 3).own_blocks());
+    assert!(ws(FwdWsPersistent, 256, 64, 20, 5, 3).own_blocks());
+    assert!(ws(FwdWsPersistent, 256, 64, 20, 6, 3).own_blocks());
+    // 192×128 on three consumers and 128×64 on two skip at most one block: 3 slots are enough
+    assert!(ws(FwdWs, 192, 128, 16, 3, 3).own_blocks());
+    assert!(ws(FwdWsPersistent, 128, 64, 12, 3, 3).own_blocks());
+    // square tiles skip nothing (consumer 0 keeps half its diagonal block); nor does a non-causal tile; and
+    // without ping-pong (2 stages) there are no turns to keep
+    assert!(!ws(FwdWsPersistent, 128, 128, 12, 4, 3).own_blocks());
+    assert!(!ws(FwdWsPersistent, 256, 64, 20, 6, 1).own_blocks());
+    assert!(!ws(FwdWs, 128, 64, 12, 2, 3).own_blocks());
+    // a rule every spec can be asked, whatever its kind (the preprocess has BLOCK_N 0)
+    assert!(KernelSpec::default_set().iter().all(|s| !s.own_blocks() || (s.causal() && s.kind().warp_specialized_forward())));
 }
