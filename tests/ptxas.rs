@@ -279,6 +279,8 @@ fn warp_specialized_forward_assembles_with_tma_and_setmaxnreg() {
         // and the narrowed last P·V's (one a copy)
         let votes = spec.lazy_rescale() as u32 + 2 * spec.half_block_softmax() as u32 + narrow * last_pvs;
         assert_eq!(count("VOTE.ANY"), votes, "{}: the warp's votes (lazy rescaling, half block softmax)", spec.name());
+        // each consumer's own blocks (`own_blocks`): the K/V loop's bound made warp-uniform by one reduction
+        assert_eq!(count("REDUX"), spec.own_blocks() as u32, "{}: the own-blocks bound's warp reduction", spec.name());
         assert!(count("UTMALDG.4D") >= 2, "{}: TMA loads", spec.name());
         assert!(count("USETMAXREG.DEALLOC") == 1 && count("USETMAXREG.TRY_ALLOC") == 1, "{}: setmaxnreg", spec.name());
         assert!(count("SYNCS.PHASECHK") >= 2 && count("SYNCS.ARRIVE") >= 2, "{}: mbarriers", spec.name());
