@@ -6,9 +6,8 @@
 # memcheck over the quick suite. Then VARIANTS in ROUNDS rounds (order rotated each round), BENCH_D / BENCH_N,
 # forward defaults on the anchors' timer, each variant with its own kernel cache. Every timed row goes to
 # $OUT/variants.jsonl (tagged "variant" and "round": one file, so the call's few returned files hold them all); a table last.
-# WARMUP_MS as in device_table.sh (default 0). BENCH_CAUSAL: bench --causal (default 0,1).
-# BENCH_CONFIGS: bench --configs (e.g. "wsp:256,64,20,4"): every
-# config's rows are tabled, the default's as "default".
+# WARMUP_MS as in device_table.sh (default 0). BENCH_CAUSAL: bench --causal (default 0,1). BENCH_CONFIGS: bench
+# --configs (e.g. "wsp:256,64,20,4"); every config's rows are tabled, the default's as "default".
 set -u -o pipefail
 source bench/device_common.sh
 BB=$BIN/flashgen_b; L=$OUT/logs; mkdir -p $L
