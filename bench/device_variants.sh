@@ -11,7 +11,7 @@
 set -u -o pipefail
 source bench/device_common.sh
 BB=$BIN/flashgen_b; L=$OUT/logs; mkdir -p $L
-env ${CHECK_ENV:-} timeout ${CHECK_TIMEOUT:-150} $BB check --forward-only ${CHECK_ARGS:---filter fwd_ws} --json $OUT/check_b.jsonl > $L/check_b.log 2>&1; echo "B check ($CHECK_ENV) rc=$?"; grep -E "passed, |FAIL" $L/check_b.log | tail -3
+env ${CHECK_ENV:-} timeout ${CHECK_TIMEOUT:-150} $BB check --forward-only ${CHECK_ARGS:---filter fwd_ws} --json $OUT/check_b.jsonl > $L/check_b.log 2>&1; echo "B check (${CHECK_ENV:-}) rc=$?"; grep -E "passed, |FAIL" $L/check_b.log | tail -3
 env ${CHECK_ENV:-} timeout 150 compute-sanitizer --tool memcheck $BB check --quick --forward-only --filter fwd_ws > $L/memcheck_b.log 2>&1; echo "B memcheck rc=$?"; grep -E "passed, |ERROR SUMMARY" $L/memcheck_b.log | tail -2
 IFS=';' read -ra VS <<< "$VARIANTS"
 for r in $(seq 1 ${ROUNDS:-2}); do

@@ -184,8 +184,9 @@ fn persistent_forward_is_fwd_ws_bit_for_bit() {
         let ([q, k, v, _], [tq, tk, tv, _]) = backward_inputs(&f, &mut rng, DType::Bf16, s);
         let tiles: &[(u32, u32, u32, u32)] = match (d, causal) {
             (64, false) => &[(256, 64, 20, 6), (192, 128, 16, 4)],
-            // causal 256×64 ×6: each consumer runs its own blocks (`own_blocks`), in both kinds
-            (64, true) => &[(128, 128, 12, 4), (192, 128, 16, 4), (256, 64, 20, 6)],
+            // causal 256×64 ×6 and ×8 (the default to 2048 tokens): each consumer runs its own blocks
+            // (`own_blocks`), in both kinds
+            (64, true) => &[(128, 128, 12, 4), (192, 128, 16, 4), (256, 64, 20, 6), (256, 64, 20, 8)],
             // 128×128: Q from registers, one Q buffer (two would not fit beside three 128-row K/V slots)
             _ => &[(128, 64, 12, 3), (128, 128, 12, 3)],
         };

@@ -67,6 +67,16 @@ fn num_stages_range() {
     for ns in [0, 1, 7] {
         rejects(SpecParams { num_stages: ns, ..base() }, &[&format!("num_stages={ns} must be in 2..=6")]);
     }
+    // the warp-specialized forward's TMA ring goes to 8 slots (where shared memory holds them)
+    let ws = SpecParams { kind: KernelKind::FwdWsPersistent, head_dim: 64, block_m: 256, block_n: 64, stage: 3, num_warps: 20, ..base() };
+    for kind in [KernelKind::FwdWs, KernelKind::FwdWsPersistent] {
+        for ns in [7, 8] {
+            KernelSpec::new(SpecParams { kind, num_stages: ns, ..ws }).unwrap();
+        }
+        rejects(SpecParams { kind, num_stages: 9, ..ws }, &["num_stages=9 must be in 2..=8"]);
+    }
+    // 8 slots of 128-row K/V blocks do not fit: the shared-memory rule, not the range, says so
+    rejects(SpecParams { block_m: 192, block_n: 128, num_warps: 16, num_stages: 8, ..ws }, &["232448 B limit of sm_90a"]);
 }
 
 #[test]
@@ -363,7 +373,7 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
         assert_eq!((d128.block_m(), d128.block_n(), d128.consumer_warpgroups(), d128.ping_pong()), (128, 128, 2, true));
         // HEAD_DIM 64: three consumers taking turns (192 rows, 4 stages); up to 4096 tokens the persistent
         // kernel on four consumers (256 rows, 64-row K/V blocks): non-causal to 1024 with 6 slots, then on
-        // 192×128; causal with 6 slots to 2048 (each consumer running its own blocks), then 4
+        // 192×128; causal with 8 slots to 2048 (each consumer running its own blocks), then 4
         let long = KernelSpec::default_for(Arch::Sm90a, DType::F16, 64, causal).unwrap();
         assert_eq!((long.kind(), long.block_m(), long.block_n(), long.consumer_warpgroups(), long.ping_pong()), (KernelKind::FwdWs, 192, 128, 3, true));
         assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 4097).unwrap(), long);
@@ -371,7 +381,7 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
             let s = KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, n).unwrap();
             (s.kind(), (s.block_m(), s.block_n(), s.consumer_warpgroups(), s.num_stages()), s.ping_pong())
         };
-        let (short, medium) = if causal { ((256, 64, 4, 6), (256, 64, 4, 4)) } else { ((256, 64, 4, 6), (192, 128, 3, 4)) };
+        let (short, medium) = if causal { ((256, 64, 4, 8), (256, 64, 4, 4)) } else { ((256, 64, 4, 6), (192, 128, 3, 4)) };
         let medium_from = if causal { 2049 } else { 1025 };
         assert_eq!(at(1024), (KernelKind::FwdWsPersistent, short, true));
         assert_eq!(at(1024), at(1));
@@ -494,6 +504,7 @@ fn causal_consumers_run_their_own_blocks_only_with_slots_to_spare() {
     assert!(!ws(FwdWsPersistent, 256, 64, 20, 4, 3).own_blocks());
     assert!(ws(FwdWsPersistent, 256, 64, 20, 5, 3).own_blocks());
     assert!(ws(FwdWsPersistent, 256, 64, 20, 6, 3).own_blocks());
+    assert!(ws(FwdWsPersistent, 256, 64, 20, 8, 3).own_blocks());
     // 192×128 on three consumers and 128×64 on two skip at most one block: 3 slots are enough
     assert!(ws(FwdWs, 192, 128, 16, 3, 3).own_blocks());
     assert!(ws(FwdWsPersistent, 128, 64, 12, 3, 3).own_blocks());

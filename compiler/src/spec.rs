@@ -133,6 +133,9 @@ pub const MAX_ROWS_PER_WARP: u32 = 32;
 /// the powers of two that the CI sweep assembles spill-free are admitted.
 pub const BLOCK_NS: [u32; 4] = [16, 32, 64, 128];
 pub const NUM_STAGES: std::ops::RangeInclusive<u32> = 2..=6;
+/// The warp-specialized forward's TMA ring: up to 8 slots where shared memory holds them (64-row K/V blocks;
+/// HEAD_DIM 64 causal to 2048 tokens is 1.5-3% faster on 8 than on 6, stages8-ab).
+pub const WS_NUM_STAGES: std::ops::RangeInclusive<u32> = 2..=8;
 /// Warps of fwd_ws: the producer warpgroup and 2, 3 or 4 consumer warpgroups, which take turns on the
 /// tensor cores (ping-pong). One consumer (8 warps, two CTAs per SM) ran 10× slower on the H200 (ws-v1).
 pub const WS_NUM_WARPS: [u32; 3] = [12, 16, 20];
@@ -442,7 +445,7 @@ impl KernelSpec {
             format!("{kind}: BLOCK_M={bm} must be 64 × the {} consumer warpgroups of num_warps={w} = {} (one producer warpgroup, then 64 query rows per consumer)", (w - 4) / 4, 16 * (w - 4))
         })?;
         rule(BLOCK_NS.contains(&bn), || format!("{kind}: BLOCK_N={bn} is not supported: use one of {BLOCK_NS:?}"))?;
-        rule(NUM_STAGES.contains(&ns), || format!("num_stages={ns} must be in {}..={} (the depth of the TMA ring of K/V blocks)", NUM_STAGES.start(), NUM_STAGES.end()))?;
+        rule(WS_NUM_STAGES.contains(&ns), || format!("num_stages={ns} must be in {}..={} (the depth of the TMA ring of K/V blocks)", WS_NUM_STAGES.start(), WS_NUM_STAGES.end()))?;
         rule(!p.kind.persistent() || ns >= 3, || {
             format!("{kind}: num_stages={ns}: the persistent kernel runs the ping-pong schedule, which needs 3 or more stages (use num_stages=3, or fwd_ws for 2)")
         })?;
@@ -565,7 +568,8 @@ impl KernelSpec {
     /// whose slot the producer refills only once every consumer has handed back the slot NUM_STAGES before
     /// it: hence NUM_STAGES >= the most blocks a consumer skips + 2 (with fewer, a skipping consumer would
     /// wait for that slot before its own last release). Measured in one build, two rounds (own-ab): 256×64×6
-    /// +5.7% at HEAD_DIM 64 causal 1024, +2.7% at 2048, +1.2% at 4096; ×5 +3.0 / +1.0 / −0.3%.
+    /// +5.7% at HEAD_DIM 64 causal 1024, +2.7% at 2048, +1.2% at 4096; ×5 +3.0 / +1.0 / −0.3%; ×8 a further
+    /// +1.5-3% at 1024 and 2048 (stages8-ab).
     pub fn own_blocks(&self) -> bool {
         // (checked in this order: only a ping-pong spec has BLOCK_N > 0 for certain)
         self.ping_pong() && self.causal() && self.0.block_m > self.0.block_n && {
@@ -916,12 +920,13 @@ impl KernelSpec {
             // persistent, HEAD_DIM 64: non-causal, four consumer warpgroups of 64 rows (256-row tiles: 1024
             // rows are four whole tiles) on 64-row K/V blocks (their 112 registers hold no wider S), 6 slots.
             // Causal on the same tiles, each consumer running only the blocks its rows reach (`own_blocks`,
-            // which needs 5+ slots here): up to 2048 tokens with 6 slots, +0.3-1.3% at 1024 over two
-            // consumers on 128×128 and +0.2-1.9% at 2048 over 4 slots without it, in the same processes
-            // (own-ab); from 2049, 4 slots without it (+1% over 6 with it at 4096; 256×64 was +3-6% over
-            // fwd_ws 192×128 there: dyn-ab, mask-ab2). From 1025 tokens non-causal: FA3's 192×128 (+2% over
-            // fwd_ws at 4096); from 8192 fwd_ws is ahead again (see `forward_kind`)
-            (KernelKind::FwdWsPersistent, 64) if causal && n_ctx <= 2048 => (256, 64, 20, 6),
+            // which needs 5+ slots here): up to 2048 tokens with 8 slots (6 slots: +0.3-1.3% at 1024 over two
+            // consumers on 128×128 and +0.2-1.9% at 2048 over 4 slots without it, own-ab; 8 slots: +1.5-3%
+            // over 6 at 1024 and 2048, stages8-ab); from 2049, 4 slots without it (+1% over 6 with it at
+            // 4096, and level with 8; 256×64 was +3-6% over fwd_ws 192×128 there: dyn-ab, mask-ab2). From
+            // 1025 tokens non-causal: FA3's 192×128 (+2% over fwd_ws at 4096); from 8192 fwd_ws is ahead
+            // again (see `forward_kind`). Non-causal keeps 6 slots (8 lost 1-5%: stages8-ab)
+            (KernelKind::FwdWsPersistent, 64) if causal && n_ctx <= 2048 => (256, 64, 20, 8),
             (KernelKind::FwdWsPersistent, 64) if causal => (256, 64, 20, 4),
             (KernelKind::FwdWsPersistent, 64) if n_ctx <= 1024 => (256, 64, 20, 6),
             (KernelKind::FwdWsPersistent, 64) => (192, 128, 16, 4),
