@@ -34,6 +34,36 @@ fn keys_separate_specs_and_devices_and_are_stable() {
     assert_eq!(k.len(), 32);
 }
 
+/// The JIT key's source hash covers the Rust that shapes a kernel besides its templates (the spec's rules,
+/// the render context, the LLVM pipeline, the metadata), each file as it is in this checkout: a rule that
+/// moves without a template changing still makes a new key, so a disk cache never serves the old kernel.
+#[test]
+fn the_source_hash_covers_the_generator_not_only_the_templates() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let names: Vec<&str> = flashgen::render::GENERATOR_SOURCES.iter().map(|(n, _)| *n).collect();
+    for needed in ["compiler/src/spec.rs", "compiler/src/render.rs", "compiler/src/codegen.rs"] {
+        assert!(names.contains(&needed), "{needed} is not hashed into the cache key");
+    }
+    for (name, text) in flashgen::render::GENERATOR_SOURCES {
+        assert_eq!(std::fs::read_to_string(root.join(name)).unwrap(), *text, "{name}: the hashed text is not the file");
+    }
+    // and the hash is over the templates and then them, each name and text closed by a zero byte
+    use sha2::{Digest, Sha256};
+    let digest = |files: &mut dyn Iterator<Item = &(&str, &str)>| {
+        let mut h = Sha256::new();
+        for (name, text) in files {
+            h.update(name.as_bytes());
+            h.update([0]);
+            h.update(text.as_bytes());
+            h.update([0]);
+        }
+        format!("{:x}", h.finalize())
+    };
+    let (templates, generator) = (flashgen::render::TEMPLATES, flashgen::render::GENERATOR_SOURCES);
+    assert_eq!(digest(&mut templates.iter().chain(generator)), flashgen::render::templates_hash());
+    assert_ne!(digest(&mut templates.iter()), flashgen::render::templates_hash());
+}
+
 #[test]
 fn memory_then_disk_then_second_process() {
     let dir = tmp("hits");

@@ -291,14 +291,26 @@ impl KernelConstants {
     }
 }
 
-/// SHA-256 over every template's name and text: part of every cache key, so a changed template never
-/// reuses a kernel compiled from the old one.
+/// The Rust that decides what the templates render besides the spec itself: the spec's rules (which
+/// schedule, how many registers, which tiles), the render context built from them, the LLVM pipeline and
+/// the metadata. A change there alone (a rule such as `KernelSpec::own_blocks` moving) makes different
+/// PTX for the same spec and the same templates.
+pub const GENERATOR_SOURCES: &[(&str, &str)] = &[
+    ("compiler/src/spec.rs", include_str!("spec.rs")),
+    ("compiler/src/render.rs", include_str!("render.rs")),
+    ("compiler/src/codegen.rs", include_str!("codegen.rs")),
+    ("compiler/src/artifact.rs", include_str!("artifact.rs")),
+];
+
+/// SHA-256 over every template's and generator source's name and text: part of every kernel cache key
+/// and of every stored tuning result, so neither reuses a kernel that was built by other code, whatever
+/// the crate's version says.
 pub fn templates_hash() -> String {
     static HASH: OnceLock<String> = OnceLock::new();
     HASH.get_or_init(|| {
         use sha2::{Digest, Sha256};
         let mut h = Sha256::new();
-        for (name, text) in TEMPLATES {
+        for (name, text) in TEMPLATES.iter().chain(GENERATOR_SOURCES) {
             h.update(name.as_bytes());
             h.update([0]);
             h.update(text.as_bytes());

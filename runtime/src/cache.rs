@@ -3,7 +3,8 @@
 //! Laid out like Triton's cache: one folder per key holding `<name>.ptx` and `<name>.json` (Triton's field
 //! names plus the key and the PTX's SHA-256). The machine code is the driver's: it compiles the PTX as a
 //! whole program when the kernel is loaded and keeps its own cache of that (jit.rs says why not a cubin
-//! from the linker). The key hashes the spec, the kernel source (template text, or the prebuilt PTX), the
+//! from the linker). The key hashes the spec, the kernel source (template text and the generator code that
+//! fills it, `flashgen::render::GENERATOR_SOURCES`; or the prebuilt PTX), the
 //! flashgen and LLVM versions and the device's compute capability. Files are written to a temporary name
 //! and renamed, the JSON last: an entry is complete or absent. An entry that does not verify (truncated,
 //! edited, another version) is reported, rebuilt and rewritten, never loaded. A cache directory that cannot
