@@ -4,8 +4,8 @@
 # backward set holding that kernel, ragged lengths, both row statistics) and memcheck over their quick suite at
 # MEMCHECK_FILTER (default dkdv_wgmma_bf16_d64). Then A and B in ROUNDS rounds (default 2, order rotated),
 # `bench --backward --backward-only` at BENCH_D / BENCH_N (default 64 / 1024,4096,16384), causal and not, on
-# the anchors' timer, each with its own kernel cache. A bench process pays ~15-20 s of input generation per
-# length before it times anything (BENCH_TIMEOUT, default 120 s). Every row goes to $OUT/ab.jsonl (tagged
+# the anchors' timer, each with its own kernel cache (BENCH_TIMEOUT seconds each, default 120: before bench drew
+# its inputs on every core, a process paid ~15-20 s a length before timing anything). Every row goes to $OUT/ab.jsonl (tagged
 # "variant" and "round"); a table last: min-max TFLOP/s per variant, and the ratio of B's mean to A's.
 set -u -o pipefail
 source bench/device_common.sh
