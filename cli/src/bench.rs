@@ -84,13 +84,13 @@ fn random_bf16(len: usize, seed: u64) -> Vec<u16> {
     const CHUNK: usize = 1 << 20;
     let mut out = vec![0u16; len];
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut chunks: Vec<(usize, &mut [u16])> = out.chunks_mut(CHUNK).enumerate().collect();
-    let per_thread = chunks.len().div_ceil(threads).max(1);
+    // each thread a slab of whole chunks; a chunk's generator is known by its index in the whole output
+    let slab = CHUNK * len.div_ceil(CHUNK).div_ceil(threads).max(1);
     std::thread::scope(|s| {
-        while !chunks.is_empty() {
-            let group: Vec<_> = chunks.drain(..per_thread.min(chunks.len())).collect();
+        for (t, part) in out.chunks_mut(slab).enumerate() {
             s.spawn(move || {
-                for (index, chunk) in group {
+                for (i, chunk) in part.chunks_mut(CHUNK).enumerate() {
+                    let index = t * (slab / CHUNK) + i;
                     let mut rng = SplitMix(SplitMix(seed.wrapping_add(index as u64)).next_u64());
                     chunk.iter_mut().for_each(|x| *x = half::bf16::from_f32(rng.normal()).to_bits());
                 }

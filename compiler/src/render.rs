@@ -305,7 +305,7 @@ pub const GENERATOR_SOURCES: &[(&str, &str)] = &[
 /// SHA-256 over every template's and generator source's name and text: part of every kernel cache key
 /// and of every stored tuning result, so neither reuses a kernel that was built by other code, whatever
 /// the crate's version says.
-pub fn templates_hash() -> String {
+pub fn generator_hash() -> String {
     static HASH: OnceLock<String> = OnceLock::new();
     HASH.get_or_init(|| {
         use sha2::{Digest, Sha256};

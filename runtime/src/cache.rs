@@ -184,7 +184,7 @@ impl KernelCache {
     pub fn key(&self, spec: &KernelSpec, capability: (u32, u32)) -> Result<String, CacheError> {
         let (source, llvm) = match &self.source {
             #[cfg(feature = "jit")]
-            KernelSource::Jit => (flashgen::render::templates_hash(), flashgen::llvm_version()),
+            KernelSource::Jit => (flashgen::render::generator_hash(), flashgen::llvm_version()),
             KernelSource::Prebuilt(map) => {
                 let (meta, ptx) = map.get(&spec.name()).ok_or(CacheError::NotPrebuilt { spec: spec.name(), available: map.len() })?;
                 (sha256_hex(ptx.as_bytes()), meta.llvm_version.clone())

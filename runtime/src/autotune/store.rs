@@ -20,7 +20,7 @@ pub struct TuneFile {
 /// What the kernels are built from: a changed template invalidates tuning results.
 pub fn kernels_fingerprint() -> String {
     #[cfg(feature = "jit")]
-    return flashgen::render::templates_hash();
+    return flashgen::render::generator_hash();
     #[cfg(not(feature = "jit"))]
     return "prebuilt".to_string();
 }
