@@ -91,15 +91,15 @@ impl Candidates for Fake {
 }
 
 fn config_of(s: &KernelSpec) -> Config {
-    Config { block_m: s.block_m(), block_n: s.block_n(), num_warps: s.num_warps(), num_stages: s.num_stages() }
+    Config::of(s)
 }
 
 fn fake() -> Fake {
     Fake {
-        fail_compile: Config { block_m: 64, block_n: 32, num_warps: 4, num_stages: 2 },
-        panic_compile: Config { block_m: 64, block_n: 32, num_warps: 4, num_stages: 3 },
+        fail_compile: Config::new(64, 32, 4, 2),
+        panic_compile: Config::new(64, 32, 4, 3),
         // the fastest config computes garbage: it must not win
-        wrong_output: Config { block_m: 128, block_n: 64, num_warps: 8, num_stages: 3 },
+        wrong_output: Config::new(128, 64, 8, 3),
         in_prepare: AtomicUsize::new(0),
         max_parallel: AtomicUsize::new(0),
         first_time_call: Mutex::new(None),
@@ -125,7 +125,7 @@ fn failures_score_infinity_and_are_reported_never_fatal() {
     let wrong = outcome(f.wrong_output);
     assert!(wrong.failure.as_deref().unwrap().contains("differs from the default config's by 3.00e-1"));
     assert_ne!(r.best, f.wrong_output);
-    assert_eq!(r.best, Config { block_m: 128, block_n: 64, num_warps: 4, num_stages: 3 });
+    assert_eq!(r.best, Config::new(128, 64, 4, 3));
     // configs far slower than the best so far stopped after one launch, and still rank behind it
     assert!(f.stopped_early.load(Ordering::SeqCst) > 0);
     // sorted fastest first, failures last
@@ -263,7 +263,7 @@ fn backward_spaces_own_and_stream_the_right_rows() {
             let default = k.default_config().unwrap();
             assert!(kept.iter().any(|(c, _)| *c == default), "{} n{n}: default {default} pruned", kind.name());
             if kind == KernelKind::FwdWsPersistent {
-                assert_eq!(k.spec(default).unwrap(), KernelSpec::default_forward(Arch::Sm90a, DType::Bf16, d, causal, n).unwrap());
+                assert_eq!(k.spec(default).unwrap(), flashgen_tests::plan_at(Arch::Sm90a, DType::Bf16, d, causal, n).forward);
             }
         }
     }
@@ -340,7 +340,7 @@ fn backward_winners_must_beat_the_default_by_more_than_the_alone_vs_in_pass_gap(
 fn the_parallel_output_check_is_the_relative_error_of_the_values() {
     use flashgen_runtime::autotune::gpu::relative_error_bits;
     use flashgen_runtime::tensor::{from_bits, to_bits};
-    let mut rng = flashgen::reference::SplitMix(3);
+    let mut rng = flashgen::numeric::SplitMix(3);
     for dtype in [DType::Bf16, DType::F16] {
         let b: Vec<u16> = (0..300_001).map(|_| to_bits(dtype, rng.normal())).collect();
         let a: Vec<u16> = b.iter().map(|&x| to_bits(dtype, from_bits(dtype, x) * 1.01)).collect();
@@ -409,4 +409,26 @@ fn the_default_compiles_with_the_others_and_nothing_is_checked_before_it() {
     assert!(r.outcomes.iter().all(|o| o.failure.is_none()));
     let e = tune(&k, &config_space(), &slow(true), 4, None).unwrap_err();
     assert!(e.contains(&format!("default config {default} failed to compile")) && e.contains("out of registers"), "{e}");
+}
+
+#[test]
+fn the_warp_specialized_space_tries_the_rescaling_both_ways_once() {
+    let k = TuneKey::for_kind(KernelKind::FwdWs, Arch::Sm90a, DType::Bf16, 128, true, 4096);
+    let (kept, pruned) = early_prune(&k, &config_space_for(KernelKind::FwdWs));
+    // every ping-pong tile config kept twice: derived (lazy at HEAD_DIM 128) and eager (its own kernel)
+    let pingpong: Vec<_> = kept.iter().filter(|(_, s)| s.ping_pong()).collect();
+    let eager = pingpong.iter().filter(|(c, s)| !s.lazy_rescale() && c.schedule.lazy_rescale == Some(false)).count();
+    assert!(eager > 0 && 2 * eager == pingpong.len(), "{eager} eager of {} ping-pong configs", pingpong.len());
+    assert!(pingpong.iter().all(|(_, s)| s.lazy_rescale() || s.name().ends_with("_lazy0")));
+    // the copies that set the derived value are the same kernels: dropped by name, never timed twice
+    assert!(pruned.iter().any(|p| p.step == "duplicate"));
+    let mut names: Vec<String> = kept.iter().map(|(_, s)| s.name()).collect();
+    names.sort();
+    let n = names.len();
+    names.dedup();
+    assert_eq!(names.len(), n, "a kernel kept twice");
+    // a tuned config with an override persists and comes back as the same spec
+    let (c, s) = pingpong.iter().find(|(c, _)| !c.schedule.is_empty()).unwrap();
+    let back: Config = serde_json::from_str(&serde_json::to_string(c).unwrap()).unwrap();
+    assert_eq!(k.spec(back).unwrap(), *s);
 }

@@ -1,5 +1,5 @@
 //! GPU tests: they need an NVIDIA GPU and its driver, so they are #[ignore]d here and run on the device
-//! machine (bench/device_run.sh runs this binary with --ignored; results in bench/results/). Run without a
+//! machine (`bench/device.sh checks` runs this binary with --ignored; results in bench/results/). Run without a
 //! GPU they fail: they never pass silently.
 
 use flashgen::reference::{backward_f64, naive_f64, relative_error, Shape, SplitMix};
@@ -70,13 +70,13 @@ fn backward_inputs(f: &Flash, rng: &mut SplitMix, dtype: DType, s: Shape) -> ([V
 fn attention_backward_matches_f64_from_lse_or_m() {
     let f = flash();
     let mut rng = SplitMix(12);
-    // the last case is long enough for the default fused backward on sm_90a (at HEAD_DIM 128 from
-    // FUSED_BACKWARD_MIN_TOKENS)
+    // the last case is long enough for the default fused backward on sm_90a (at HEAD_DIM 128 from 1024
+    // tokens: spec::defaults::BACKWARD_KINDS)
     for (dtype, d, causal, natural, n) in [(DType::Bf16, 128, true, true, 200), (DType::F16, 64, false, false, 200), (DType::Bf16, 128, true, false, 4096)] {
         let s = Shape { z: 1, h: if n > 1000 { 1 } else { 2 }, n, d };
         let ([q, k, v, d_o], [tq, tk, tv, tdo]) = backward_inputs(&f, &mut rng, dtype, s);
         let fused = f.backward_specs(&tq, causal).unwrap().dkdv.kind().fuses_dq();
-        assert_eq!(fused, f.gpu.arch.has_wgmma() && d == 128 && n >= flashgen::spec::FUSED_BACKWARD_MIN_TOKENS, "N={n} d{d}");
+        assert_eq!(fused, f.gpu.arch.has_wgmma() && d == 128 && n >= 1024, "N={n} d{d}");
         let out = f.attention_forward(&tq, &tk, &tv, causal, None).unwrap();
         let stats = if natural { RowStats::Lse(&out.lse) } else { RowStats::M(&out.m) };
         let g = f.attention_backward(&tq, &tk, &tv, &out.o, stats, &tdo, causal, None).unwrap();
@@ -151,12 +151,12 @@ fn broadcast_heads_run_correctly_with_or_without_tma() {
 fn kernels_load_as_whole_programs_and_rejected_ptx_is_an_error() {
     let f = flash();
     if f.gpu.arch == flashgen::Arch::Sm90a {
-        let spec = flashgen::KernelSpec::default_forward(f.gpu.arch, DType::Bf16, 128, false, 16384).unwrap();
+        let spec = flashgen_tests::plan_at(f.gpu.arch, DType::Bf16, 128, false, 16384).forward;
         assert_eq!(spec.kind(), flashgen::KernelKind::FwdWs);
         let k = f.kernel(&spec).unwrap();
         assert_eq!(k.function.num_regs().unwrap() as u32, spec.registers().launch, "{}: registers at launch", spec.name());
         // and the persistent short-sequence default, four consumers on 96 registers at launch
-        let short = flashgen::KernelSpec::default_forward(f.gpu.arch, DType::Bf16, 64, false, 1024).unwrap();
+        let short = flashgen_tests::plan_at(f.gpu.arch, DType::Bf16, 64, false, 1024).forward;
         assert_eq!(short.kind(), flashgen::KernelKind::FwdWsPersistent);
         let k = f.kernel(&short).unwrap();
         assert_eq!(k.function.num_regs().unwrap() as u32, short.registers().launch, "{}: registers at launch", short.name());
@@ -268,9 +268,9 @@ fn bad_fused_backward_arguments_are_errors_not_crashes() {
     let (mut dq, mut dk, mut dv) = (t(), t(), t());
     let m = f.gpu.stream.alloc_zeros::<f32>(z * h * n).unwrap();
     let mut delta = f.gpu.stream.alloc_zeros::<f32>(z * h * n).unwrap();
-    let fused = flashgen::KernelSpec::backward_fused(f.gpu.arch, DType::Bf16, d as u32, false).unwrap();
-    let atomic = flashgen::KernelSpec::backward_fused_atomic(f.gpu.arch, DType::Bf16, d as u32, false).unwrap();
-    let split = flashgen::KernelSpec::backward_wgmma(f.gpu.arch, DType::Bf16, d as u32, false).unwrap();
+    let fused = flashgen_tests::family(flashgen::KernelKind::BwdFused, f.gpu.arch, DType::Bf16, d as u32, false);
+    let atomic = flashgen_tests::family(flashgen::KernelKind::BwdFusedAtomic, f.gpu.arch, DType::Bf16, d as u32, false);
+    let split = flashgen_tests::family(flashgen::KernelKind::BwdDkdvWgmma, f.gpu.arch, DType::Bf16, d as u32, false);
     let (pre, fk, ak, dq_k) = (f.kernel(&fused.preprocess).unwrap(), f.kernel(&fused.dkdv).unwrap(), f.kernel(&atomic.dkdv).unwrap(), f.kernel(&split.dq.unwrap()).unwrap());
     let (partial_len, locks_len) = FusedScratch::lengths(&fused.dkdv, z, h, n, 1);
     let mut partial = f.gpu.stream.alloc_zeros::<f32>(partial_len).unwrap();

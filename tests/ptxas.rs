@@ -68,7 +68,7 @@ fn assemble_all_clean(tool: &std::path::Path, specs: &[KernelSpec], also: impl F
 #[test]
 fn default_set_assembles_without_spills() {
     let Some(tool) = ptxas_or_skip() else { return };
-    for spec in KernelSpec::default_set() {
+    for spec in flashgen::plan::default_set() {
         assemble_clean(&tool, &spec);
     }
 }
@@ -174,16 +174,16 @@ fn wgmma_kernels_are_hgmma_in_sass() {
     let Some(dis) = nvdisasm_or_skip() else { return };
     for d in flashgen::spec::HEAD_DIMS {
         for causal in [false, true] {
-            let b = KernelSpec::backward_wgmma(Arch::Sm90a, DType::Bf16, d, causal).unwrap();
-            let f = KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::Bf16, d, causal).unwrap();
+            let b = flashgen_tests::family(flashgen::KernelKind::BwdDkdvWgmma, Arch::Sm90a, DType::Bf16, d, causal);
+            let f = flashgen::spec::defaults::spec(KernelKind::FwdWgmma, Arch::Sm90a, DType::Bf16, d, causal, 1).unwrap();
             let k16 = |rows: u32| rows / 16;
             // forward: S (D/16 steps; once more before the loop when S overlaps the softmax) + P·V (BLOCK_N/16);
             // dK/dV: Sᵀ and dPᵀ (2·D/16) + dV and dK (2·BLOCK_M/16); dQ: S and dP (2·D/16) + dQ (BLOCK_N/16)
             let s_issues = if f.overlaps_softmax() { 2 } else { 1 };
             let dq = b.dq.unwrap();
             // bwd_fused: dK/dV's products + dQ = dS·K over the program's key rows (BLOCK_N/16)
-            let fused = KernelSpec::backward_fused(Arch::Sm90a, DType::Bf16, d, causal).unwrap().dkdv;
-            let atomic = KernelSpec::backward_fused_atomic(Arch::Sm90a, DType::Bf16, d, causal).unwrap().dkdv;
+            let fused = flashgen_tests::family(flashgen::KernelKind::BwdFused, Arch::Sm90a, DType::Bf16, d, causal).dkdv;
+            let atomic = flashgen_tests::family(flashgen::KernelKind::BwdFusedAtomic, Arch::Sm90a, DType::Bf16, d, causal).dkdv;
             let expected = [
                 (f, s_issues * k16(d) + k16(f.block_n())),
                 (b.dkdv, 2 * k16(d) + 2 * k16(b.dkdv.block_m())),

@@ -118,15 +118,16 @@ fn parsers_name_the_choices() {
 
 #[test]
 fn default_set_is_complete_and_names_are_unique() {
-    let set = KernelSpec::default_set();
-    // per arch × dtype × head dim: forward and dK/dV and dQ for both stages, one preprocess; on sm_90a a
-    // second forward per dtype, head dim and stage: fwd_ws's fwd_wgmma fallback (HEAD_DIM 128), which at
-    // HEAD_DIM 64 is also the non-causal short-sequence forward's; the persistent short-sequence forward at
-    // HEAD_DIM 64 (on 256×64 tiles: its fallback is fwd_wgmma's default); the persistent medium-length
-    // forward (4096 tokens) at HEAD_DIM 64, whose fallback is fwd_wgmma's default; the persistent
-    // short-sequence forward at HEAD_DIM 128 (fwd_ws's tiles: its fallback is fwd_ws's); and on sm_90a the
-    // fused backwards (bwd_fused and bwd_fused_atomic, and causal bwd_fused_up)
-    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 + 2 * 2 + 2 * 2 * 2 * 2 + 2 * 2 + 2 * 2);
+    let set = flashgen::plan::default_set();
+    // what the plans run (flashgen::plan::default_set): per arch × dtype × head dim: forward and dK/dV and
+    // dQ for both stages, one preprocess; on sm_90a a second forward per dtype, head dim and stage: fwd_ws's
+    // fwd_wgmma fallback (HEAD_DIM 128), which at HEAD_DIM 64 is also the non-causal short-sequence
+    // forward's; the persistent short-sequence forward at HEAD_DIM 64 (on 256×64 tiles: its fallback is
+    // fwd_wgmma's default); the persistent medium-length forward (4096 tokens) at HEAD_DIM 64, whose
+    // fallback is fwd_wgmma's default; the persistent short-sequence forward at HEAD_DIM 128 (fwd_ws's tiles:
+    // its fallback is fwd_ws's); and on sm_90a the fused backwards: non-causal bwd_fused and
+    // bwd_fused_atomic, causal bwd_fused_up and bwd_fused_atomic (no plan runs a causal bwd_fused)
+    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 + 2 * 2 + 2 * 2 * 2 * 2 + 2 * 2);
     for kind in KernelKind::ALL {
         // sm_80 gets the mma.sync kinds, sm_90a the wgmma ones; both get the preprocess
         let arch = if kind.uses_wgmma() { Arch::Sm90a } else { Arch::Sm80 };
@@ -134,7 +135,7 @@ fn default_set_is_complete_and_names_are_unique() {
     }
     assert!(set.iter().all(|s| s.kind().uses_wgmma() == (s.arch() == Arch::Sm90a && s.kind() != KernelKind::BwdPre)));
     for ws in set.iter().filter(|s| s.kind().warp_specialized_forward()) {
-        assert!(set.contains(&ws.without_warp_specialization()), "{}: fallback missing", ws.name());
+        assert!(set.contains(&flashgen_tests::fallback(&ws)), "{}: fallback missing", ws.name());
     }
     let mut names: Vec<String> = set.iter().map(|s| s.name()).collect();
     names.sort();
@@ -143,7 +144,7 @@ fn default_set_is_complete_and_names_are_unique() {
     for arch in Arch::ALL {
         for d in [64, 128] {
             for causal in [false, true] {
-                let s = KernelSpec::default_for(arch, DType::F16, d, causal).unwrap();
+                let s = flashgen_tests::plan_at(arch, DType::F16, d, causal, usize::MAX).forward;
                 assert!(s.shared_memory_bytes() <= arch.shared_memory_limit());
                 assert_eq!(s.causal(), causal);
             }
@@ -220,7 +221,7 @@ fn backward_defaults_fit_every_target() {
         for dtype in [DType::Bf16, DType::F16] {
             for d in [64, 128] {
                 for causal in [false, true] {
-                    let b = KernelSpec::backward_defaults(arch, dtype, d, causal).unwrap();
+                    let b = flashgen_tests::plan_at(arch, dtype, d, causal, usize::MAX).backward;
                     assert_eq!((b.preprocess.kind(), b.dkdv.causal()), (KernelKind::BwdPre, causal));
                     // the Hopper kernels where the target runs them, mma.sync elsewhere (and on request)
                     assert_eq!(b.dkdv.kind().uses_wgmma(), arch.has_wgmma());
@@ -230,19 +231,20 @@ fn backward_defaults_fit_every_target() {
                     let ordered = if causal { KernelKind::BwdFusedUp } else { KernelKind::BwdFused };
                     assert_eq!(b.dkdv.kind() == ordered, fused, "{}", b.dkdv.name());
                     assert_eq!(b.dq.is_none(), fused);
-                    // short sequences keep the three kernels (the fused one is measured from N = 1024)
-                    let min = flashgen::spec::FUSED_BACKWARD_MIN_TOKENS;
-                    let short = KernelSpec::default_backward(arch, dtype, d, causal, min - 1).unwrap();
+                    // short sequences keep the three kernels (the fused one is measured from N = 1024:
+                    // spec::defaults::BACKWARD_KINDS)
+                    let min = 1024;
+                    let short = flashgen_tests::plan_at(arch, dtype, d, causal, min - 1).backward;
                     assert!(short.dq.is_some() && !short.dkdv.kind().fuses_dq(), "{}", short.dkdv.name());
                     // from there the long-sequence kernels
-                    let at_min = KernelSpec::default_backward(arch, dtype, d, causal, min).unwrap();
+                    let at_min = flashgen_tests::plan_at(arch, dtype, d, causal, min).backward;
                     assert_eq!((at_min.dkdv, at_min.preprocess, at_min.dq), (b.dkdv, b.preprocess, b.dq));
                     let mut kernels = vec![b.dkdv];
                     if let Some(dq) = b.dq {
                         assert_eq!((dq.causal(), b.dkdv.kind().role(), dq.kind().role()), (causal, KernelKind::BwdDkdv, KernelKind::BwdDq));
                         kernels.push(dq);
                     }
-                    let m = KernelSpec::backward_mma_sync(arch, dtype, d, causal).unwrap();
+                    let m = flashgen_tests::family(flashgen::KernelKind::BwdDkdv, arch, dtype, d, causal);
                     let mdq = m.dq.unwrap();
                     assert_eq!((m.dkdv.kind(), mdq.kind()), (KernelKind::BwdDkdv, KernelKind::BwdDq));
                     kernels.extend([m.dkdv, mdq]);
@@ -269,9 +271,9 @@ fn wgmma_forward_is_sm90a_only_with_one_warpgroup_per_64_rows() {
     let e = KernelSpec::new(SpecParams { block_m: 256, ..p }).unwrap_err().to_string();
     assert!(e.contains("BLOCK_M=256 must be 16 × num_warps=8 = 128"), "{e}");
     // what the default forward on sm_90a falls back to where TMA cannot describe a layout, and only there
-    let d = KernelSpec::default_for(Arch::Sm90a, DType::Bf16, 64, true).unwrap().without_warp_specialization();
-    assert_eq!(d, KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::Bf16, 64, true).unwrap());
-    assert_eq!(KernelSpec::default_for(Arch::Sm90, DType::Bf16, 64, false).unwrap().kind(), KernelKind::Fwd);
+    let d = flashgen_tests::fallback(&flashgen_tests::plan_at(Arch::Sm90a, DType::Bf16, 64, true, usize::MAX).forward);
+    assert_eq!(d, flashgen::spec::defaults::spec(KernelKind::FwdWgmma, Arch::Sm90a, DType::Bf16, 64, true, 1).unwrap());
+    assert_eq!(flashgen_tests::plan_at(Arch::Sm90, DType::Bf16, 64, false, usize::MAX).forward.kind(), KernelKind::Fwd);
     // 3 stages keep the next block's S in flight during the softmax; 2 (the default) run them in turn
     assert!(!d.overlaps_softmax());
     assert!(KernelSpec::new(SpecParams { num_stages: 3, ..*d.params() }).unwrap().overlaps_softmax());
@@ -285,7 +287,7 @@ fn wgmma_backward_keeps_its_roles() {
     }
     for d in [64, 128] {
         for causal in [false, true] {
-            let b = KernelSpec::backward_wgmma(Arch::Sm90a, DType::Bf16, d, causal).unwrap();
+            let b = flashgen_tests::family(flashgen::KernelKind::BwdDkdvWgmma, Arch::Sm90a, DType::Bf16, d, causal);
             assert_eq!((b.dkdv.kind(), b.dq.map(|s| s.kind())), (KernelKind::BwdDkdvWgmma, Some(KernelKind::BwdDqWgmma)));
             // dK/dV owns BLOCK_N key rows (one warpgroup per 64) and streams BLOCK_M, like its mma.sync role
             assert_eq!((b.dkdv.resident_rows(), b.dkdv.streamed_rows(), b.dkdv.rows_per_warp()), (64, if d == 64 { 64 } else { 32 }, 16));
@@ -294,7 +296,7 @@ fn wgmma_backward_keeps_its_roles() {
             assert!(b.dkdv.shared_memory_bytes() <= Arch::Sm90a.shared_memory_limit());
         }
     }
-    let p = *KernelSpec::backward_wgmma(Arch::Sm90a, DType::Bf16, 128, true).unwrap().dkdv.params();
+    let p = *flashgen_tests::family(flashgen::KernelKind::BwdDkdvWgmma, Arch::Sm90a, DType::Bf16, 128, true).dkdv.params();
     let e = KernelSpec::new(SpecParams { num_warps: 8, ..p }).unwrap_err().to_string();
     assert!(e.contains("bwd_dkdv_wgmma: BLOCK_N=64 must be 16 × num_warps=8 = 128"), "{e}");
     let e = KernelSpec::new(SpecParams { arch: Arch::Sm80, ..p }).unwrap_err().to_string();
@@ -326,9 +328,9 @@ fn warp_specialized_forward_has_a_producer_and_two_or_three_consumers() {
     // ping-pong from 3 stages (block j-1's slot is held a step longer)
     assert!(!s.ping_pong() && KernelSpec::new(SpecParams { num_stages: 3, ..p }).unwrap().ping_pong());
     // without TMA: the same tiles on fwd_wgmma, one warpgroup fewer
-    let f = s.without_warp_specialization();
+    let f = flashgen_tests::fallback(&s);
     assert_eq!((f.kind(), f.block_m(), f.block_n(), f.num_warps(), f.num_stages()), (KernelKind::FwdWgmma, 128, 128, 8, 2));
-    assert_eq!(f.without_warp_specialization(), f);
+    assert_eq!(flashgen_tests::fallback(&f), f);
     // 4 consumers: 96 registers at launch (640 threads), 24 / 112 after setmaxnreg, within 65536
     let four = KernelSpec::new(SpecParams { head_dim: 64, block_m: 256, block_n: 64, num_warps: 20, num_stages: 4, ..p }).unwrap();
     let r4 = four.registers();
@@ -367,18 +369,18 @@ fn warp_specialized_forward_has_a_producer_and_two_or_three_consumers() {
 #[test]
 fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
     for causal in [false, true] {
-        assert_eq!(KernelSpec::default_for(Arch::Sm90a, DType::Bf16, 128, causal).unwrap().kind(), KernelKind::FwdWs);
+        assert_eq!(flashgen_tests::plan_at(Arch::Sm90a, DType::Bf16, 128, causal, usize::MAX).forward.kind(), KernelKind::FwdWs);
         // HEAD_DIM 128: two consumers taking turns (ping-pong, 3 stages)
-        let d128 = KernelSpec::default_for(Arch::Sm90a, DType::Bf16, 128, causal).unwrap();
+        let d128 = flashgen_tests::plan_at(Arch::Sm90a, DType::Bf16, 128, causal, usize::MAX).forward;
         assert_eq!((d128.block_m(), d128.block_n(), d128.consumer_warpgroups(), d128.ping_pong()), (128, 128, 2, true));
         // HEAD_DIM 64: three consumers taking turns (192 rows, 4 stages); up to 4096 tokens the persistent
         // kernel on four consumers (256 rows, 64-row K/V blocks): non-causal to 1024 with 6 slots, then on
         // 192×128; causal with 8 slots to 2048 (each consumer running its own blocks), then 4
-        let long = KernelSpec::default_for(Arch::Sm90a, DType::F16, 64, causal).unwrap();
+        let long = flashgen_tests::plan_at(Arch::Sm90a, DType::F16, 64, causal, usize::MAX).forward;
         assert_eq!((long.kind(), long.block_m(), long.block_n(), long.consumer_warpgroups(), long.ping_pong()), (KernelKind::FwdWs, 192, 128, 3, true));
-        assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 4097).unwrap(), long);
+        assert_eq!(flashgen_tests::plan_at(Arch::Sm90a, DType::F16, 64, causal, 4097).forward, long);
         let at = |n| {
-            let s = KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, n).unwrap();
+            let s = flashgen_tests::plan_at(Arch::Sm90a, DType::F16, 64, causal, n).forward;
             (s.kind(), (s.block_m(), s.block_n(), s.consumer_warpgroups(), s.num_stages()), s.ping_pong())
         };
         let (short, medium) = if causal { ((256, 64, 4, 8), (256, 64, 4, 4)) } else { ((256, 64, 4, 6), (192, 128, 3, 4)) };
@@ -389,38 +391,38 @@ fn the_default_forward_on_sm90a_is_warp_specialized_at_head_dim_128() {
         assert_eq!(at(medium_from), (KernelKind::FwdWsPersistent, medium, true));
         assert_eq!(at(4096), (KernelKind::FwdWsPersistent, medium, true));
         // causal, the short default's consumers run their own blocks; the medium one's 4 slots are too few
-        let own = |n| KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, n).unwrap().own_blocks();
+        let own = |n| flashgen_tests::plan_at(Arch::Sm90a, DType::F16, 64, causal, n).forward.own_blocks();
         assert_eq!((own(1024), own(2048), own(4096), own(16384)), (causal, causal, false, causal));
         // the kind's default (`default_of`) is its shortest sequences' default
-        let short = KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 1024).unwrap();
-        assert_eq!(KernelSpec::default_of(KernelKind::FwdWsPersistent, Arch::Sm90a, DType::F16, 64, causal).unwrap(), short);
+        let short = flashgen_tests::plan_at(Arch::Sm90a, DType::F16, 64, causal, 1024).forward;
+        assert_eq!(flashgen::spec::defaults::spec(KernelKind::FwdWsPersistent, Arch::Sm90a, DType::F16, 64, causal, 1).unwrap(), short);
         // its fallback where TMA cannot describe a layout: fwd_wgmma's default (256 rows do not fit its 8 warps)
-        let fallback = short.without_warp_specialization();
-        assert_eq!(fallback, KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::F16, 64, causal).unwrap());
+        let fallback = flashgen_tests::fallback(&short);
+        assert_eq!(fallback, flashgen::spec::defaults::spec(KernelKind::FwdWgmma, Arch::Sm90a, DType::F16, 64, causal, 1).unwrap());
         // HEAD_DIM 128 up to 2048 tokens: the persistent kernel on fwd_ws's tiles, Q from registers, one Q buffer
-        let d128_short = KernelSpec::default_forward(Arch::Sm90a, DType::F16, 128, causal, 2048).unwrap();
+        let d128_short = flashgen_tests::plan_at(Arch::Sm90a, DType::F16, 128, causal, 2048).forward;
         assert_eq!(d128_short, KernelSpec::new(SpecParams { kind: KernelKind::FwdWsPersistent, dtype: DType::F16, ..*d128.params() }).unwrap());
         assert!(d128_short.q_from_registers() && d128_short.q_buffers() == 1);
-        assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 128, causal, 1).unwrap(), d128_short);
-        assert_eq!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 128, causal, 2049).unwrap().kind(), KernelKind::FwdWs);
+        assert_eq!(flashgen_tests::plan_at(Arch::Sm90a, DType::F16, 128, causal, 1).forward, d128_short);
+        assert_eq!(flashgen_tests::plan_at(Arch::Sm90a, DType::F16, 128, causal, 2049).forward.kind(), KernelKind::FwdWs);
         // the persistent kernel runs across tiles; no other kind does
         assert!(short.cross_tile() && d128_short.cross_tile() && !long.cross_tile() && !d128.cross_tile());
-        assert!(KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 4096).unwrap().cross_tile());
+        assert!(flashgen_tests::plan_at(Arch::Sm90a, DType::F16, 64, causal, 4096).forward.cross_tile());
         // the last P·V narrowed on square causal tiles (128×128, the D128 defaults): not on the D64 ones
         // (256×64) nor without the mask
         assert!(!short.narrow_last_product());
         assert_eq!(d128_short.narrow_last_product(), causal);
         assert_eq!(d128.narrow_last_product(), causal);
-        assert!(!KernelSpec::default_forward(Arch::Sm90a, DType::F16, 64, causal, 4096).unwrap().narrow_last_product());
+        assert!(!flashgen_tests::plan_at(Arch::Sm90a, DType::F16, 64, causal, 4096).forward.narrow_last_product());
         // one copy of its last turn at HEAD_DIM 128 (the generation bound), two at 64 (measured)
         assert!(d128_short.single_tail() && !short.single_tail() && !long.single_tail() && !d128.single_tail());
         // the epilogue's row norms under the last P·V, approximate: the ping-pong kernels at HEAD_DIM 128 only
         assert!(d128.early_row_norm() && d128_short.early_row_norm() && !short.early_row_norm() && !long.early_row_norm());
-        assert!(!KernelSpec::default_for(Arch::Sm90a, DType::F16, 128, causal).unwrap().without_warp_specialization().early_row_norm());
-        assert_eq!(d128_short.without_warp_specialization(), KernelSpec::default_for(Arch::Sm90a, DType::F16, 128, causal).unwrap().without_warp_specialization());
+        assert!(!flashgen_tests::fallback(&flashgen_tests::plan_at(Arch::Sm90a, DType::F16, 128, causal, usize::MAX).forward).early_row_norm());
+        assert_eq!(flashgen_tests::fallback(&d128_short), flashgen_tests::fallback(&flashgen_tests::plan_at(Arch::Sm90a, DType::F16, 128, causal, usize::MAX).forward));
         // its fallback (192 rows do not fit fwd_wgmma's 8 warps) is fwd_wgmma's default
-        assert_eq!(long.without_warp_specialization(), KernelSpec::default_of(KernelKind::FwdWgmma, Arch::Sm90a, DType::F16, 64, causal).unwrap());
-        assert_eq!(KernelSpec::default_for(Arch::Sm80, DType::Bf16, 128, causal).unwrap().kind(), KernelKind::Fwd);
+        assert_eq!(flashgen_tests::fallback(&long), flashgen::spec::defaults::spec(KernelKind::FwdWgmma, Arch::Sm90a, DType::F16, 64, causal, 1).unwrap());
+        assert_eq!(flashgen_tests::plan_at(Arch::Sm80, DType::Bf16, 128, causal, usize::MAX).forward.kind(), KernelKind::Fwd);
     }
     assert_eq!(KernelKind::FwdWs.role(), KernelKind::Fwd);
     assert!(KernelKind::FwdWs.uses_wgmma());
@@ -443,21 +445,22 @@ fn fused_backward_is_a_dkdv_kernel_with_dq() {
     let up = KernelKind::BwdFusedUp;
     assert!(up.fuses_dq() && up.dq_up() && !up.dq_atomics() && up.role() == KernelKind::BwdDkdv && !k.dq_up());
     assert_eq!(KernelKind::parse("bwd_fused_up").unwrap(), up);
-    let e = KernelSpec::backward_fused_up(Arch::Sm90a, DType::Bf16, 128, false).unwrap_err().to_string();
+    let causal_up = *flashgen::spec::defaults::spec(KernelKind::BwdFusedUp, Arch::Sm90a, DType::Bf16, 128, true, 1024).unwrap().params();
+    let e = KernelSpec::new(SpecParams { stage: 1, ..causal_up }).unwrap_err().to_string();
     assert!(e.contains("STAGE=3") && e.contains("use bwd_fused"), "{e}");
     // the default deterministic fused backward: bwd_fused_up for causal, else bwd_fused
     for (causal, n, want) in [(true, 4096, up), (true, 8192, up), (true, 16384, up), (false, 4096, k), (false, 16384, k)] {
-        let b = KernelSpec::default_backward(Arch::Sm90a, DType::Bf16, 128, causal, n).unwrap();
+        let b = flashgen_tests::plan_at(Arch::Sm90a, DType::Bf16, 128, causal, n).backward;
         assert_eq!(b.dkdv.kind(), want, "causal={causal} N={n}");
         assert_eq!(b.dkdv.dq_sum_entry(), Some(format!("{}_dq_sum", b.dkdv.name())));
-        assert_eq!(SpecParams { kind: k, ..*b.dkdv.params() }, *KernelSpec::backward_fused(Arch::Sm90a, DType::Bf16, 128, causal).unwrap().dkdv.params());
+        assert_eq!(SpecParams { kind: k, ..*b.dkdv.params() }, *flashgen_tests::family(flashgen::KernelKind::BwdFused, Arch::Sm90a, DType::Bf16, 128, causal).dkdv.params());
     }
     assert_eq!(KernelKind::BwdDkdv.wgmma_kind(), Some(KernelKind::BwdDkdvWgmma), "the plain wgmma kind stays the role's");
     for d in [64, 128] {
         for causal in [false, true] {
-            let b = KernelSpec::backward_fused(Arch::Sm90a, DType::Bf16, d, causal).unwrap();
+            let b = flashgen_tests::family(flashgen::KernelKind::BwdFused, Arch::Sm90a, DType::Bf16, d, causal);
             assert_eq!((b.dkdv.kind(), b.dq, b.dkdv.causal()), (k, None, causal));
-            let a = KernelSpec::backward_fused_atomic(Arch::Sm90a, DType::Bf16, d, causal).unwrap();
+            let a = flashgen_tests::family(flashgen::KernelKind::BwdFusedAtomic, Arch::Sm90a, DType::Bf16, d, causal);
             // every fused kind writes dQ in its sum pass, the module's second entry
             for f in [a.dkdv, b.dkdv] {
                 assert_eq!(f.dq_sum_entry(), Some(format!("{}_dq_sum", f.name())));
@@ -478,7 +481,7 @@ fn fused_backward_is_a_dkdv_kernel_with_dq() {
             assert!(b.dkdv.register_estimate() <= b.dkdv.registers().consumer);
         }
     }
-    let p = *KernelSpec::backward_fused(Arch::Sm90a, DType::Bf16, 128, false).unwrap().dkdv.params();
+    let p = *flashgen_tests::family(flashgen::KernelKind::BwdFused, Arch::Sm90a, DType::Bf16, 128, false).dkdv.params();
     let e = |q: SpecParams| KernelSpec::new(q).unwrap_err().to_string();
     assert!(e(SpecParams { block_m: 32, ..p }).contains("bwd_fused: BLOCK_M=32 must be 64"));
     assert!(e(SpecParams { arch: Arch::Sm80, ..p }).contains("bwd_fused needs sm_90a"));
@@ -491,7 +494,7 @@ fn fused_backward_is_a_dkdv_kernel_with_dq() {
     assert_eq!(three.staging_buffers(), 1);
     assert!(three.shared_memory_bytes() <= 227 * 1024);
     assert!(e(SpecParams { num_stages: 4, ..p }).contains("exceeds the"));
-    assert!(KernelSpec::backward_fused(Arch::Sm90, DType::Bf16, 128, false).is_err());
+    assert!(flashgen::spec::defaults::spec(KernelKind::BwdFused, Arch::Sm90, DType::Bf16, 128, false, 1024).is_err());
 }
 
 #[test]
@@ -514,5 +517,5 @@ fn causal_consumers_run_their_own_blocks_only_with_slots_to_spare() {
     assert!(!ws(FwdWsPersistent, 256, 64, 20, 6, 1).own_blocks());
     assert!(!ws(FwdWs, 128, 64, 12, 2, 3).own_blocks());
     // a rule every spec can be asked, whatever its kind (the preprocess has BLOCK_N 0)
-    assert!(KernelSpec::default_set().iter().all(|s| !s.own_blocks() || (s.causal() && s.kind().warp_specialized_forward())));
+    assert!(flashgen::plan::default_set().iter().all(|s| !s.own_blocks() || (s.causal() && s.kind().warp_specialized_forward())));
 }

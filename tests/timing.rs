@@ -22,7 +22,7 @@ fn one_specialization_takes_at_most_100_ms() {
         return;
     }
     let limit = Duration::from_millis(100);
-    let specs: Vec<KernelSpec> = KernelSpec::default_set().into_iter().filter(|s| s.arch() == flashgen::Arch::Sm90a).collect();
+    let specs: Vec<KernelSpec> = flashgen::plan::default_set().into_iter().filter(|s| s.arch() == flashgen::Arch::Sm90a).collect();
     // the runs with the fastest first run seen for each spec
     let mut best: Vec<Vec<Duration>> = specs.iter().map(warm_runs).collect();
     for _ in 0..3 {

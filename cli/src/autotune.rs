@@ -48,7 +48,7 @@ pub fn run(a: &AutotuneArgs) -> Result<(), String> {
     // a backward role means the kernel of that role among those calls run (none for dQ where it is fused)
     let kind_of = |k: KernelKind, d: u32, causal: bool, n: u32| -> Result<Option<KernelKind>, String> {
         Ok(match k {
-            KernelKind::Fwd => Some(flash.forward_kind(d, causal, n as usize)),
+            KernelKind::Fwd => Some(flash.forward_kind(d, causal, n as usize).map_err(|e| e.to_string())?),
             KernelKind::BwdDkdv | KernelKind::BwdDq => {
                 let specs = flash.untuned_backward(dtype, d, causal, n as usize).map_err(|e| e.to_string())?;
                 if k == KernelKind::BwdDkdv { Some(specs.dkdv.kind()) } else { specs.dq.map(|s| s.kind()) }

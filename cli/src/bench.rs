@@ -3,8 +3,9 @@
 
 use clap::Args;
 use cudarc::driver::sys::CUevent_flags;
-use flashgen::reference::SplitMix;
-use flashgen::{DType, KernelSpec, SpecParams};
+use flashgen::numeric::SplitMix;
+use flashgen::plan::NoTuning;
+use flashgen::{DType, KernelSpec, PlanOptions, Problem, SpecParams};
 use flashgen_runtime::{Flash, Gpu, Gradients, KernelCache, Layout, RowStats, Tensor};
 use std::io::Write;
 
@@ -20,7 +21,8 @@ pub struct BenchArgs {
     #[arg(long, default_value = "0,1")]
     causal: String,
     /// Tile configs to time besides the default, "bm,bn,warps,stages;..." (all shown; the JSON marks each);
-    /// "w:bm,bn,warps,stages" is a Hopper (fwd_wgmma) config.
+    /// "w:", "ws:", "wsp:" prefixes name fwd_wgmma, fwd_ws, fwd_ws_persistent configs, and "@switch=on|off,..."
+    /// after the tiles sets schedule switches (e.g. "wsp:256,64,20,8@own_blocks=off").
     #[arg(long)]
     configs: Option<String>,
     /// Write the JSON lines to this file too.
@@ -281,7 +283,11 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             let mut m = st.alloc_zeros::<f32>(z * h * n_us).map_err(dr)?;
             let mut json = json.as_mut();
             for causal in [false, true].into_iter().filter(|&c| masks.contains(&(c as u32))) {
-                let default_fwd = KernelSpec::default_forward(gpu.arch, DType::Bf16, d, causal, n as usize).map_err(|e| e.to_string())?;
+                let problem = Problem { dtype: DType::Bf16, head_dim: d, causal, seqlen: n as usize };
+                let planned = |options: PlanOptions| flashgen::plan(gpu.arch, &problem, &options, &NoTuning).map_err(|e| e.to_string());
+                let family = |kind| flashgen::plan::backward_family(kind, gpu.arch, &problem).map_err(|e| e.to_string());
+                let default = planned(PlanOptions::default())?;
+                let default_fwd = default.forward;
                 let mut specs = vec![("default".to_string(), default_fwd)];
                 if a.tuned {
                     // the config attention_forward would pick for this shape: the stored winner, if any
@@ -293,16 +299,17 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     }
                 }
                 if a.mma_sync && gpu.arch.has_wgmma() {
-                    specs.push(("mma.sync".to_string(), KernelSpec::default_of(flashgen::KernelKind::Fwd, gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
+                    specs.push(("mma.sync".to_string(), planned(PlanOptions { wgmma: false, ..PlanOptions::default() })?.forward));
                 }
                 for cfg in a.configs.iter().flat_map(|c| c.split(';')).filter(|c| !c.trim().is_empty()) {
-                    let (kind, tiles) = crate::check::config_kind(cfg, flashgen::KernelKind::Fwd);
+                    let (kind, tiles) = crate::configs::config_kind(cfg, flashgen::KernelKind::Fwd);
+                    let (tiles, schedule) = crate::configs::split_schedule(tiles)?;
                     let f = list(tiles)?;
                     if f.len() != 4 {
-                        return Err(format!("config `{cfg}` must be [w:|ws:|wsp:]bm,bn,warps,stages"));
+                        return Err(format!("config `{cfg}` must be [w:|ws:|wsp:]bm,bn,warps,stages[@switch=on|off,...]"));
                     }
                     let p = SpecParams { kind, dtype: DType::Bf16, head_dim: d, block_m: f[0], block_n: f[1], stage: if causal { 3 } else { 1 }, num_warps: f[2], num_stages: f[3], arch: gpu.arch };
-                    match KernelSpec::new(p) {
+                    match KernelSpec::with_schedule(p, schedule) {
                         Ok(s) => specs.push((cfg.to_string(), s)),
                         Err(e) => println!("skip {cfg}: {e}"),
                     }
@@ -326,21 +333,22 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                         saved.push((out, d_o));
                     }
                     let mut g = Gradients { dq: tensor(&vec![0u16; len])?, dk: tensor(&vec![0u16; len])?, dv: tensor(&vec![0u16; len])? };
-                    let mut variants = vec![("default".to_string(), KernelSpec::default_backward(gpu.arch, DType::Bf16, d, causal, n as usize).map_err(|e| e.to_string())?)];
+                    use flashgen::KernelKind::*;
+                    let mut variants = vec![("default".to_string(), default.backward)];
                     let mut chained = Vec::new();
                     if a.mma_sync && gpu.arch.has_wgmma() {
-                        variants.push(("mma.sync".to_string(), KernelSpec::backward_mma_sync(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
+                        variants.push(("mma.sync".to_string(), family(BwdDkdv)?));
                     }
                     if a.fused && gpu.arch.has_wgmma() {
-                        variants.push(("split".to_string(), KernelSpec::backward_wgmma(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
-                        variants.push(("fused".to_string(), KernelSpec::backward_fused(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
-                        variants.push(("fused-atomic".to_string(), KernelSpec::backward_fused_atomic(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
+                        variants.push(("split".to_string(), family(BwdDkdvWgmma)?));
+                        variants.push(("fused".to_string(), family(BwdFused)?));
+                        variants.push(("fused-atomic".to_string(), family(BwdFusedAtomic)?));
                         if causal {
-                            variants.push(("fused-up".to_string(), KernelSpec::backward_fused_up(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
+                            variants.push(("fused-up".to_string(), family(BwdFusedUp)?));
                         }
                         for c in a.dq_chains.as_deref().map(list).transpose()?.unwrap_or_default() {
                             chained.push((format!("fused-c{c}"), c));
-                            variants.push((format!("fused-c{c}"), KernelSpec::backward_fused(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())?));
+                            variants.push((format!("fused-c{c}"), family(BwdFused)?));
                         }
                     }
                     if a.tuned {
@@ -354,10 +362,9 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     }
                     for item in a.bwd_configs.iter().flat_map(|c| c.split(';')).filter(|c| !c.trim().is_empty()) {
                         let variant = if let Some(tiles) = item.strip_prefix("f:").or_else(|| item.strip_prefix("fa:")) {
-                            let family = if item.starts_with("fa:") { KernelSpec::backward_fused_atomic } else { KernelSpec::backward_fused };
-                            family(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string()).and_then(|base| fused_variant(tiles, &base))
+                            family(if item.starts_with("fa:") { BwdFusedAtomic } else { BwdFused }).and_then(|base| fused_variant(tiles, &base))
                         } else {
-                            let base = if item.starts_with("w:") { KernelSpec::backward_wgmma(gpu.arch, DType::Bf16, d, causal).map_err(|e| e.to_string())? } else { variants[0].1 };
+                            let base = if item.starts_with("w:") { family(BwdDkdvWgmma)? } else { variants[0].1 };
                             backward_variant(item.trim_start_matches("w:"), &base)
                         };
                         match variant {

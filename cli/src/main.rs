@@ -1,14 +1,14 @@
 //! `flashgen`: emit FA2 kernels as PTX; check and bench them on a GPU.
 
 use clap::{Args, Parser, Subcommand};
-use flashgen::{compile, Arch, CompileOptions, DType, KernelKind, KernelSpec, SpecParams};
+use flashgen::{compile, Arch, CompileOptions, DType, KernelKind, KernelSpec, ScheduleOverrides, SpecParams};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod autotune;
 mod bench;
 mod check;
-mod check_backward;
+mod configs;
 
 #[derive(Parser)]
 #[command(name = "flashgen", version, about = "FlashAttention-2 kernels specialized and emitted as PTX through LLVM")]
@@ -34,10 +34,10 @@ enum Command {
 #[derive(Args)]
 struct EmitArgs {
     /// Generate the default set (STAGE 1 and 3, bf16 and fp16, HEAD_DIM 64 and 128, sm_80 and sm_90a) into --out-dir.
-    #[arg(long, conflicts_with_all = ["kernel", "dtype", "head_dim", "block_m", "block_n", "stage", "num_warps", "num_stages", "arch", "output", "tuned"])]
+    #[arg(long, conflicts_with_all = ["kernel", "dtype", "head_dim", "block_m", "block_n", "stage", "num_warps", "num_stages", "arch", "schedule", "output", "tuned"])]
     defaults: bool,
     /// Generate exactly the winning specs of a tuning file (`flashgen autotune --out FILE`) into --out-dir.
-    #[arg(long, conflicts_with_all = ["kernel", "dtype", "head_dim", "block_m", "block_n", "stage", "num_warps", "num_stages", "arch", "output"])]
+    #[arg(long, conflicts_with_all = ["kernel", "dtype", "head_dim", "block_m", "block_n", "stage", "num_warps", "num_stages", "arch", "schedule", "output"])]
     tuned: Option<PathBuf>,
     #[arg(long, default_value = "fwd")]
     kernel: String,
@@ -62,6 +62,11 @@ struct EmitArgs {
     num_stages: Option<u32>,
     #[arg(long, default_value = "sm_90a")]
     arch: String,
+    /// Schedule switches to set, "name=on|off,..." (q_buffers=N); the others are derived for the spec
+    /// (compiler/src/spec/schedule.rs lists them: q_from_registers, lazy_rescale, half_block_softmax,
+    /// cross_tile, single_tail, narrow_last_product, own_blocks, early_row_norm, q_buffers).
+    #[arg(long)]
+    schedule: Option<String>,
     /// Output file (PTX, or IR with --ir); the metadata JSON is written beside it. Default: ./<name>.ptx
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
@@ -81,7 +86,7 @@ fn spec_from_flags(a: &EmitArgs) -> Result<KernelSpec, String> {
     let dtype = DType::parse(&a.dtype).map_err(|e| e.to_string())?;
     let arch = Arch::parse(&a.arch).map_err(|e| e.to_string())?;
     // tile flags left out come from the default config (itself checked by the same validation)
-    let base = KernelSpec::default_of(kind, arch, dtype, a.head_dim, a.stage == 3).map(|s| *s.params()).unwrap_or(SpecParams {
+    let base = flashgen::spec::defaults::spec(kind, arch, dtype, a.head_dim, a.stage == 3, 1).map(|s| *s.params()).unwrap_or(SpecParams {
         kind,
         dtype,
         head_dim: a.head_dim,
@@ -103,7 +108,8 @@ fn spec_from_flags(a: &EmitArgs) -> Result<KernelSpec, String> {
         num_stages: a.num_stages.unwrap_or(base.num_stages),
         arch,
     };
-    KernelSpec::new(params).map_err(|e| e.to_string())
+    let schedule = a.schedule.as_deref().map(ScheduleOverrides::parse).transpose().map_err(|e| e.to_string())?.unwrap_or_default();
+    KernelSpec::with_schedule(params, schedule).map_err(|e| e.to_string())
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
@@ -153,7 +159,7 @@ fn emit(a: &EmitArgs) -> Result<(), String> {
     if a.defaults || a.tuned.is_some() {
         let specs = match &a.tuned {
             Some(file) => autotune::tuned_specs(file)?,
-            None => KernelSpec::default_set(),
+            None => flashgen::plan::default_set(),
         };
         for spec in specs {
             emit_one(&spec, &a.out_dir.join(format!("{}.{ext}", spec.name())), a.ir, a.timings)?;

@@ -5,7 +5,7 @@
 //! ```ignore
 //! // build.rs (with `flashgen` as a build-dependency)
 //! let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
-//! flashgen::build::generate(&out, &flashgen::KernelSpec::default_set()).unwrap();
+//! flashgen::build::generate(&out, &flashgen::plan::default_set()).unwrap();
 //! // src/lib.rs
 //! include!(concat!(env!("OUT_DIR"), "/flashgen_kernels.rs")); // pub static FLASHGEN_KERNELS: &[(&str, &str)]
 //! ```

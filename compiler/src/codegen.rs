@@ -1,4 +1,4 @@
-//! Stages 2-4: LLVM IR text -> verified module -> O3 -> PTX, through LLVM's NVPTX backend (inkwell).
+//! Stages 2-4: LLVM IR text -> verified module -> optimize (instcombine, early-cse, adce) -> PTX, through LLVM's NVPTX backend (inkwell).
 
 use crate::spec::KernelSpec;
 use inkwell::context::Context;
@@ -14,7 +14,7 @@ pub const TRIPLE: &str = "nvptx64-nvidia-cuda";
 /// The IR pipeline. The templates arrive fully unrolled with constant indices, so what is left to do is
 /// promoting the loop-carried allocas to registers (sroa), folding and deduplicating the address
 /// arithmetic (instcombine, early-cse) and tidying the CFG. `default<O3>` gave the same registers and
-/// instructions from ptxas at 4-5x the time (bench/NOTES.md), and ptxas schedules the result anyway.
+/// instructions from ptxas at 4-5x the time (docs/DECISIONS.md, Code generation), and ptxas schedules the result anyway.
 /// instcombine runs its one iteration without LLVM 19's fixpoint check (as the O-level pipelines run it):
 /// with the check, IR that a second iteration would still fold (phis of equal values, as a persistent
 /// kernel's tile values are when they do not depend on the tile) aborts the process with an LLVM ERROR.
@@ -33,7 +33,7 @@ pub enum CodegenError {
     Verify { spec: String, detail: String },
     #[error("target: no NVPTX target machine for {arch}: {detail}")]
     Target { arch: String, detail: String },
-    #[error("optimize: the O3 pipeline failed on {spec}: {detail}")]
+    #[error("optimize: the IR pipeline failed on {spec}: {detail}")]
     Optimize { spec: String, detail: String },
     #[error("emit: PTX emission failed for {spec}: {detail}")]
     Emit { spec: String, detail: String },

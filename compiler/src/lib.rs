@@ -2,19 +2,22 @@
 //! through LLVM's NVPTX backend. The stages, in order:
 //!
 //! ```text
-//! KernelSpec::new  -> render (tera) -> parse + verify (LLVM) -> optimize (O3) -> emit (PTX) -> Artifact
+//! KernelSpec::new  -> render (tera) -> parse + verify (LLVM) -> optimize (instcombine, early-cse, adce) -> emit (PTX) -> Artifact
 //! ```
 
 pub mod artifact;
 pub mod build;
 #[cfg(feature = "llvm")]
 pub mod codegen;
+pub mod numeric;
+pub mod plan;
 pub mod reference;
 pub mod render;
 pub mod spec;
 
 pub use artifact::{Artifact, Metadata, Timings};
-pub use spec::{Arch, BackwardSpecs, DType, KernelKind, KernelSpec, Registers, SpecError, SpecParams, Stage};
+pub use plan::{plan, BackwardPath, Plan, PlanOptions, Problem};
+pub use spec::{Arch, BackwardSpecs, DType, KernelKind, KernelSpec, Registers, Schedule, ScheduleOverrides, SpecError, SpecParams, Stage};
 
 
 /// Any failure between a spec and its PTX, naming the stage.

@@ -296,7 +296,11 @@ impl KernelConstants {
 /// the metadata. A change there alone (a rule such as `KernelSpec::own_blocks` moving) makes different
 /// PTX for the same spec and the same templates.
 pub const GENERATOR_SOURCES: &[(&str, &str)] = &[
-    ("compiler/src/spec.rs", include_str!("spec.rs")),
+    ("compiler/src/spec/mod.rs", include_str!("spec/mod.rs")),
+    ("compiler/src/spec/types.rs", include_str!("spec/types.rs")),
+    ("compiler/src/spec/schedule.rs", include_str!("spec/schedule.rs")),
+    ("compiler/src/spec/rules.rs", include_str!("spec/rules.rs")),
+    ("compiler/src/spec/resources.rs", include_str!("spec/resources.rs")),
     ("compiler/src/render.rs", include_str!("render.rs")),
     ("compiler/src/codegen.rs", include_str!("codegen.rs")),
     ("compiler/src/artifact.rs", include_str!("artifact.rs")),

@@ -8,7 +8,8 @@ use crate::kernel::LoadedKernel;
 use crate::{lse, Gpu, Layout, RuntimeError, Tensor};
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
-use flashgen::{BackwardSpecs, DType, KernelKind, KernelSpec};
+use flashgen::plan::{NoTuning, Tuned};
+use flashgen::{Arch, BackwardPath, BackwardSpecs, DType, KernelKind, KernelSpec, Plan, PlanOptions, Problem};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -38,16 +39,20 @@ pub struct Gradients {
     pub dv: Tensor,
 }
 
-/// A GPU with a kernel cache: specializes, caches, loads and launches.
+/// A GPU with a kernel cache: specializes, caches, loads and launches. Which kernels a call runs is
+/// `flashgen::plan`'s choice, given this Flash's options and its stored tuning results.
 pub struct Flash {
     pub gpu: Gpu,
     pub cache: KernelCache,
     /// Tune a key on its first call when no tuned config is stored (opt-in, like Triton's autotune:
     /// FLASHGEN_AUTOTUNE=1 or `set_autotune(true)`).
     autotune: bool,
-    /// Use the Hopper (wgmma) kernels on sm_90a (the default there; FLASHGEN_WGMMA=0 or `set_wgmma(false)`
-    /// selects the mma.sync ones); elsewhere it changes nothing.
-    wgmma: bool,
+    /// How the plan chooses kernels (FLASHGEN_WGMMA, FLASHGEN_BACKWARD, FLASHGEN_DQ_CHAINS, or the setters).
+    /// Behind a lock so that a benchmark can vary the dQ chains between calls on a shared Flash.
+    options: Mutex<PlanOptions>,
+    /// An unknown FLASHGEN_BACKWARD or FLASHGEN_DQ_CHAINS, reported by every backward call until
+    /// `set_backward_path` (the caller then chose explicitly).
+    backward_env_error: Option<String>,
     tunes: TuneStore,
     /// Each key's tuned config as first looked up (None: nothing stored and not tuning), so a call reads
     /// the tuning store at most once per key and process.
@@ -64,57 +69,57 @@ pub struct Flash {
     tile_counter: Mutex<Option<CudaSlice<u32>>>,
     /// bwd_fused's dQ partial sums and locks, kept between calls like Δ.
     fused_scratch: Mutex<Option<(CudaSlice<f32>, CudaSlice<u32>)>>,
-    /// Which backward runs where the GPU has wgmma (FLASHGEN_BACKWARD or `set_backward_path`).
-    backward_path: BackwardPath,
-    /// An unknown FLASHGEN_BACKWARD or FLASHGEN_DQ_CHAINS, reported by every backward call until
-    /// `set_backward_path` (the caller then chose explicitly).
-    backward_env_error: Option<String>,
-    /// bwd_fused's independent orders of addition (FLASHGEN_DQ_CHAINS or `set_dq_chains`; 0: by the kind,
-    /// `dq_chains_for`). Atomic, so that a benchmark can vary it between calls on a shared Flash; a call
-    /// reads it once.
-    dq_chains: std::sync::atomic::AtomicU32,
 }
 
-/// The backward's kernels on sm_90a: the target's defaults (`KernelSpec::default_backward`: fused at
-/// HEAD_DIM 128 from 1024 tokens, else three kernels), the three-kernel pass, or Δ + one kernel that computes dQ inside
-/// dK/dV, its partial sums added in program order (deterministic) or by atomics (not).
-/// FLASHGEN_BACKWARD=default|split|fused|fused-atomic.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackwardPath {
-    Default,
-    Split,
-    Fused,
-    FusedAtomic,
+/// The tuning store as the plan sees it: a key's stored winner, tuned first on a miss when autotuning is on
+/// (on the call's own batch × heads, as Triton tunes on the call's tensors).
+struct StoredTunes<'a> {
+    flash: &'a Flash,
+    heads: Option<usize>,
 }
 
-impl BackwardPath {
-    pub fn parse(s: &str) -> Result<BackwardPath, RuntimeError> {
-        match s.trim() {
-            "default" | "" => Ok(BackwardPath::Default),
-            "split" => Ok(BackwardPath::Split),
-            "fused" => Ok(BackwardPath::Fused),
-            "fused-atomic" => Ok(BackwardPath::FusedAtomic),
-            other => Err(RuntimeError::Argument(format!("FLASHGEN_BACKWARD={other} is unknown: use default, split (three kernels), fused (deterministic) or fused-atomic"))),
-        }
+impl Tuned for StoredTunes<'_> {
+    fn winner(&self, kind: KernelKind, arch: Arch, p: &Problem) -> Result<Option<KernelSpec>, String> {
+        let flash = self.flash;
+        let key = TuneKey::for_kind(kind, arch, p.dtype, p.head_dim, p.causal, p.seqlen);
+        let known = flash.tuned.lock().unwrap_or_else(|e| e.into_inner()).get(&key).copied();
+        let config = match known {
+            Some(c) if c.is_some() || !flash.autotune => c,
+            _ => {
+                let stored = match flash.tunes.load(&key) {
+                    Ok(found) => found.map(|f| f.best),
+                    Err(why) => {
+                        flash.cache.warn(format!("tuning result ignored ({why}){}", if flash.autotune { ": re-tuning" } else { "" }));
+                        None
+                    }
+                };
+                let config = match stored {
+                    None if flash.autotune => Some(flash.autotune_heads(&key, None, self.heads).map_err(|e| e.to_string())?.best),
+                    c => c,
+                };
+                flash.tuned.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), config);
+                config
+            }
+        };
+        config.map(|c| key.spec(c).map_err(|e| e.to_string())).transpose()
     }
 }
 
 impl Flash {
     pub fn new(gpu: Gpu, cache: KernelCache) -> Flash {
         let tunes = TuneStore::new(cache.dir());
-        let autotune = std::env::var_os("FLASHGEN_AUTOTUNE").is_some_and(|v| v != "0");
-        let wgmma = std::env::var_os("FLASHGEN_WGMMA").is_none_or(|v| v != "0");
+        let settings = crate::env::Settings::from_env();
         // unknown values are reported at the first backward call (`backward_specs`), not here
-        let backward_path = std::env::var("FLASHGEN_BACKWARD").ok().map(|v| BackwardPath::parse(&v));
-        let dq_chains = std::env::var("FLASHGEN_DQ_CHAINS").ok().map(|v| match v.trim().parse::<u32>() {
-            Ok(c) if (1..=8).contains(&c) => Ok(c),
-            _ => Err(format!("FLASHGEN_DQ_CHAINS={v} is not a number of dQ chains: use 1 to 8")),
-        });
+        let (options, backward_env_error) = match settings.plan {
+            Ok(o) => (o, None),
+            Err(e) => (PlanOptions { wgmma: std::env::var_os("FLASHGEN_WGMMA").is_none_or(|v| v != "0"), ..PlanOptions::default() }, Some(e)),
+        };
         Flash {
             gpu,
             cache,
-            autotune,
-            wgmma,
+            autotune: settings.autotune,
+            options: Mutex::new(options),
+            backward_env_error,
             tunes,
             tuned: Mutex::new(HashMap::new()),
             loaded: Mutex::new(HashMap::new()),
@@ -122,55 +127,39 @@ impl Flash {
             delta: Mutex::new(None),
             fused_scratch: Mutex::new(None),
             tile_counter: Mutex::new(None),
-            backward_path: match backward_path {
-                Some(Ok(p)) => p,
-                _ => BackwardPath::Default,
-            },
-            backward_env_error: match (backward_path, &dq_chains) {
-                (Some(Err(e)), _) => Some(e.to_string()),
-                (_, Some(Err(e))) => Some(e.clone()),
-                _ => None,
-            },
-            dq_chains: std::sync::atomic::AtomicU32::new(match dq_chains {
-                Some(Ok(c)) => c,
-                _ => 0,
-            }),
         }
+    }
+
+    /// How this Flash chooses kernels now.
+    pub fn plan_options(&self) -> PlanOptions {
+        *self.options.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn update_options(&self, f: impl FnOnce(&mut PlanOptions)) {
+        f(&mut self.options.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// The ordered fused backward's number of independent chains of dQ additions (1..=8; each is
     /// deterministic, and so is their sum in chain order), or None for the kind's default
-    /// (`dq_chains_for`): more chains shorten bwd_fused's waits in line and cost a dQ-sized f32 buffer each.
+    /// (`flashgen::plan::dq_chains`): more chains shorten bwd_fused's waits in line and cost a dQ-sized f32
+    /// buffer each.
     pub fn set_dq_chains(&self, chains: impl Into<Option<u32>>) -> Result<(), RuntimeError> {
         let chains = chains.into();
         if let Some(c) = chains.filter(|c| !(1..=8).contains(c)) {
             return Err(RuntimeError::Argument(format!("{c} dQ chains: use 1 to 8, or None for the default")));
         }
-        self.dq_chains.store(chains.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
+        self.update_options(|o| o.dq_chains = chains);
         Ok(())
     }
 
     /// The chains the ordered fused backward adds in (`set_dq_chains`; None: the kind's default).
     pub fn dq_chains(&self) -> Option<u32> {
-        Some(self.dq_chains.load(std::sync::atomic::Ordering::Relaxed)).filter(|&c| c != 0)
-    }
-
-    /// The chains a fused kernel runs with: bwd_fused_atomic 1; by default bwd_fused 2 (its programs meet
-    /// each block together and wait in line; two lines were 1.02-1.15× one, fused-tma-v2, overlap-ab) and
-    /// bwd_fused_up 1 (its programs meet a block one after another, so a second chain only adds the dQ
-    /// sum pass's reads: 0.91-0.99× at 2 chains, finalize-ab2).
-    fn dq_chains_for(&self, dkdv: &KernelSpec) -> u32 {
-        match (dkdv.kind().dq_atomics(), self.dq_chains()) {
-            (true, _) => 1,
-            (false, Some(c)) => c,
-            (false, None) if dkdv.kind().dq_up() => 1,
-            (false, None) => 2,
-        }
+        self.plan_options().dq_chains
     }
 
     /// Which backward runs on sm_90a with wgmma on (elsewhere: the three mma.sync kernels).
     pub fn set_backward_path(&mut self, path: BackwardPath) {
-        self.backward_path = path;
+        self.update_options(|o| o.backward = path);
         self.backward_env_error = None;
     }
 
@@ -181,22 +170,13 @@ impl Flash {
 
     /// Use the Hopper (wgmma) kernels where the GPU runs them (sm_90a; on by default), or the mma.sync ones.
     pub fn set_wgmma(&mut self, on: bool) {
-        self.wgmma = on;
+        self.update_options(|o| o.wgmma = on);
     }
 
-    /// Whether calls get the wgmma kernels: an sm_90a GPU, unless turned off.
-    fn uses_wgmma(&self) -> bool {
-        self.wgmma && self.gpu.arch.has_wgmma()
-    }
-
-    /// The forward kind calls with this head dim, causality and sequence length use: `KernelSpec::forward_kind`
-    /// where `uses_wgmma`, else fwd.
-    pub fn forward_kind(&self, head_dim: u32, causal: bool, n_ctx: usize) -> KernelKind {
-        if self.uses_wgmma() {
-            KernelSpec::forward_kind(self.gpu.arch, head_dim, causal, n_ctx)
-        } else {
-            KernelKind::Fwd
-        }
+    /// The forward kind calls with this head dim, causality and sequence length use (`flashgen::plan::forward_kind`).
+    pub fn forward_kind(&self, head_dim: u32, causal: bool, n_ctx: usize) -> Result<KernelKind, RuntimeError> {
+        let problem = Problem { dtype: DType::Bf16, head_dim, causal, seqlen: n_ctx };
+        flashgen::plan::forward_kind(self.gpu.arch, &problem, &self.plan_options()).map_err(|e| RuntimeError::Argument(e.to_string()))
     }
 
     /// Tune one key now over the whole config space (or the `keep` best by the performance model),
@@ -226,40 +206,26 @@ impl Flash {
         Ok(result)
     }
 
-    /// The forward spec a call on these inputs uses: the tuned config for its key when one is stored (tuning
-    /// it first if autotuning is on), else the default.
-    pub fn spec_for(&self, q: &Tensor, causal: bool) -> Result<KernelSpec, RuntimeError> {
-        let default = self.default_spec(q, causal)?;
-        self.tuned_or(default.kind(), default, q, causal)
+    /// The problem a call on these inputs computes.
+    fn problem_of(q: &Tensor, causal: bool) -> Problem {
+        Problem { dtype: q.dtype, head_dim: q.layout.shape[3] as u32, causal, seqlen: q.layout.shape[2] }
     }
 
-    /// The stored winner of `kind`'s key for these inputs (tuned first if autotuning is on), else `default`.
-    fn tuned_or(&self, kind: KernelKind, default: KernelSpec, q: &Tensor, causal: bool) -> Result<KernelSpec, RuntimeError> {
-        let key = TuneKey::for_kind(kind, self.gpu.arch, q.dtype, q.layout.shape[3] as u32, causal, q.layout.shape[2]);
-        let known = self.tuned.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied();
-        match known {
-            Some(Some(c)) => return key.spec(c).map_err(|e| RuntimeError::Argument(e.to_string())),
-            Some(None) if !self.autotune => return Ok(default),
-            _ => {}
-        }
-        let stored = match self.tunes.load(&key) {
-            Ok(found) => found.map(|f| f.best),
-            Err(why) => {
-                self.cache.warn(format!("tuning result ignored ({why}){}", if self.autotune { ": re-tuning" } else { "" }));
-                None
-            }
-        };
-        let config = match stored {
-            Some(c) => c,
-            // tuned on this call's own batch × heads, as Triton tunes on the call's tensors
-            None if self.autotune => self.autotune_heads(&key, None, Some(q.layout.shape[0] * q.layout.shape[1]))?.best,
-            None => {
-                self.tuned.lock().unwrap_or_else(|p| p.into_inner()).insert(key, None);
-                return Ok(default);
-            }
-        };
-        self.tuned.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), Some(config));
-        key.spec(config).map_err(|e| RuntimeError::Argument(e.to_string()))
+    /// The kernels a call on these inputs runs (`flashgen::plan`): the tuned winners where stored (tuned
+    /// first on a miss if autotuning is on), else the defaults.
+    pub fn plan(&self, q: &Tensor, causal: bool) -> Result<Plan, RuntimeError> {
+        let tunes = StoredTunes { flash: self, heads: Some(q.layout.shape[0] * q.layout.shape[1]) };
+        self.plan_with(&Flash::problem_of(q, causal), &tunes)
+    }
+
+    fn plan_with(&self, problem: &Problem, tuned: &dyn Tuned) -> Result<Plan, RuntimeError> {
+        flashgen::plan(self.gpu.arch, problem, &self.plan_options(), tuned)
+            .map_err(|e| RuntimeError::Argument(format!("tensor Q: no kernels for head dim {} and {}: {e}", problem.head_dim, problem.dtype.name())))
+    }
+
+    /// The forward spec a call on these inputs uses (`plan`).
+    pub fn spec_for(&self, q: &Tensor, causal: bool) -> Result<KernelSpec, RuntimeError> {
+        Ok(self.plan(q, causal)?.forward)
     }
 
     /// Device 0 with the default cache (FLASHGEN_CACHE_DIR, else ~/.cache/flashgen).
@@ -300,12 +266,9 @@ impl Flash {
         Ok(loaded.entry(*spec).or_insert(k).clone())
     }
 
-    /// The default spec for these inputs (see `KernelSpec::default_for`).
+    /// The default forward spec for these inputs, tuning results aside.
     pub fn default_spec(&self, q: &Tensor, causal: bool) -> Result<KernelSpec, RuntimeError> {
-        let d = q.layout.shape[3] as u32;
-        let n_ctx = q.layout.shape[2];
-        KernelSpec::default_at(self.forward_kind(d, causal, n_ctx), self.gpu.arch, q.dtype, d, causal, n_ctx)
-            .map_err(|e| RuntimeError::Argument(format!("tensor Q: no kernel for head dim {d} and {}: {e}", q.dtype.name())))
+        Ok(self.plan_with(&Flash::problem_of(q, causal), &NoTuning)?.forward)
     }
 
     /// softmax(Q·Kᵀ·sm_scale [causal]) · V with the tuned config for these shapes if one is stored (see
@@ -364,7 +327,8 @@ impl Flash {
             kind if kind.warp_specialized_forward() => match crate::tma::forward_maps(&self.gpu, spec, q_in, k_in, v_in) {
                 Ok(maps) => (*spec, Some(maps)),
                 Err(why) => {
-                    let instead = spec.without_warp_specialization();
+                    let problem = Flash::problem_of(q, spec.causal());
+                    let instead = flashgen::plan::without_tma(spec, &problem).map_err(|e| RuntimeError::Argument(e.to_string()))?;
                     self.cache.warn(format!("{}: {why}; running {} instead", spec.name(), instead.name()));
                     (instead, None)
                 }
@@ -381,57 +345,38 @@ impl Flash {
         kernel.launch(&self.gpu, ForwardArgs { q: q_in, k: k_in, v: v_in, o: (&mut o.data, o.layout), m, sm_scale, maps, tile_counter })
     }
 
-    /// The backward kernels a call on these inputs uses: dK/dV and dQ each the stored winner of its key
-    /// (tuned first if autotuning is on), else the defaults of `KernelSpec::backward_defaults`.
+    /// The backward kernels a call on these inputs uses (`plan`).
     pub fn backward_specs(&self, q: &Tensor, causal: bool) -> Result<BackwardSpecs, RuntimeError> {
-        let defaults = self.untuned_backward(q.dtype, q.layout.shape[3] as u32, causal, q.layout.shape[2])?;
-        self.tuned_backward(defaults, q, causal)
+        self.check_backward_env()?;
+        Ok(self.plan(q, causal)?.backward)
     }
 
-    /// The backward kernels a call with this dtype, head dim, causality and length runs before tuning: the
-    /// path's (FLASHGEN_BACKWARD, `set_backward_path`), by default the target's for that length.
+    fn check_backward_env(&self) -> Result<(), RuntimeError> {
+        match &self.backward_env_error {
+            Some(e) => Err(RuntimeError::Argument(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// The backward kernels a call with this dtype, head dim, causality and length runs before tuning.
     pub fn untuned_backward(&self, dtype: DType, d: u32, causal: bool, n: usize) -> Result<BackwardSpecs, RuntimeError> {
-        if let Some(e) = &self.backward_env_error {
-            return Err(RuntimeError::Argument(e.clone()));
-        }
-        let arch = self.gpu.arch;
-        if self.uses_wgmma() {
-            match self.backward_path {
-                BackwardPath::Default => KernelSpec::default_backward(arch, dtype, d, causal, n),
-                BackwardPath::Split => KernelSpec::backward_wgmma(arch, dtype, d, causal),
-                BackwardPath::Fused => KernelSpec::backward_fused_for(arch, dtype, d, causal),
-                BackwardPath::FusedAtomic => KernelSpec::backward_fused_atomic(arch, dtype, d, causal),
-            }
-        } else {
-            KernelSpec::backward_mma_sync(arch, dtype, d, causal)
-        }
-        .map_err(|e| RuntimeError::Argument(format!("tensor Q: no backward kernels for head dim {d} and {}: {e}", dtype.name())))
-    }
-
-    /// `defaults` with each kernel replaced by its key's stored winner (tuned first if autotuning is on).
-    fn tuned_backward(&self, defaults: BackwardSpecs, q: &Tensor, causal: bool) -> Result<BackwardSpecs, RuntimeError> {
-        Ok(BackwardSpecs {
-            preprocess: defaults.preprocess,
-            dkdv: self.tuned_or(defaults.dkdv.kind(), defaults.dkdv, q, causal)?,
-            dq: match defaults.dq {
-                Some(dq) => Some(self.tuned_or(dq.kind(), dq, q, causal)?),
-                None => None,
-            },
-        })
+        self.check_backward_env()?;
+        Ok(self.plan_with(&Problem { dtype, head_dim: d, causal, seqlen: n }, &NoTuning)?.backward)
     }
 
     /// Gradients of softmax(Q·Kᵀ·sm_scale [causal])·V with respect to Q, K and V, given the forward's O and
     /// row statistics and the output gradient dO. `sm_scale` defaults to 1/sqrt(D) and must be the forward's.
     #[allow(clippy::too_many_arguments)]
     pub fn attention_backward(&self, q: &Tensor, k: &Tensor, v: &Tensor, o: &Tensor, stats: RowStats<'_>, d_o: &Tensor, causal: bool, sm_scale: Option<f32>) -> Result<Gradients, RuntimeError> {
-        let mut specs = self.backward_specs(q, causal)?;
-        if specs.dkdv.kind().fuses_dq() && self.backward_path == BackwardPath::Default {
-            // the default fused kernel loads Q and dO by TMA; a layout the driver cannot describe (a
-            // broadcast head's stride 0) runs the three kernels instead (chosen explicitly, it is an error)
+        self.check_backward_env()?;
+        let plan = self.plan(q, causal)?;
+        let mut specs = plan.backward;
+        // the default fused kernel loads Q and dO by TMA; a layout the driver cannot describe (a broadcast
+        // head's stride 0) runs the plan's three kernels instead (chosen explicitly, it is an error)
+        if let Some(split) = plan.backward_without_tma {
             if let Err(why) = crate::tma::fused_backward_maps(&self.gpu, &specs.dkdv, (&q.data, q.layout), (&d_o.data, d_o.layout)) {
-                let split = KernelSpec::backward_wgmma(self.gpu.arch, q.dtype, q.layout.shape[3] as u32, causal).map_err(|e| RuntimeError::Argument(e.to_string()))?;
                 self.cache.warn(format!("{}: {why}; running the three-kernel backward instead", specs.dkdv.name()));
-                specs = self.tuned_backward(split, q, causal)?;
+                specs = split;
             }
         }
         let [z, h, n, d] = q.layout.shape;
@@ -496,7 +441,7 @@ impl Flash {
         // bwd_fused's scratch, grown when a larger problem needs more
         let mut fused_guard = self.fused_scratch.lock().unwrap_or_else(|p| p.into_inner());
         let mut fused_buffers = None;
-        let chains = self.dq_chains_for(&specs.dkdv);
+        let chains = flashgen::plan::dq_chains(specs.dkdv.kind(), self.dq_chains());
         if specs.dkdv.kind().fuses_dq() {
             let (partial, locks) = crate::backward::FusedScratch::lengths(&specs.dkdv, z, h, n, chains);
             fused_buffers = match fused_guard.take() {

@@ -126,6 +126,10 @@ type Built = (Metadata, String, Vec<(String, String)>);
 pub struct KernelCache {
     dir: Option<PathBuf>,
     source: KernelSource,
+    /// Compile every kernel again instead of reading the disk (FLASHGEN_ALWAYS_COMPILE).
+    always_compile: bool,
+    /// Write the rendered and optimized IR beside each kernel built (FLASHGEN_DUMP).
+    dump_ir: bool,
     memory: Mutex<HashMap<String, Slot>>,
     disk_ok: AtomicBool,
     warnings: Mutex<Vec<String>>,
@@ -139,25 +143,28 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// The default cache directory: $FLASHGEN_CACHE_DIR, else $XDG_CACHE_HOME/flashgen, else ~/.cache/flashgen.
 /// FLASHGEN_CACHE_DIR=off keeps the cache in memory.
 pub fn default_dir() -> Option<PathBuf> {
-    match std::env::var_os("FLASHGEN_CACHE_DIR") {
-        Some(v) if v == "off" => None,
-        Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
-        _ => std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-            .map(|d| d.join("flashgen")),
-    }
+    crate::env::Settings::from_env().cache_dir
 }
 
 impl KernelCache {
     /// A cache in `dir` (None: memory only) over `source`.
     pub fn new(dir: Option<PathBuf>, source: KernelSource) -> KernelCache {
-        KernelCache { dir, source, memory: Mutex::new(HashMap::new()), disk_ok: AtomicBool::new(true), warnings: Mutex::new(Vec::new()), stats: Stats::default() }
+        KernelCache {
+            dir,
+            source,
+            always_compile: false,
+            dump_ir: false,
+            memory: Mutex::new(HashMap::new()),
+            disk_ok: AtomicBool::new(true),
+            warnings: Mutex::new(Vec::new()),
+            stats: Stats::default(),
+        }
     }
 
-    /// The default directory and source.
+    /// The directory, source and options the environment gives (crate::env).
     pub fn from_env() -> KernelCache {
-        KernelCache::new(default_dir(), KernelSource::default_source())
+        let settings = crate::env::Settings::from_env();
+        KernelCache { always_compile: settings.always_compile, dump_ir: settings.dump_ir, ..KernelCache::new(settings.cache_dir, KernelSource::default_source()) }
     }
 
     pub fn dir(&self) -> Option<&Path> {
@@ -220,8 +227,7 @@ impl KernelCache {
 
     fn load_or_build(&self, spec: &KernelSpec, key: &str) -> Result<Entry, CacheError> {
         let name = spec.name();
-        let force = std::env::var_os("FLASHGEN_ALWAYS_COMPILE").is_some_and(|v| v != "0");
-        if let Some(dir) = self.entry_dir(key).filter(|_| !force) {
+        if let Some(dir) = self.entry_dir(key).filter(|_| !self.always_compile) {
             match read_entry(&dir, &name, key) {
                 Ok(Some(entry)) => {
                     self.stats.disk_hits.fetch_add(1, Ordering::Relaxed);
@@ -255,7 +261,7 @@ impl KernelCache {
         match &self.source {
             #[cfg(feature = "jit")]
             KernelSource::Jit => {
-                let dump = std::env::var_os("FLASHGEN_DUMP").is_some_and(|v| v != "0");
+                let dump = self.dump_ir;
                 let a = flashgen::compile(spec, flashgen::CompileOptions { keep_optimized_ir: dump })
                     .map_err(|e| CacheError::Compile { spec: spec.name(), detail: e.to_string() })?;
                 self.stats.llvm_compiles.fetch_add(1, Ordering::Relaxed);

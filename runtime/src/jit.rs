@@ -69,8 +69,7 @@ static HELPER_FREED: std::sync::Condvar = std::sync::Condvar::new();
 /// Whether `warm` compiles in helper contexts: FLASHGEN_JIT_HELPERS=0 turns it off, and it is off when
 /// the driver's compute cache is (CUDA_CACHE_DISABLE=1: the primary context would compile again).
 pub fn helpers_enabled() -> bool {
-    let on = |var: &str| std::env::var(var).is_ok_and(|v| v != "0");
-    !on("CUDA_CACHE_DISABLE") && std::env::var("FLASHGEN_JIT_HELPERS").map_or(true, |v| v != "0")
+    crate::env::Settings::from_env().jit_helpers
 }
 
 /// A free helper context of the GPU's device: one from the pool, a new one while there are fewer than

@@ -11,6 +11,7 @@ pub mod api;
 pub mod autotune;
 pub mod backward;
 pub mod cache;
+pub mod env;
 pub mod forward;
 pub mod jit;
 pub mod kernel;
@@ -19,7 +20,8 @@ pub mod lse;
 pub mod tensor;
 pub mod tma;
 
-pub use api::{BackwardPath, Flash, ForwardOutput, Gradients, RowStats};
+pub use api::{Flash, ForwardOutput, Gradients, RowStats};
+pub use flashgen::{BackwardPath, Plan, PlanOptions, Problem};
 pub use backward::{BackwardArgs, BackwardKernels, FusedScratch};
 pub use cache::{CacheError, KernelCache, KernelSource};
 pub use forward::ForwardArgs;

@@ -5,7 +5,7 @@ use super::{Candidates, Timing, TuneKey};
 use crate::{Flash, Layout, Tensor};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::CudaSlice;
-use flashgen::reference::{relative_error, SplitMix};
+use flashgen::numeric::{relative_error, SplitMix};
 use flashgen::KernelSpec;
 use std::sync::{Mutex, OnceLock};
 
@@ -21,7 +21,7 @@ const EARLY_STOP_MIN_MS: f64 = 1.0;
 /// Elements per tensor (Z·H·N·D) of the tuning inputs when the caller gives no head count: the anchors'
 /// shape (16384 tokens × H·D = 2048). The tuning shape decides the winner: with 32768 rows, N = 16384 had
 /// 2 heads and causal tuning preferred 64-row tiles for parallelism that real batches do not need; with
-/// 131072 rows a winner 3% faster at 8 heads was 13% slower at the anchors' 32 (bench/NOTES.md, v7).
+/// 131072 rows a winner 3% faster at 8 heads was 13% slower at the anchors' 32 (bench/results/2026-11-30-fwd-tuned-v7).
 const TUNING_ELEMENTS: usize = 1 << 25;
 /// The verification run already loaded the module and warmed the caches: one more launch is enough.
 const WARMUP_RUNS: usize = 1;
@@ -147,7 +147,7 @@ impl<'a> GpuCandidates<'a> {
         let [q, k, v]: [Tensor; 3] = t.try_into().map_err(|_| "tuning inputs: expected Q, K, V".to_string())?;
         let rows = o.layout.shape[1] * o.layout.shape[2];
         let m = flash.gpu.stream.alloc_zeros::<f32>(rows).map_err(|x| x.to_string())?;
-        let default = KernelSpec::default_at(key.kind, key.arch, key.dtype, key.head_dim, key.causal, key.n_bucket as usize).map_err(|x| x.to_string())?;
+        let default = key.spec(key.default_config().map_err(|x| x.to_string())?).map_err(|x| x.to_string())?;
         Ok(GpuCandidates { flash, q, k, v, scratch: Mutex::new((o, m)), reference: OnceLock::new(), default })
     }
 

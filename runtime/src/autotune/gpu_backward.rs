@@ -34,16 +34,11 @@ impl<'a> BackwardCandidates<'a> {
         }
         let (t, zeros) = tuning_inputs(flash, key, heads, 4)?;
         let inputs: [Tensor; 4] = t.try_into().map_err(|_| "tuning inputs: expected Q, K, V, dO".to_string())?;
-        let out = flash.attention_forward_spec(&KernelSpec::default_for(key.arch, key.dtype, key.head_dim, key.causal).map_err(|x| x.to_string())?, &inputs[0], &inputs[1], &inputs[2], None).map_err(e)?;
+        let problem = key.problem();
+        let forward = flashgen::plan(key.arch, &problem, &flashgen::PlanOptions::default(), &flashgen::plan::NoTuning).map_err(|x| x.to_string())?.forward;
+        let out = flash.attention_forward_spec(&forward, &inputs[0], &inputs[1], &inputs[2], None).map_err(e)?;
         // the other kernels of the pass: the defaults of the tuned kernel's family
-        let family = match key.kind {
-            KernelKind::BwdFused => KernelSpec::backward_fused,
-            KernelKind::BwdFusedAtomic => KernelSpec::backward_fused_atomic,
-            KernelKind::BwdFusedUp => KernelSpec::backward_fused_up,
-            k if k.uses_wgmma() => KernelSpec::backward_wgmma,
-            _ => KernelSpec::backward_mma_sync,
-        };
-        let defaults = family(key.arch, key.dtype, key.head_dim, key.causal).map_err(|x| x.to_string())?;
+        let defaults = flashgen::plan::backward_family(key.kind, key.arch, &problem).map_err(|x| x.to_string())?;
         let rows = zeros.layout.shape[1] * zeros.layout.shape[2];
         let delta = flash.gpu.stream.alloc_zeros::<f32>(rows).map_err(|x| x.to_string())?;
         let like = |t: &Tensor| -> Result<Tensor, String> { Ok(Tensor { data: flash.gpu.stream.alloc_zeros::<u16>(t.data.len()).map_err(|x| x.to_string())?, dtype: t.dtype, layout: t.layout }) };

@@ -14,21 +14,39 @@ pub mod gpu;
 pub mod gpu_backward;
 pub mod store;
 
-use flashgen::{Arch, DType, KernelKind, KernelSpec, SpecParams};
+use flashgen::{Arch, DType, KernelKind, KernelSpec, Problem, ScheduleOverrides, SpecParams};
 use serde::{Deserialize, Serialize};
 
-/// One point of the config space (Triton's `triton.Config`: block sizes, num_warps, num_stages).
+/// One point of the config space (Triton's `triton.Config`: block sizes, num_warps, num_stages), with the
+/// schedule switches it sets (none: each derived for its spec).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Config {
     pub block_m: u32,
     pub block_n: u32,
     pub num_warps: u32,
     pub num_stages: u32,
+    #[serde(default, skip_serializing_if = "ScheduleOverrides::is_empty")]
+    pub schedule: ScheduleOverrides,
+}
+
+impl Config {
+    pub fn new(block_m: u32, block_n: u32, num_warps: u32, num_stages: u32) -> Config {
+        Config { block_m, block_n, num_warps, num_stages, schedule: ScheduleOverrides::NONE }
+    }
+
+    /// The config of a spec (its tiles and its schedule overrides).
+    pub fn of(s: &KernelSpec) -> Config {
+        Config { block_m: s.block_m(), block_n: s.block_n(), num_warps: s.num_warps(), num_stages: s.num_stages(), schedule: *s.schedule_overrides() }
+    }
 }
 
 impl std::fmt::Display for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "BLOCK_M: {}, BLOCK_N: {}, num_warps: {}, num_stages: {}", self.block_m, self.block_n, self.num_warps, self.num_stages)
+        write!(f, "BLOCK_M: {}, BLOCK_N: {}, num_warps: {}, num_stages: {}", self.block_m, self.block_n, self.num_warps, self.num_stages)?;
+        if !self.schedule.is_empty() {
+            write!(f, ", schedule: {}", self.schedule)?;
+        }
+        Ok(())
     }
 }
 
@@ -80,9 +98,14 @@ impl TuneKey {
         )
     }
 
+    /// The problem this key stands for (its length the bucket's).
+    pub fn problem(&self) -> Problem {
+        Problem { dtype: self.dtype, head_dim: self.head_dim, causal: self.causal, seqlen: self.n_bucket as usize }
+    }
+
     /// The spec of `config` under this key.
     pub fn spec(&self, c: Config) -> Result<KernelSpec, flashgen::SpecError> {
-        KernelSpec::new(SpecParams {
+        KernelSpec::with_schedule(SpecParams {
             kind: self.kind,
             dtype: self.dtype,
             head_dim: self.head_dim,
@@ -92,12 +115,12 @@ impl TuneKey {
             num_warps: c.num_warps,
             num_stages: c.num_stages,
             arch: self.arch,
-        })
+        }, c.schedule)
     }
 
+    /// The defaults table's config for this key (flashgen::spec::defaults).
     pub fn default_config(&self) -> Result<Config, flashgen::SpecError> {
-        let s = KernelSpec::default_at(self.kind, self.arch, self.dtype, self.head_dim, self.causal, self.n_bucket as usize)?;
-        Ok(Config { block_m: s.block_m(), block_n: s.block_n(), num_warps: s.num_warps(), num_stages: s.num_stages() })
+        Ok(Config::of(&flashgen::spec::defaults::spec(self.kind, self.arch, self.dtype, self.head_dim, self.causal, self.n_bucket as usize)?))
     }
 }
 
@@ -116,7 +139,9 @@ pub fn config_space() -> Vec<Config> {
 /// {2, 3, 4} × num_warps {4, 8}; dK/dV owns BLOCK_N (key) rows and streams BLOCK_M, the others the reverse.
 /// fwd_ws and fwd_ws_persistent: owned rows {128, 192, 256} (2, 3 or 4 consumer warpgroups) × {32, 64, 128}
 /// × {2, 3, 4, 6, 8} stages × their num_warps {12, 16, 20} (validation keeps the pairs where the warps match the
-/// rows, and the persistent kind's ping-pong stages).
+/// rows, and the persistent kind's ping-pong stages), each with its derived schedule and with the ping-pong
+/// tile's rescaling the other way (`SCHEDULE_SPACE`: the switch whose best value moved with the shape, +-5%;
+/// early_prune drops the copies where the override is the derived value or has no ping-pong tile to act on).
 pub fn config_space_for(kind: KernelKind) -> Vec<Config> {
     let mut out = Vec::new();
     let (owned_rows, streamed_rows, stages, warps): (&[u32], &[u32], &[u32], &[u32]) = if kind.warp_specialized_forward() {
@@ -127,18 +152,29 @@ pub fn config_space_for(kind: KernelKind) -> Vec<Config> {
     } else {
         (&[64, 128, 256], &[16, 32, 64, 128], &[2, 3, 4], &[4, 8])
     };
+    let schedules: &[ScheduleOverrides] = if kind.warp_specialized_forward() { &SCHEDULE_SPACE } else { &[ScheduleOverrides::NONE] };
     for &owned in owned_rows {
         for &streamed in streamed_rows {
             for &num_stages in stages {
                 for &num_warps in warps {
-                    let (block_m, block_n) = if kind.role() == KernelKind::BwdDkdv { (streamed, owned) } else { (owned, streamed) };
-                    out.push(Config { block_m, block_n, num_warps, num_stages });
+                    for &schedule in schedules {
+                        let (block_m, block_n) = if kind.role() == KernelKind::BwdDkdv { (streamed, owned) } else { (owned, streamed) };
+                        out.push(Config { schedule, ..Config::new(block_m, block_n, num_warps, num_stages) });
+                    }
                 }
             }
         }
     }
     out
 }
+
+/// The schedules the warp-specialized forward's space tries on each tile config: the derived one, and lazy
+/// rescaling on and off (one of the two is the derived value, a copy early_prune drops).
+const SCHEDULE_SPACE: [ScheduleOverrides; 3] = [
+    ScheduleOverrides::NONE,
+    ScheduleOverrides { lazy_rescale: Some(true), ..ScheduleOverrides::NONE },
+    ScheduleOverrides { lazy_rescale: Some(false), ..ScheduleOverrides::NONE },
+];
 
 /// Why a config never reached the GPU.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,7 +185,8 @@ pub struct Pruned {
 }
 
 /// The named early-prune step (Triton's `early_config_prune`): drop what fails validation (shape rules,
-/// shared memory, registers), and what is dominated for this key: more pipeline stages than the longest
+/// shared memory, registers, schedule switches the spec cannot take), a config that is the same kernel as an
+/// earlier one (an override equal to the derived value), and what is dominated for this key: more pipeline stages than the longest
 /// program has streamed blocks (the extra slots would hold nothing), and owned rows beyond the sequence.
 pub fn early_prune(key: &TuneKey, space: &[Config]) -> (Vec<(Config, KernelSpec)>, Vec<Pruned>) {
     let mut kept = Vec::new();
@@ -159,6 +196,7 @@ pub fn early_prune(key: &TuneKey, space: &[Config]) -> (Vec<(Config, KernelSpec)
         let drop = |step: &str, reason: String| Pruned { config: c, step: step.into(), reason };
         match key.spec(c) {
             Err(e) => pruned.push(drop("validate", e.to_string())),
+            Ok(s) if kept.iter().any(|(_, k)| *k == s) => pruned.push(drop("duplicate", format!("the same kernel as another config ({}: its schedule overrides are derived)", s.name()))),
             Ok(s) if c.num_stages > 2 && n.div_ceil(s.streamed_rows()) < c.num_stages => {
                 pruned.push(drop("dominated", format!("{} stages for {} streamed blocks of N={n}", c.num_stages, n.div_ceil(s.streamed_rows()))))
             }
@@ -371,7 +409,7 @@ pub fn tune(key: &TuneKey, space: &[Config], candidates: &dyn Candidates, compil
     })?;
     outcomes.sort_by(|a, b| a.timing.median_ms.total_cmp(&b.timing.median_ms));
     let best = choose(key, &outcomes, default);
-    if std::env::var_os("FLASHGEN_PRINT_AUTOTUNING").is_some_and(|v| v != "0") {
+    if crate::env::Settings::from_env().print_autotuning {
         let t = outcomes.iter().find(|o| o.config == best).map(|o| o.timing.median_ms).unwrap_or(f64::NAN);
         eprintln!("flashgen autotuning: key {} finished after {:.2} s ({phases}); best config: {best} ({t:.4} ms)", key.id(), t0.elapsed().as_secs_f64());
     }

@@ -1,15 +1,15 @@
 //! The backward half of `flashgen check`: dQ, dK, dV of the default backward kernels against the f64
 //! reference on fresh random inputs, with poisoned outputs and guard zones, after our own forward.
 
-use crate::check::{nan_bits, CheckArgs, GUARD};
+use super::args::CheckArgs;
+use super::common::{nan_bits, GRAD_TOL, GUARD};
 use flashgen::reference::{backward_f64, Shape, SplitMix};
-use flashgen::{DType, KernelSpec};
+use flashgen::DType;
 use flashgen_runtime::tensor::{decode, from_bits, to_bits};
 use flashgen_runtime::{Flash, Gradients, Layout, RowStats, Tensor};
 use std::io::Write;
 
 /// Relative error bound of each gradient (the bar).
-pub const GRAD_TOL: f64 = 2e-2;
 
 /// backward_f64 with the heads split over all cores (each head is independent).
 fn reference_parallel(q: &[f32], k: &[f32], v: &[f32], d_o: &[f32], s: Shape, causal: bool, scale: f64) -> [Vec<f64>; 3] {
@@ -43,17 +43,24 @@ struct Case {
 /// runs where the default fused kernel cannot), or the mma.sync ones (check --mma-sync); with
 /// --fused-backward on sm_90a, the fused kinds as well.
 fn backward_spec_sets(arch: flashgen::Arch, dtype: DType, d: u32, causal: bool, a: &CheckArgs) -> Result<Vec<flashgen::BackwardSpecs>, String> {
+    use flashgen::KernelKind::*;
     let e = |x: flashgen::SpecError| x.to_string();
-    let mut sets = vec![if a.mma_sync { KernelSpec::backward_mma_sync(arch, dtype, d, causal) } else { KernelSpec::backward_defaults(arch, dtype, d, causal) }.map_err(e)?];
+    // the long sequences' plan (the fused backward at HEAD_DIM 128 on sm_90a)
+    let problem = flashgen::Problem { dtype, head_dim: d, causal, seqlen: usize::MAX };
+    let options = flashgen::PlanOptions { wgmma: !a.mma_sync, ..flashgen::PlanOptions::default() };
+    let plan = flashgen::plan(arch, &problem, &options, &flashgen::plan::NoTuning).map_err(e)?;
+    let mut sets = vec![plan.backward];
     let mut more = Vec::new();
     if arch.has_wgmma() && !a.mma_sync {
-        more.push(KernelSpec::backward_wgmma(arch, dtype, d, causal).map_err(e)?);
+        more.push(flashgen::plan::backward_family(BwdDkdvWgmma, arch, &problem).map_err(e)?);
     }
     if a.fused_backward && arch.has_wgmma() {
-        more.push(KernelSpec::backward_fused(arch, dtype, d, causal).map_err(e)?);
-        more.push(KernelSpec::backward_fused_atomic(arch, dtype, d, causal).map_err(e)?);
+        let mut fused = vec![BwdFused, BwdFusedAtomic];
         if causal {
-            more.push(KernelSpec::backward_fused_up(arch, dtype, d, causal).map_err(e)?);
+            fused.push(BwdFusedUp);
+        }
+        for kind in fused {
+            more.push(flashgen::plan::backward_family(kind, arch, &problem).map_err(e)?);
         }
     }
     for set in more {
@@ -77,7 +84,8 @@ fn run_case(flash: &Flash, dtype: DType, d: usize, causal: bool, specs: &flashge
     let scale = 1.0 / (d as f64).sqrt();
     let up = |x: &[f32]| Tensor::from_f32(gpu, x, dtype, layout).map_err(e);
     let (tq, tk, tv, tdo) = (up(&q)?, up(&k)?, up(&v)?, up(&d_o)?);
-    let fwd = KernelSpec::default_for(gpu.arch, dtype, d as u32, causal).map_err(|x| x.to_string())?;
+    let problem = flashgen::Problem { dtype, head_dim: d as u32, causal, seqlen: c.n };
+    let fwd = flashgen::plan(gpu.arch, &problem, &flashgen::PlanOptions::default(), &flashgen::plan::NoTuning).map_err(|x| x.to_string())?.forward;
     let out = flash.attention_forward_spec(&fwd, &tq, &tk, &tv, Some(scale as f32)).map_err(e)?;
     let poisoned = || -> Result<Tensor, String> { Ok(Tensor { data: gpu.stream.clone_htod(&vec![nan_bits(dtype); layout.extent() + GUARD]).map_err(dr)?, dtype, layout }) };
     let mut g = Gradients { dq: poisoned()?, dk: poisoned()?, dv: poisoned()? };

@@ -1,0 +1,39 @@
+//! The arguments of `flashgen check`.
+
+use clap::Args;
+
+#[derive(Args)]
+pub struct CheckArgs {
+    /// Fewer sequence lengths (a fast smoke test).
+    #[arg(long)]
+    pub quick: bool,
+    /// Write one JSON line per case to this file.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
+    /// Random seed (each case derives its own).
+    #[arg(long, default_value_t = 0x5eed)]
+    pub seed: u64,
+    /// Only run on the CPU, even if a GPU is present.
+    #[arg(long)]
+    pub cpu_only: bool,
+    /// Also write inputs and outputs of the default kernels (N = 1024) to DIR for bench/triton_parity.py.
+    #[arg(long)]
+    pub parity_dir: Option<std::path::PathBuf>,
+    /// Only check the specs whose name contains this text.
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Skip the backward checks.
+    #[arg(long)]
+    pub forward_only: bool,
+    /// On sm_90a, check the mma.sync kernels (the kinds FLASHGEN_WGMMA=0 selects) instead of the default
+    /// wgmma ones; elsewhere the mma.sync kernels are the defaults.
+    #[arg(long)]
+    pub mma_sync: bool,
+    /// On sm_90a, also check the fused backward (bwd_pre + bwd_fused, and bwd_fused_atomic: dQ inside the
+    /// dK/dV kernel).
+    #[arg(long)]
+    pub fused_backward: bool,
+    /// Extra specs to check beside the defaults, as "[w:|ws:|wsp:]dtype,d,bm,bn,stage,warps,stages;..." (target = the GPU's; "w:" = fwd_wgmma, "ws:" = fwd_ws, "wsp:" = fwd_ws_persistent).
+    #[arg(long)]
+    pub specs: Option<String>,
+}

@@ -1,0 +1,217 @@
+//! `plan`: the one place that chooses which kernels a problem runs — the defaults tables (spec::defaults),
+//! the tuned results the caller has (`Tuned`), and the fallbacks for layouts TMA cannot describe. The
+//! runtime's calls, `flashgen emit --defaults`, `check`, `bench` and `autotune` all ask it.
+
+use crate::spec::defaults::{self, BACKWARD_KINDS, FORWARD_KINDS};
+use crate::spec::{Arch, BackwardSpecs, DType, KernelKind, KernelSpec, SpecError, SpecParams, HEAD_DIMS};
+
+/// What is computed: the attention problem as the kernels see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub dtype: DType,
+    pub head_dim: u32,
+    pub causal: bool,
+    /// Tokens per sequence (N_CTX).
+    pub seqlen: usize,
+}
+
+/// Which backward runs where the GPU has wgmma (FLASHGEN_BACKWARD=default|split|fused|fused-atomic).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum BackwardPath {
+    /// The table's choice (`BACKWARD_KINDS`): fused at HEAD_DIM 128 from 1024 tokens, else three kernels.
+    #[default]
+    Default,
+    /// Δ, dK/dV and dQ as three wgmma kernels.
+    Split,
+    /// Δ + the deterministic fused kernel (causal: bwd_fused_up).
+    Fused,
+    /// Δ + the fused kernel adding dQ in arrival order (not deterministic).
+    FusedAtomic,
+}
+
+impl BackwardPath {
+    pub const ALL: [BackwardPath; 4] = [BackwardPath::Default, BackwardPath::Split, BackwardPath::Fused, BackwardPath::FusedAtomic];
+
+    pub fn parse(s: &str) -> Result<BackwardPath, SpecError> {
+        match s.trim() {
+            "default" | "" => Ok(BackwardPath::Default),
+            "split" => Ok(BackwardPath::Split),
+            "fused" => Ok(BackwardPath::Fused),
+            "fused-atomic" => Ok(BackwardPath::FusedAtomic),
+            other => Err(SpecError(format!("backward path `{other}` is unknown: use default, split (three kernels), fused (deterministic) or fused-atomic"))),
+        }
+    }
+}
+
+/// How the caller wants the kernels chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// Use the Hopper kernels (wgmma, TMA) where the target has them; off: the mma.sync kernels everywhere.
+    pub wgmma: bool,
+    pub backward: BackwardPath,
+    /// The fused backward's independent chains of dQ additions (1..=8), None for the kind's default.
+    pub dq_chains: Option<u32>,
+}
+
+impl Default for PlanOptions {
+    fn default() -> PlanOptions {
+        PlanOptions { wgmma: true, backward: BackwardPath::Default, dq_chains: None }
+    }
+}
+
+/// Tuned configs the caller knows (the runtime's autotune store); `NoTuning` for the defaults alone.
+pub trait Tuned {
+    /// The tuned spec of `kind` for `problem` on `arch`, if there is one.
+    fn winner(&self, kind: KernelKind, arch: Arch, problem: &Problem) -> Result<Option<KernelSpec>, String>;
+}
+
+/// The defaults alone.
+pub struct NoTuning;
+
+impl Tuned for NoTuning {
+    fn winner(&self, _: KernelKind, _: Arch, _: &Problem) -> Result<Option<KernelSpec>, String> {
+        Ok(None)
+    }
+}
+
+/// The kernels one problem runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub forward: KernelSpec,
+    /// What runs instead of a warp-specialized forward when TMA cannot describe Q, K or V (a broadcast
+    /// head's stride 0): the same tiles on fwd_wgmma's cp.async loads where they validate, else its default.
+    /// Equal to `forward` for the other kinds.
+    pub forward_without_tma: KernelSpec,
+    pub backward: BackwardSpecs,
+    /// What runs instead of the default fused backward when TMA cannot describe Q or dO: the three-kernel
+    /// pass. None where the backward needs no TMA, or was chosen explicitly (then such a layout is an error).
+    pub backward_without_tma: Option<BackwardSpecs>,
+    /// The fused backward's chains of dQ additions: bwd_fused_atomic 1; by default bwd_fused 2 (its programs
+    /// meet each block together and wait in line; two lines were 1.02-1.15× one, overlap-ab) and
+    /// bwd_fused_up 1 (its programs meet a block one after another: 0.91-0.99× at 2, finalize-ab2).
+    pub dq_chains: u32,
+}
+
+/// The implementation family the options select on a target.
+fn hopper(arch: Arch, options: &PlanOptions) -> bool {
+    options.wgmma && arch.has_wgmma()
+}
+
+/// The tuned spec of `kind` when the caller has one, else the table's.
+fn chosen(kind: KernelKind, arch: Arch, problem: &Problem, tuned: &dyn Tuned) -> Result<KernelSpec, SpecError> {
+    match tuned.winner(kind, arch, problem).map_err(SpecError)? {
+        Some(spec) => Ok(spec),
+        None => defaults::spec(kind, arch, problem.dtype, problem.head_dim, problem.causal, problem.seqlen),
+    }
+}
+
+/// The forward kind a problem runs (`FORWARD_KINDS` on Hopper, fwd elsewhere).
+pub fn forward_kind(arch: Arch, problem: &Problem, options: &PlanOptions) -> Result<KernelKind, SpecError> {
+    if !hopper(arch, options) {
+        return Ok(KernelKind::Fwd);
+    }
+    Ok(defaults::kinds_for(FORWARD_KINDS, "forward kernel", arch, problem.head_dim, problem.causal, problem.seqlen)?[0])
+}
+
+/// The backward's dK/dV (and dQ) kinds a problem runs under `options`.
+fn backward_kinds(arch: Arch, problem: &Problem, options: &PlanOptions) -> Result<&'static [KernelKind], SpecError> {
+    use KernelKind::*;
+    if !hopper(arch, options) {
+        return Ok(&[BwdDkdv, BwdDq]);
+    }
+    Ok(match (options.backward, problem.causal) {
+        (BackwardPath::Default, _) => defaults::kinds_for(BACKWARD_KINDS, "backward", arch, problem.head_dim, problem.causal, problem.seqlen)?,
+        (BackwardPath::Split, _) => &[BwdDkdvWgmma, BwdDqWgmma],
+        (BackwardPath::Fused, true) => &[BwdFusedUp],
+        (BackwardPath::Fused, false) => &[BwdFused],
+        (BackwardPath::FusedAtomic, _) => &[BwdFusedAtomic],
+    })
+}
+
+/// The backward kernels of `kinds` (dK/dV first, then dQ unless dK/dV computes it).
+fn backward_specs(kinds: &[KernelKind], arch: Arch, problem: &Problem, tuned: &dyn Tuned) -> Result<BackwardSpecs, SpecError> {
+    let dkdv = chosen(kinds[0], arch, problem, tuned)?;
+    let dq = match kinds.get(1) {
+        Some(&kind) => Some(chosen(kind, arch, problem, tuned)?),
+        None => None,
+    };
+    Ok(BackwardSpecs { preprocess: KernelSpec::backward_preprocess(arch, problem.dtype, problem.head_dim), dkdv, dq })
+}
+
+/// The default backward pass that runs `kind` (a dK/dV or dQ kind): Δ and the table's kernels of its family.
+pub fn backward_family(kind: KernelKind, arch: Arch, problem: &Problem) -> Result<BackwardSpecs, SpecError> {
+    use KernelKind::*;
+    let kinds = match kind {
+        BwdDkdv | BwdDq => vec![BwdDkdv, BwdDq],
+        BwdDkdvWgmma | BwdDqWgmma => vec![BwdDkdvWgmma, BwdDqWgmma],
+        BwdFused | BwdFusedAtomic | BwdFusedUp => vec![kind],
+        other => return Err(SpecError(format!("{} is not a backward kernel with dK/dV or dQ", other.name()))),
+    };
+    backward_specs(&kinds, arch, problem, &NoTuning)
+}
+
+/// The fwd_wgmma spec that computes what a warp-specialized forward does without TMA: the same tiles with
+/// one warpgroup fewer where they validate there, else fwd_wgmma's default; other specs as they are.
+pub fn without_tma(forward: &KernelSpec, problem: &Problem) -> Result<KernelSpec, SpecError> {
+    if !forward.kind().warp_specialized_forward() {
+        return Ok(*forward);
+    }
+    let p = forward.params();
+    let same_tiles = SpecParams { kind: KernelKind::FwdWgmma, num_warps: p.num_warps - 4, ..*p };
+    KernelSpec::new(same_tiles).or_else(|_| defaults::spec(KernelKind::FwdWgmma, p.arch, p.dtype, p.head_dim, forward.causal(), problem.seqlen))
+}
+
+/// The chains a fused kernel of `kind` adds dQ in, given the caller's choice (see `Plan::dq_chains`).
+pub fn dq_chains(kind: KernelKind, chosen: Option<u32>) -> u32 {
+    match (kind.dq_atomics(), chosen) {
+        (true, _) => 1,
+        (false, Some(c)) => c,
+        (false, None) if kind.dq_up() => 1,
+        (false, None) => 2,
+    }
+}
+
+/// The kernels `problem` runs on `arch`: the table's defaults, or the caller's tuned winners for the same kinds.
+pub fn plan(arch: Arch, problem: &Problem, options: &PlanOptions, tuned: &dyn Tuned) -> Result<Plan, SpecError> {
+    if let Some(c) = options.dq_chains.filter(|c| !(1..=8).contains(c)) {
+        return Err(SpecError(format!("{c} dQ chains: use 1 to 8, or None for the default")));
+    }
+    let forward = chosen(forward_kind(arch, problem, options)?, arch, problem, tuned)?;
+    let backward = backward_specs(backward_kinds(arch, problem, options)?, arch, problem, tuned)?;
+    let backward_without_tma = if backward.dkdv.kind().fuses_dq() && options.backward == BackwardPath::Default {
+        Some(backward_specs(&[KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma], arch, problem, tuned)?)
+    } else {
+        None
+    };
+    let dq_chains = dq_chains(backward.dkdv.kind(), options.dq_chains);
+    Ok(Plan { forward, forward_without_tma: without_tma(&forward, problem)?, backward, backward_without_tma, dq_chains })
+}
+
+/// Every kernel the default plans can run, which `flashgen emit --defaults` generates (prebuilt users ship
+/// these): for sm_80 and sm_90a, bf16 and fp16, each head dim, causal or not, one length in each range of
+/// the tables, and each backward path: the forward, its TMA-less fallback and the backward kernels.
+pub fn default_set() -> Vec<KernelSpec> {
+    let mut out = Vec::new();
+    for arch in [Arch::Sm80, Arch::Sm90a] {
+        for dtype in [DType::Bf16, DType::F16] {
+            for head_dim in HEAD_DIMS {
+                for causal in [false, true] {
+                    for seqlen in defaults::length_boundaries() {
+                        let problem = Problem { dtype, head_dim, causal, seqlen };
+                        for backward in BackwardPath::ALL {
+                            let options = PlanOptions { backward, ..PlanOptions::default() };
+                            let p = plan(arch, &problem, &options, &NoTuning).expect("every tabled problem plans");
+                            let backward = p.backward.kernels().into_iter().chain(p.backward_without_tma.iter().flat_map(|b| b.kernels()));
+                            for spec in [p.forward, p.forward_without_tma].into_iter().chain(backward) {
+                                if !out.contains(&spec) {
+                                    out.push(spec);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}

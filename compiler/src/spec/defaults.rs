@@ -1,0 +1,201 @@
+//! The defaults, as tables: which kernel kinds a problem runs (`FORWARD_KINDS`, `BACKWARD_KINDS`, read by
+//! crate::plan) and each kind's default tiles (`TILES`). A row names the result under bench/results that
+//! chose it (docs/DECISIONS.md says what it measured; a test checks that each result exists). There are no
+//! catch-all rows: a head dim, target or length no row covers is an error that says where to add one.
+
+use super::schedule::ScheduleOverrides;
+use super::types::*;
+use super::KernelSpec;
+use std::ops::RangeInclusive;
+
+/// Every target; the mma.sync kernels run on all of them (on sm_90a when the wgmma kernels are turned off).
+const EVERY: &[Arch] = &Arch::ALL;
+/// Hopper with its architecture-specific instructions: wgmma, TMA, setmaxnreg, bulk reductions.
+const HOPPER: &[Arch] = &[Arch::Sm90a];
+/// Any sequence length.
+const ANY: RangeInclusive<usize> = 0..=usize::MAX;
+
+/// BLOCK_M, BLOCK_N, num_warps, num_stages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tiles {
+    pub block_m: u32,
+    pub block_n: u32,
+    pub num_warps: u32,
+    pub num_stages: u32,
+}
+
+const fn t(block_m: u32, block_n: u32, num_warps: u32, num_stages: u32) -> Tiles {
+    Tiles { block_m, block_n, num_warps, num_stages }
+}
+
+/// What a row applies to: targets, head dim, causality (None: both) and sequence lengths (tokens).
+#[derive(Debug)]
+pub struct Applies {
+    pub targets: &'static [Arch],
+    pub head_dim: u32,
+    pub causal: Option<bool>,
+    pub tokens: RangeInclusive<usize>,
+}
+
+impl Applies {
+    fn covers(&self, arch: Arch, head_dim: u32, causal: bool, tokens: usize) -> bool {
+        self.targets.contains(&arch) && self.head_dim == head_dim && self.causal.is_none_or(|c| c == causal) && self.tokens.contains(&tokens)
+    }
+}
+
+const fn on(targets: &'static [Arch], head_dim: u32, causal: Option<bool>, tokens: RangeInclusive<usize>) -> Applies {
+    Applies { targets, head_dim, causal, tokens }
+}
+
+/// One default: a kind's tiles and schedule where `applies`, and the result that chose them.
+#[derive(Debug)]
+pub struct TileRow {
+    pub kind: KernelKind,
+    pub applies: Applies,
+    pub tiles: Tiles,
+    pub schedule: ScheduleOverrides,
+    pub result: &'static str,
+}
+
+const fn row(kind: KernelKind, applies: Applies, tiles: Tiles, result: &'static str) -> TileRow {
+    TileRow { kind, applies, tiles, schedule: ScheduleOverrides::NONE, result }
+}
+
+use KernelKind::*;
+
+/// Each kind's default tiles; the first row that applies wins. Why each one (the numbers are in
+/// docs/DECISIONS.md under the result id):
+/// - fwd (mma.sync): HEAD_DIM 64 128×64 with 4 warps of 32 rows; HEAD_DIM 128 32 rows per warp with Q
+///   re-read from shared memory and BLOCK_N 32: 8 warps non-causal (K/V tiles shared by 256 rows), 4 causal
+///   (the diagonal's short programs balance better) and on the 99 KB targets, where 256 rows do not fit.
+/// - fwd_wgmma: two warpgroups, 2 stages (the 3-stage overlap measured slower), BLOCK_N 64 at HEAD_DIM 64
+///   and 128 at 128.
+/// - fwd_ws: ping-pong on two consumers at HEAD_DIM 128, FA3's 192×128 on three at 64 with a fourth slot.
+/// - fwd_ws_persistent: HEAD_DIM 64 non-causal four consumers on 64-row blocks to 1024 tokens (1024 rows are
+///   four whole tiles), then 192×128; causal 256×64 whose consumers run their own blocks, with 8 slots to
+///   2048 tokens, then 4; HEAD_DIM 128 fwd_ws's 128×128 (one Q buffer: Q is read into registers).
+/// - the backward kinds: the autotuner's most frequent winners (mma.sync: bwd-v2; wgmma: hopper-v2).
+/// - the fused backward: query blocks of 64 rows, one MMA warpgroup per 64 key rows and dQ columns, two
+///   stages (the writer's double-buffered staging leaves no room for a third at HEAD_DIM 128).
+pub static TILES: &[TileRow] = &[
+    row(Fwd, on(EVERY, 64, None, ANY), t(128, 64, 4, 3), "fwd-mma-v5"),
+    row(Fwd, on(&[Arch::Sm86, Arch::Sm89], 128, None, ANY), t(128, 32, 4, 3), "fwd-mma-v5"),
+    row(Fwd, on(&[Arch::Sm80, Arch::Sm90, Arch::Sm90a], 128, Some(true), ANY), t(128, 32, 4, 3), "fwd-mma-v5"),
+    row(Fwd, on(&[Arch::Sm80, Arch::Sm90, Arch::Sm90a], 128, Some(false), ANY), t(256, 32, 8, 3), "fwd-mma-v5"),
+    row(FwdWgmma, on(HOPPER, 64, None, ANY), t(128, 64, 8, 2), "wgmma-v1"),
+    row(FwdWgmma, on(HOPPER, 128, None, ANY), t(128, 128, 8, 2), "wgmma-v1"),
+    row(FwdWs, on(HOPPER, 64, None, ANY), t(192, 128, 16, 4), "verify-v9"),
+    row(FwdWs, on(HOPPER, 128, None, ANY), t(128, 128, 12, 3), "wholeprog-v8"),
+    row(FwdWsPersistent, on(HOPPER, 64, Some(false), 0..=1024), t(256, 64, 20, 6), "persistent-w20"),
+    row(FwdWsPersistent, on(HOPPER, 64, Some(false), 1025..=usize::MAX), t(192, 128, 16, 4), "dyn-ab"),
+    row(FwdWsPersistent, on(HOPPER, 64, Some(true), 0..=2048), t(256, 64, 20, 8), "stages8-ab"),
+    row(FwdWsPersistent, on(HOPPER, 64, Some(true), 2049..=usize::MAX), t(256, 64, 20, 4), "mask-ab2"),
+    row(FwdWsPersistent, on(HOPPER, 128, None, ANY), t(128, 128, 12, 3), "order-ab"),
+    // the backward: BLOCK_M is the query block, BLOCK_N the key block (dK/dV owns BLOCK_N, streams BLOCK_M)
+    row(BwdDkdv, on(EVERY, 64, Some(false), ANY), t(16, 128, 4, 3), "bwd-v2"),
+    row(BwdDkdv, on(EVERY, 64, Some(true), ANY), t(32, 64, 4, 3), "bwd-v2"),
+    row(BwdDkdv, on(EVERY, 128, None, ANY), t(32, 64, 4, 3), "bwd-v2"),
+    row(BwdDq, on(EVERY, 64, Some(false), ANY), t(128, 32, 4, 3), "bwd-v2"),
+    row(BwdDq, on(EVERY, 64, Some(true), ANY), t(64, 64, 4, 3), "bwd-v2"),
+    row(BwdDq, on(EVERY, 128, None, ANY), t(64, 32, 4, 3), "bwd-v2"),
+    row(BwdDkdvWgmma, on(HOPPER, 64, None, ANY), t(64, 64, 4, 2), "hopper-v2"),
+    row(BwdDkdvWgmma, on(HOPPER, 128, None, ANY), t(32, 64, 4, 2), "hopper-v2"),
+    row(BwdDqWgmma, on(HOPPER, 64, None, ANY), t(64, 64, 4, 2), "hopper-v2"),
+    row(BwdDqWgmma, on(HOPPER, 128, Some(true), ANY), t(64, 64, 4, 2), "hopper-v2"),
+    row(BwdDqWgmma, on(HOPPER, 128, Some(false), ANY), t(128, 64, 8, 3), "hopper-v2"),
+    row(BwdFused, on(HOPPER, 64, None, ANY), t(64, 64, 8, 2), "fused-tma-v2"),
+    row(BwdFused, on(HOPPER, 128, None, ANY), t(64, 128, 12, 2), "fused-tma-v2"),
+    row(BwdFusedAtomic, on(HOPPER, 64, None, ANY), t(64, 64, 8, 2), "fused-tma-v2"),
+    row(BwdFusedAtomic, on(HOPPER, 128, None, ANY), t(64, 128, 12, 2), "fused-tma-v2"),
+    row(BwdFusedUp, on(HOPPER, 64, Some(true), ANY), t(64, 64, 8, 2), "up-v1"),
+    row(BwdFusedUp, on(HOPPER, 128, Some(true), ANY), t(64, 128, 12, 2), "up-v1"),
+];
+
+/// Which forward kernel a problem runs, by the implementation family the plan asks for.
+#[derive(Debug)]
+pub struct KindRow {
+    pub applies: Applies,
+    pub kinds: &'static [KernelKind],
+    pub result: &'static str,
+}
+
+const fn kinds(applies: Applies, kinds: &'static [KernelKind], result: &'static str) -> KindRow {
+    KindRow { applies, kinds, result }
+}
+
+/// The forward on Hopper: the warp-specialized kernel, persistent for the shorter sequences, where a tile's
+/// prologue and epilogue hide under the other tiles' products and no program idles while another has
+/// several tiles left (HEAD_DIM 64 to 4096 tokens: 448-455 against 393-401 TFLOP/s non-causal at 1024,
+/// persistent-w20, persistent-l2; HEAD_DIM 128 to 2048: 1.02-1.06× fwd_ws, order-ab; at 4096 within the
+/// call's drift, qbufs-ab).
+pub static FORWARD_KINDS: &[KindRow] = &[
+    kinds(on(HOPPER, 64, None, 0..=4096), &[FwdWsPersistent], "persistent-w20"),
+    kinds(on(HOPPER, 64, None, 4097..=usize::MAX), &[FwdWs], "verify-v9"),
+    kinds(on(HOPPER, 128, None, 0..=2048), &[FwdWsPersistent], "order-ab"),
+    kinds(on(HOPPER, 128, None, 2049..=usize::MAX), &[FwdWs], "qbufs-ab"),
+];
+
+/// The default backward on Hopper (after Δ): at HEAD_DIM 128 from 1024 tokens the fused kernel (dQ inside
+/// dK/dV; causal bwd_fused_up, whose programs add in the order they visit), 1.30-1.62× the three wgmma
+/// kernels (landed-v2, sumpass-v1); at HEAD_DIM 64 the fused one reached 0.53-0.92× (bwd64-sweep), so the
+/// three-kernel pass stays there, as below 1024 tokens.
+pub static BACKWARD_KINDS: &[KindRow] = &[
+    kinds(on(HOPPER, 128, Some(false), 1024..=usize::MAX), &[BwdFused], "landed-v2"),
+    kinds(on(HOPPER, 128, Some(true), 1024..=usize::MAX), &[BwdFusedUp], "sumpass-v1"),
+    kinds(on(HOPPER, 128, None, 0..=1023), &[BwdDkdvWgmma, BwdDqWgmma], "hopper-v2"),
+    kinds(on(HOPPER, 64, None, ANY), &[BwdDkdvWgmma, BwdDqWgmma], "bwd64-sweep"),
+];
+
+/// Every result id the tables cite (a test checks that each is under bench/results).
+pub fn cited_results() -> Vec<&'static str> {
+    let mut ids: Vec<&str> = TILES.iter().map(|r| r.result).chain(FORWARD_KINDS.iter().chain(BACKWARD_KINDS).map(|r| r.result)).collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+fn describe(what: &str, arch: Arch, head_dim: u32, causal: bool, tokens: usize, table: &str) -> SpecError {
+    let mask = if causal { "causal" } else { "non-causal" };
+    SpecError(format!(
+        "no {what} is tabled for HEAD_DIM={head_dim}, {mask}, {tokens} tokens on {arch}: add a row to {table} in compiler/src/spec/defaults.rs (or give the tiles explicitly)"
+    ))
+}
+
+/// The default spec of `kind` for a problem (the backward preprocess has one fixed form).
+pub fn spec(kind: KernelKind, arch: Arch, dtype: DType, head_dim: u32, causal: bool, tokens: usize) -> Result<KernelSpec, SpecError> {
+    if kind == BwdPre {
+        return KernelSpec::new(*KernelSpec::backward_preprocess(arch, dtype, head_dim).params());
+    }
+    let row = TILES
+        .iter()
+        .find(|r| r.kind == kind && r.applies.covers(arch, head_dim, causal, tokens))
+        .ok_or_else(|| describe(&format!("{} tile row", kind.name()), arch, head_dim, causal, tokens, "TILES"))?;
+    let Tiles { block_m, block_n, num_warps, num_stages } = row.tiles;
+    let params = SpecParams { kind, dtype, head_dim, block_m, block_n, stage: if causal { 3 } else { 1 }, num_warps, num_stages, arch };
+    KernelSpec::with_schedule(params, row.schedule)
+}
+
+/// The kinds a `table` row gives for a problem.
+pub fn kinds_for(table: &'static [KindRow], what: &str, arch: Arch, head_dim: u32, causal: bool, tokens: usize) -> Result<&'static [KernelKind], SpecError> {
+    let name = if std::ptr::eq(table, FORWARD_KINDS) { "FORWARD_KINDS" } else { "BACKWARD_KINDS" };
+    table
+        .iter()
+        .find(|r| r.applies.covers(arch, head_dim, causal, tokens))
+        .map(|r| r.kinds)
+        .ok_or_else(|| describe(what, arch, head_dim, causal, tokens, name))
+}
+
+/// The lengths at which some row's range starts: one problem per range covers every default.
+pub fn length_boundaries() -> Vec<usize> {
+    let mut out: Vec<usize> = TILES
+        .iter()
+        .map(|r| &r.applies)
+        .chain(FORWARD_KINDS.iter().chain(BACKWARD_KINDS).map(|r| &r.applies))
+        .flat_map(|a| [*a.tokens.start(), a.tokens.end().saturating_add(1)])
+        .filter(|&n| n > 0 && n < usize::MAX)
+        .collect();
+    out.push(1);
+    out.sort();
+    out.dedup();
+    out
+}

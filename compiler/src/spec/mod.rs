@@ -1,0 +1,237 @@
+//! `KernelSpec`: the one type that names a kernel specialization. The module in parts, one concern each:
+//!
+//! - `types`: target (Arch), element type (DType), kernel kind, STAGE, the raw parameters and the limits;
+//! - `schedule`: the switches that change a kernel's code without changing its tiles (`Schedule`), derived
+//!   per spec and overridable (`ScheduleOverrides`);
+//! - `rules`: `KernelSpec::new` / `with_schedule`, the one validation point: a spec that validates compiles
+//!   and runs correctly;
+//! - `resources`: the shared-memory layouts and register estimates the rules hold against the target;
+//! - `defaults`: the table of default tiles per kernel kind and of which kinds the plan runs (crate::plan).
+
+mod resources;
+mod rules;
+pub mod defaults;
+pub mod schedule;
+pub mod types;
+
+pub use resources::{FusedLayout, Registers};
+pub use schedule::{Schedule, ScheduleOverrides};
+pub use types::*;
+
+use serde::{Deserialize, Serialize};
+
+/// A validated specialization: its parameters and its resolved schedule. Construct it with
+/// [`KernelSpec::new`] or [`KernelSpec::with_schedule`]; its fields are read-only. Deserializing validates
+/// too: a spec read from a file obeys the same rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "SpecRecord", into = "SpecRecord")]
+pub struct KernelSpec {
+    params: SpecParams,
+    schedule: Schedule,
+    /// The switches set explicitly that differ from their derived values (in the name and the record).
+    overrides: ScheduleOverrides,
+}
+
+/// A spec as files carry it: the parameters, and the schedule overrides when there are any.
+#[derive(Clone, Copy, Serialize, Deserialize)]
+struct SpecRecord {
+    #[serde(flatten)]
+    params: SpecParams,
+    #[serde(default, skip_serializing_if = "ScheduleOverrides::is_empty")]
+    schedule: ScheduleOverrides,
+}
+
+impl TryFrom<SpecRecord> for KernelSpec {
+    type Error = SpecError;
+    fn try_from(r: SpecRecord) -> Result<KernelSpec, SpecError> {
+        KernelSpec::with_schedule(r.params, r.schedule)
+    }
+}
+
+impl From<KernelSpec> for SpecRecord {
+    fn from(s: KernelSpec) -> SpecRecord {
+        SpecRecord { params: s.params, schedule: s.overrides }
+    }
+}
+
+impl TryFrom<SpecParams> for KernelSpec {
+    type Error = SpecError;
+    fn try_from(p: SpecParams) -> Result<KernelSpec, SpecError> {
+        KernelSpec::new(p)
+    }
+}
+
+impl KernelSpec {
+    pub fn params(&self) -> &SpecParams {
+        &self.params
+    }
+    /// The resolved switches (derived, or as overridden).
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+    /// The switches set explicitly that differ from their derived values.
+    pub fn schedule_overrides(&self) -> &ScheduleOverrides {
+        &self.overrides
+    }
+    pub fn kind(&self) -> KernelKind {
+        self.params.kind
+    }
+    pub fn dtype(&self) -> DType {
+        self.params.dtype
+    }
+    pub fn head_dim(&self) -> u32 {
+        self.params.head_dim
+    }
+    pub fn block_m(&self) -> u32 {
+        self.params.block_m
+    }
+    pub fn block_n(&self) -> u32 {
+        self.params.block_n
+    }
+    pub fn stage(&self) -> Stage {
+        if self.params.stage == 3 {
+            Stage::Causal
+        } else {
+            Stage::NonCausal
+        }
+    }
+    pub fn causal(&self) -> bool {
+        self.stage() == Stage::Causal
+    }
+    pub fn num_warps(&self) -> u32 {
+        self.params.num_warps
+    }
+    pub fn num_stages(&self) -> u32 {
+        self.params.num_stages
+    }
+    pub fn arch(&self) -> Arch {
+        self.params.arch
+    }
+    pub fn threads(&self) -> u32 {
+        32 * self.params.num_warps
+    }
+    /// Rows a program owns, split over its warps: query rows (forward, dQ) or K/V rows (dK/dV).
+    pub fn resident_rows(&self) -> u32 {
+        match self.params.kind.role() {
+            KernelKind::BwdDkdv => self.params.block_n,
+            _ => self.params.block_m,
+        }
+    }
+    /// Rows of each block streamed through the cp.async ring: K/V rows (forward, dQ) or Q/dO rows (dK/dV).
+    pub fn streamed_rows(&self) -> u32 {
+        match self.params.kind.role() {
+            KernelKind::BwdDkdv => self.params.block_m,
+            _ => self.params.block_n,
+        }
+    }
+    /// Resident rows each computing warp owns (a multiple of 16; a helper warpgroup's warps own none).
+    pub fn rows_per_warp(&self) -> u32 {
+        self.resident_rows() / self.mma_warps()
+    }
+    /// The warps that compute (all but a helper warpgroup: fwd_ws's producer, the fused backward's dQ writer).
+    pub fn mma_warps(&self) -> u32 {
+        self.params.num_warps - self.params.kind.helper_warps()
+    }
+
+    /// Whether fwd_ws's consumers take turns on the tensor cores (FA3's ping-pong) with a software-pipelined
+    /// loop: each turn issues S_j and then P_{j-1}·V_{j-1}, and the softmax of block j runs while that
+    /// product does. Block j-1's slot is then held one step longer, so this needs 3+ stages (with 2 the
+    /// producer could not load ahead); with 2 stages the consumers run independently, one block at a time.
+    pub fn ping_pong(&self) -> bool {
+        self.params.kind.warp_specialized_forward() && self.params.num_stages >= 3
+    }
+
+    // The schedule's switches (see `Schedule` for what each does and what it measured).
+    pub fn q_from_registers(&self) -> bool {
+        self.schedule.q_from_registers
+    }
+    pub fn lazy_rescale(&self) -> bool {
+        self.schedule.lazy_rescale
+    }
+    pub fn half_block_softmax(&self) -> bool {
+        self.schedule.half_block_softmax
+    }
+    pub fn cross_tile(&self) -> bool {
+        self.schedule.cross_tile
+    }
+    pub fn single_tail(&self) -> bool {
+        self.schedule.single_tail
+    }
+    pub fn narrow_last_product(&self) -> bool {
+        self.schedule.narrow_last_product
+    }
+    pub fn own_blocks(&self) -> bool {
+        self.schedule.own_blocks
+    }
+    pub fn early_row_norm(&self) -> bool {
+        self.schedule.early_row_norm
+    }
+    pub fn q_buffers(&self) -> u32 {
+        self.schedule.q_buffers
+    }
+
+    /// The backward preprocess (Δ = rowsum(dO ⊙ O)) for a target, dtype and head dim: 64 rows per program,
+    /// 4 warps; its other parameters are fixed (it has no tiles to tune and does not depend on causality).
+    pub fn backward_preprocess(arch: Arch, dtype: DType, head_dim: u32) -> KernelSpec {
+        let params = SpecParams { kind: KernelKind::BwdPre, dtype, head_dim, block_m: 64, block_n: 0, stage: 1, num_warps: 4, num_stages: 1, arch };
+        KernelSpec { params, schedule: Schedule::PLAIN, overrides: ScheduleOverrides::NONE }
+    }
+
+    /// The module's second entry, which the runtime launches after the kernel (the fused kinds: dQ =
+    /// sm_scale · the chains' partial sums, docs/ABI.md), if the kind has one.
+    pub fn dq_sum_entry(&self) -> Option<String> {
+        self.kind().fuses_dq().then(|| format!("{}_dq_sum", self.name()))
+    }
+
+    /// The kernel's symbol, encoding every parameter and each schedule override:
+    /// fa2_fwd_bf16_d128_st3_bm128_bn64_w8_ns3_sm90a, fa2_fwd_ws_..._sm90a_lazy0.
+    pub fn name(&self) -> String {
+        let p = &self.params;
+        format!(
+            "fa2_{}_{}_d{}_st{}_bm{}_bn{}_w{}_ns{}_{}{}",
+            p.kind.name(),
+            p.dtype.name(),
+            p.head_dim,
+            p.stage,
+            p.block_m,
+            p.block_n,
+            p.num_warps,
+            p.num_stages,
+            p.arch.name().replace('_', ""),
+            self.overrides.name_suffix()
+        )
+    }
+
+    /// Launch grid for a problem: (cdiv(N_CTX, resident rows), Z·H, 1), i.e. cdiv(N_CTX, BLOCK_M) for
+    /// the forward, preprocess and dQ kernels and cdiv(N_CTX, BLOCK_N) for dK/dV. A persistent kernel's
+    /// programs take tiles in turn: one program per tile up to `programs` (the SM count: one resident
+    /// program per SM), on grid x.
+    pub fn grid(&self, z: u32, h: u32, n_ctx: u32, programs: u32) -> (u32, u32, u32) {
+        let (blocks, heads) = (n_ctx.div_ceil(self.resident_rows()), z * h);
+        if self.params.kind.persistent() {
+            ((blocks * heads).clamp(1, programs.max(1)), 1, 1)
+        } else {
+            (blocks, heads, 1)
+        }
+    }
+}
+
+/// The kernels of one backward pass, launched in this order: Δ, dK/dV, and dQ unless dK/dV computes it
+/// too (`dq` is None exactly when `dkdv.kind().fuses_dq()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BackwardSpecs {
+    pub preprocess: KernelSpec,
+    pub dkdv: KernelSpec,
+    pub dq: Option<KernelSpec>,
+}
+
+impl BackwardSpecs {
+    /// The kernels in launch order.
+    pub fn kernels(&self) -> Vec<KernelSpec> {
+        [Some(self.preprocess), Some(self.dkdv), self.dq].into_iter().flatten().collect()
+    }
+    /// "fa2_bwd_pre_.. + fa2_bwd_dkdv_.. + fa2_bwd_dq_..": the kernels' names in launch order.
+    pub fn names(&self) -> String {
+        self.kernels().iter().map(|s| s.name()).collect::<Vec<_>>().join(" + ")
+    }
+}

@@ -1,0 +1,199 @@
+//! The resource model: shared-memory layouts, register estimates and budgets, derived from a spec's
+//! parameters and schedule. The rules (rules.rs) hold every admitted spec to its target's limits with these.
+
+use super::types::*;
+use super::KernelSpec;
+
+/// Registers the estimate reserves for addresses, loop counters, masks and softmax temporaries.
+const REGISTER_OVERHEAD: u32 = 40;
+/// The backward kernels' share of it: their per-row terms are fitted with the temporaries included.
+const BACKWARD_REGISTER_OVERHEAD: u32 = 24;
+
+/// Where the fused backward's parts start in shared memory, from the 1024-aligned tile base, and where its
+/// memory ends (see `KernelSpec::fused_layout`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FusedLayout {
+    pub ds_tile: u32,
+    pub staging: u32,
+    pub mbarriers: u32,
+    pub end: u32,
+}
+
+/// Registers per thread of a kernel's warpgroups (see `KernelSpec::registers`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Registers {
+    pub launch: u32,
+    pub producer: u32,
+    pub consumer: u32,
+}
+
+impl KernelSpec {
+    /// Consumer warpgroups of a warp-specialized kernel (fwd_ws's consumers, the fused backward's MMA
+    /// warpgroups; 0 for the others).
+    pub fn consumer_warpgroups(&self) -> u32 {
+        if self.params.kind.helper_warps() > 0 {
+            self.params.num_warps / 4 - 1
+        } else {
+            0
+        }
+    }
+
+    /// Registers per thread: at launch (what ptxas is held to), and after setmaxnreg for the producer and the
+    /// consumer warpgroups of fwd_ws. The CTA's pool, launch × threads, must cover producer × 128 +
+    /// consumer × 128 per consumer warpgroup: 2 consumers: 168 at launch, 24 / 240 (FA3's split);
+    /// 3: 128, 24 / 160; 4: 96, 24 / 112. Other kernels keep their launch count throughout.
+    pub fn registers(&self) -> Registers {
+        match self.consumer_warpgroups() {
+            0 | 1 => Registers { launch: MAX_REGISTERS, producer: 0, consumer: MAX_REGISTERS },
+            2 => Registers { launch: 168, producer: 24, consumer: 240 },
+            3 => Registers { launch: 128, producer: 24, consumer: 160 },
+            _ => Registers { launch: 96, producer: 24, consumer: 112 },
+        }
+    }
+
+    /// Resident tiles whose mma A fragments the loop reads: Q (forward), Q and dO (dQ), K and V (dK/dV).
+    fn a_operands(&self) -> u32 {
+        match self.params.kind {
+            _ if self.params.kind.uses_wgmma() => 0, // read through descriptors
+            KernelKind::Fwd => 1,
+            _ => 2,
+        }
+    }
+
+    /// Whether the resident tiles' A fragments stay in registers across the loop: yes while they take at
+    /// most 32 registers (forward: 16 rows × HEAD_DIM 128 or 32 rows × 64; backward: 16 rows × 64 for
+    /// both operands); beyond that they are re-read from shared memory each block, which frees the
+    /// registers for the accumulators (and in the forward lets one K/V fragment feed two m16 tiles).
+    pub fn q_in_registers(&self) -> bool {
+        self.a_operands() > 0 && self.a_operands() * (self.rows_per_warp() / 16) * self.params.head_dim / 4 <= 32
+    }
+
+    /// Dynamic shared memory: the resident tiles plus num_stages slots of streamed tiles (dK/dV's slots
+    /// also carry the block's M and Δ, one f32 each per row). wgmma kernels: every slot a multiple of
+    /// 1024 B, and 1 KB more, with which the kernel aligns its tiles to 1024 B itself (128B-swizzle atoms).
+    pub fn shared_memory_bytes(&self) -> u32 {
+        let row = self.params.head_dim * self.params.dtype.bytes();
+        let (res, strm, ns) = (self.resident_rows(), self.streamed_rows(), self.params.num_stages);
+        let (resident, slot) = match self.params.kind.role() {
+            KernelKind::Fwd => (res * row, 2 * strm * row),
+            KernelKind::BwdDq => (2 * res * row, 2 * strm * row),
+            KernelKind::BwdDkdv => (2 * res * row, 2 * strm * row + 8 * strm),
+            _ => return 0,
+        };
+        if self.params.kind.warp_specialized_forward() {
+            // and the mbarriers: Q full (persistent: full and empty per Q buffer), then K/V full and empty per slot
+            // (persistent: and the two tiles the producer publishes to the consumers, two words each)
+            let q_barriers = if self.params.kind.persistent() { 4 + 2 } else { 1 };
+            self.q_buffers() * resident + ns * slot.next_multiple_of(1024) + 1024 + 8 * (q_barriers + 2 * ns)
+        } else if self.params.kind.fuses_dq() {
+            // and the 1 KB the kernel aligns its tile base with
+            self.fused_layout().end + 1024
+        } else if self.params.kind.uses_wgmma() {
+            resident + ns * slot.next_multiple_of(1024) + 1024
+        } else {
+            resident + ns * slot
+        }
+    }
+
+    /// The fused backward's shared memory (`KernelSpec::fused_layout`) with `buffers` staging buffers.
+    fn fused_layout_with(&self, buffers: u32) -> FusedLayout {
+        let row = self.params.head_dim * self.params.dtype.bytes();
+        let (res, ns) = (self.resident_rows(), self.params.num_stages);
+        let ds_tile = 2 * res * row + ns * self.slot_bytes();
+        let staging = ds_tile + res * 128;
+        let mbarriers = staging + buffers * (self.params.head_dim / 64) * 16384;
+        FusedLayout { ds_tile, staging, mbarriers, end: mbarriers + 8 * ns }
+    }
+
+    /// The fused backward's shared memory, in bytes from the 1024-aligned tile base: the resident K and V,
+    /// the ring, the dSᵀ tile (one 128-byte row of 64 queries per key row), per staging buffer a 64×64 f32
+    /// piece per 64 columns of dQ (the bulk reductions' source), and the Q/dO ring's mbarriers
+    /// (lib/tma_ring.ll.tera), one per slot.
+    pub fn fused_layout(&self) -> FusedLayout {
+        self.fused_layout_with(self.staging_buffers())
+    }
+
+    /// The fused backward's staging buffers: two where they fit (the MMA warpgroups fill one while the
+    /// writer adds the other, so that a late turn on a lock does not stall them), else one (at HEAD_DIM 128
+    /// with three stages: the writer has a step to read it before the MMA warpgroups write it again).
+    pub fn staging_buffers(&self) -> u32 {
+        if self.fused_layout_with(2).end + 1024 <= self.params.arch.shared_memory_limit() {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Whether the kernel keeps S of the next K/V block in flight during the softmax of the current one
+    /// (FA3's intra-warpgroup overlap): fwd_wgmma with at least 3 stages (blocks j and j+1 resident while
+    /// block j+2 loads); with 2 stages it runs S, softmax and P·V in turn.
+    pub fn overlaps_softmax(&self) -> bool {
+        self.params.kind == KernelKind::FwdWgmma && self.params.num_stages >= 3
+    }
+
+    /// Bytes of one ring slot (see `shared_memory_bytes`).
+    pub fn slot_bytes(&self) -> u32 {
+        let row = self.params.head_dim * self.params.dtype.bytes();
+        let strm = self.streamed_rows();
+        let slot = if self.params.kind.role() == KernelKind::BwdDkdv { 2 * strm * row + 8 * strm } else { 2 * strm * row };
+        if self.params.kind.uses_wgmma() {
+            slot.next_multiple_of(1024)
+        } else {
+            slot
+        }
+    }
+
+    /// The shared-memory layout in words, for error messages.
+    pub(crate) fn shared_memory_layout(&self) -> String {
+        let (d, res, strm, ns) = (self.params.head_dim, self.resident_rows(), self.streamed_rows(), self.params.num_stages);
+        match self.params.kind.role() {
+            KernelKind::Fwd if self.params.kind.persistent() => format!("{} × Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}", self.q_buffers()),
+            KernelKind::Fwd => format!("Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
+            KernelKind::BwdDq => format!("Q and dO {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
+            KernelKind::BwdDkdv if self.params.kind.fuses_dq() => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm}) + dSᵀ {res}×{strm} + dQ staging 2 × 64×{d} f32"),
+            KernelKind::BwdDkdv => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm})"),
+            _ => "none".into(),
+        }
+    }
+
+    /// Registers per thread held across the loop, per m16 tile of resident rows, plus the fragments in
+    /// flight (streamed rows·D/256) and the overhead. Forward: the f32 accumulator (D/2) and scores
+    /// (BLOCK_N/2). Backward, fitted to ptxas rather than counted (scores, dP, their packed copies and
+    /// dK/dV's per-column M and Δ all grow with the streamed rows): dQ D/2 + 2·BLOCK_N, dK/dV
+    /// D + 2·BLOCK_M, with a smaller fixed overhead. The A fragments (D/4 per tile and operand) when they
+    /// stay in registers, else 16 for the ones in flight. Calibrated on ptxas 12.9 over the whole admitted
+    /// space (tests/ptxas.rs sweeps it: everything this admits assembles without spills).
+    pub fn register_estimate(&self) -> u32 {
+        let m_tiles = self.rows_per_warp() / 16;
+        let (d, strm) = (self.params.head_dim, self.streamed_rows());
+        let a_fragments = if self.q_in_registers() {
+            self.a_operands() * m_tiles * d / 4
+        } else if self.a_operands() == 0 {
+            0
+        } else {
+            16
+        };
+        let (per_tile, overhead) = match self.params.kind {
+            KernelKind::Fwd => (d / 2 + strm / 2, REGISTER_OVERHEAD),
+            // Q is read through a descriptor: no fragments; S (BLOCK_N/2, twice when the next block's S is
+            // in flight), O (D/2) and packed P (BLOCK_N/4)
+            KernelKind::FwdWgmma => (d / 2 + strm / 2 + strm / 4 + if self.overlaps_softmax() { strm / 2 } else { 0 }, REGISTER_OVERHEAD),
+            // fitted to ptxas 12.9 (consumer code; its largest register index + 1): D/2 + 3·BLOCK_N/4 + 17
+            // without ping-pong (D128×128: 177, D64×64: 97), up to 29 with it (D64×128: 157, P of the
+            // previous block stays live): overheads 24 and 32 bound them (tests/ptxas.rs sweeps the space)
+            // (the persistent kind's consumers read their tile from shared memory: no more than fwd_ws's)
+            KernelKind::FwdWs | KernelKind::FwdWsPersistent => (d / 2 + strm / 2 + strm / 4, if self.ping_pong() { 32 } else { 24 }),
+            KernelKind::BwdDq => (d / 2 + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
+            KernelKind::BwdDkdv => (d + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
+            // wgmma backward: the accumulators, S (or Sᵀ) and dP (BLOCK/2 each) and their packed copies
+            KernelKind::BwdDqWgmma => (d / 2 + strm + strm / 2 + 4, REGISTER_OVERHEAD),
+            KernelKind::BwdDkdvWgmma => (d + strm + strm / 2, REGISTER_OVERHEAD),
+            // dK, dV, Sᵀ and dPᵀ, then its 64-column chunk of dQ (32), less what the writer warpgroup holds
+            // (locks, chains, the final dQ): fitted to ptxas 12.9
+            KernelKind::BwdFused | KernelKind::BwdFusedAtomic | KernelKind::BwdFusedUp => (d + strm + 24, BACKWARD_REGISTER_OVERHEAD),
+            KernelKind::BwdPre => (0, 0),
+        };
+        let in_flight = if self.params.kind.uses_wgmma() { 0 } else { strm * d / 256 };
+        m_tiles * per_tile + a_fragments + in_flight + overhead
+    }
+}

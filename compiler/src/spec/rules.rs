@@ -1,0 +1,158 @@
+//! The rules: `KernelSpec::with_schedule` (and `KernelSpec::new`, without overrides) is the one validation
+//! point. Each rule names the parameter, the limit, why it exists and how to fix it.
+
+use super::schedule::{Schedule, ScheduleOverrides, Shape};
+use super::types::*;
+use super::KernelSpec;
+
+pub(crate) fn rule(ok: bool, msg: impl FnOnce() -> String) -> Result<(), SpecError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(SpecError(msg()))
+    }
+}
+
+impl KernelSpec {
+    /// A spec with every schedule switch derived (see `with_schedule`).
+    pub fn new(p: SpecParams) -> Result<KernelSpec, SpecError> {
+        KernelSpec::with_schedule(p, ScheduleOverrides::NONE)
+    }
+
+    /// The one validation point: the parameters, then the schedule switches `overrides` sets (the rest
+    /// derived, `Schedule::resolve`), then shared memory and registers.
+    pub fn with_schedule(p: SpecParams, overrides: ScheduleOverrides) -> Result<KernelSpec, SpecError> {
+        let SpecParams { head_dim: d, num_warps: w, num_stages: ns, .. } = p;
+        rule(HEAD_DIMS.contains(&d), || {
+            format!("HEAD_DIM={d} is not supported: use one of {HEAD_DIMS:?} (a tile row must be a multiple of 8 chunks of 16 bytes for the bank-conflict-free swizzle)")
+        })?;
+        rule(p.stage == 1 || p.stage == 3, || {
+            format!("STAGE={} is not a kernel-level stage: use 1 (non-causal) or 3 (causal), as in Triton's tutorial", p.stage)
+        })?;
+        if p.kind.warp_specialized_forward() {
+            return KernelSpec::new_warp_specialized(p, overrides);
+        }
+        if p.kind.fuses_dq() {
+            return KernelSpec::new_fused(p, overrides);
+        }
+        rule(overrides.is_empty(), || format!("{}: schedule `{overrides}`: this kind has no schedule switches (they belong to fwd_ws and fwd_ws_persistent)", p.kind.name()))?;
+        rule(NUM_WARPS.contains(&w), || format!("num_warps={w} is not supported: use one of {NUM_WARPS:?}"))?;
+        if p.kind == KernelKind::BwdPre {
+            let canonical = KernelSpec::backward_preprocess(p.arch, p.dtype, d);
+            rule(p == canonical.params, || {
+                let c = canonical.params;
+                format!(
+                    "bwd_pre takes only dtype, HEAD_DIM and arch (Δ does not depend on tiles or causality): use BLOCK_M={} BLOCK_N={} STAGE={} num_warps={} num_stages={} (KernelSpec::backward_preprocess)",
+                    c.block_m, c.block_n, c.stage, c.num_warps, c.num_stages
+                )
+            })?;
+            return Ok(canonical);
+        }
+        let spec = KernelSpec::unscheduled(p);
+        if p.kind.uses_wgmma() {
+            let (kind, role) = (p.kind.name(), p.kind.role().name());
+            rule(p.arch == Arch::Sm90a, || format!("{kind} needs sm_90a (wgmma is an sm_90a instruction): use kernel {role} on {}", p.arch))?;
+            let (res_name, _, rows) = p.kind.block_names();
+            let res = spec.resident_rows();
+            rule(res == 16 * w, || {
+                format!("{kind}: {res_name}={res} must be 16 × num_warps={w} = {} (one warpgroup of 4 warps per 64 {rows}, 16 per warp)", 16 * w)
+            })?;
+        }
+        let (res, strm) = (spec.resident_rows(), spec.streamed_rows());
+        let (res_name, strm_name, rows) = p.kind.block_names();
+        rule(res > 0 && res % (16 * w) == 0, || {
+            format!("{res_name}={res} must be a multiple of 16 × num_warps={w} = {} (each warp owns whole m16 tiles of {rows})", 16 * w)
+        })?;
+        rule(res / w <= MAX_ROWS_PER_WARP, || {
+            format!("{res_name}={res} gives each of num_warps={w} warps {} {rows}; at most {MAX_ROWS_PER_WARP} fit in registers: raise num_warps or lower {res_name}", res / w)
+        })?;
+        rule(BLOCK_NS.contains(&strm), || {
+            format!("{strm_name}={strm} is not supported: use one of {BLOCK_NS:?} (the streamed rows are consumed in k16 steps; other heights spill)")
+        })?;
+        let threads = 32 * w;
+        rule((strm * d / 8) % threads == 0, || {
+            format!("{strm_name}={strm} × HEAD_DIM={d} must be a multiple of 256 × num_warps={w} = {} (each of the {threads} threads copies whole 16-byte chunks of every streamed tile): raise {strm_name} or lower num_warps", 256 * w)
+        })?;
+        rule(NUM_STAGES.contains(&ns), || {
+            format!("num_stages={ns} must be in {}..={} (the depth of the cp.async ring of streamed blocks; 1 would leave nothing in flight)", NUM_STAGES.start(), NUM_STAGES.end())
+        })?;
+        spec.fits_shared_memory(&format!("lower num_stages or {strm_name}"))?;
+        let regs = spec.register_estimate();
+        rule(regs <= MAX_REGISTERS, || {
+            format!("an estimated {regs} registers per thread ({}: accumulators, scores and fragments of {} rows × HEAD_DIM={d}, {strm_name}={strm}) exceed {MAX_REGISTERS}: it would spill; lower {strm_name} or give each warp fewer rows (more num_warps)", p.kind.name(), res / w)
+        })?;
+        Ok(spec)
+    }
+
+    /// A spec of a kind without schedule switches, before its resource rules.
+    fn unscheduled(p: SpecParams) -> KernelSpec {
+        KernelSpec { params: p, schedule: Schedule::PLAIN, overrides: ScheduleOverrides::NONE }
+    }
+
+    /// A spec with its switches resolved (`Schedule::resolve`), before its resource rules.
+    fn scheduled(p: SpecParams, overrides: &ScheduleOverrides) -> Result<KernelSpec, SpecError> {
+        let ping_pong = p.kind.warp_specialized_forward() && p.num_stages >= 3;
+        let consumer_warpgroups = if p.kind.helper_warps() > 0 { (p.num_warps / 4).saturating_sub(1) } else { 0 };
+        let (schedule, overrides) = Schedule::resolve(&Shape { params: p, ping_pong, consumer_warpgroups }, overrides)?;
+        Ok(KernelSpec { params: p, schedule, overrides })
+    }
+
+    /// The shared-memory rule: the kernel's layout within its target's limit; `fix` says what to lower.
+    fn fits_shared_memory(&self, fix: &str) -> Result<(), SpecError> {
+        let (smem, limit) = (self.shared_memory_bytes(), self.params.arch.shared_memory_limit());
+        rule(smem <= limit, || format!("shared memory {smem} B ({}) exceeds the {limit} B limit of {}: {fix}", self.shared_memory_layout(), self.params.arch))
+    }
+
+    /// The rules of fwd_ws (after the common ones on HEAD_DIM and STAGE): a producer warpgroup plus 2 or 3
+    /// consumer warpgroups of 64 query rows each; the TMA ring in shared memory; and the
+    /// registers each consumer thread needs within what setmaxnreg can give it.
+    fn new_warp_specialized(p: SpecParams, overrides: ScheduleOverrides) -> Result<KernelSpec, SpecError> {
+        let SpecParams { head_dim: d, block_m: bm, block_n: bn, num_warps: w, num_stages: ns, .. } = p;
+        let kind = p.kind.name();
+        rule(p.arch == Arch::Sm90a, || format!("{kind} needs sm_90a (wgmma, TMA and setmaxnreg are sm_90a instructions): use kernel fwd on {}", p.arch))?;
+        rule(WS_NUM_WARPS.contains(&w), || {
+            format!("{kind}: num_warps={w} is not supported: use one of {WS_NUM_WARPS:?} (one producer warpgroup plus 2, 3 or 4 consumer warpgroups of 4 warps)")
+        })?;
+        rule(bm == 16 * (w - 4), || {
+            format!("{kind}: BLOCK_M={bm} must be 64 × the {} consumer warpgroups of num_warps={w} = {} (one producer warpgroup, then 64 query rows per consumer)", (w - 4) / 4, 16 * (w - 4))
+        })?;
+        rule(BLOCK_NS.contains(&bn), || format!("{kind}: BLOCK_N={bn} is not supported: use one of {BLOCK_NS:?}"))?;
+        rule(WS_NUM_STAGES.contains(&ns), || format!("num_stages={ns} must be in {}..={} (the depth of the TMA ring of K/V blocks)", WS_NUM_STAGES.start(), WS_NUM_STAGES.end()))?;
+        rule(!p.kind.persistent() || ns >= 3, || {
+            format!("{kind}: num_stages={ns}: the persistent kernel runs the ping-pong schedule, which needs 3 or more stages (use num_stages=3, or fwd_ws for 2)")
+        })?;
+        let spec = KernelSpec::scheduled(p, &overrides)?;
+        spec.fits_shared_memory("lower num_stages or BLOCK_N")?;
+        let (regs, budget) = (spec.register_estimate(), spec.registers().consumer);
+        rule(regs <= budget, || {
+            format!("{kind}: an estimated {regs} registers per consumer thread (HEAD_DIM={d}, BLOCK_N={bn}) exceed the {budget} that setmaxnreg gives each of {} consumer warpgroups: lower BLOCK_N or use fewer consumer warpgroups", (w - 4) / 4)
+        })?;
+        Ok(spec)
+    }
+
+    /// The rules of the fused backward (bwd_fused, bwd_fused_atomic; after the common ones on HEAD_DIM and
+    /// STAGE): 1 or 2 MMA warpgroups of 64 key rows, each computing 64 of dQ's columns, plus the dQ writer
+    /// warpgroup (lib/dq_fused.ll.tera); query blocks of 64 rows by TMA; shared memory; and the registers each
+    /// MMA thread needs within what setmaxnreg gives it.
+    fn new_fused(p: SpecParams, overrides: ScheduleOverrides) -> Result<KernelSpec, SpecError> {
+        let SpecParams { head_dim: d, block_m: bm, block_n: bn, num_warps: w, num_stages: ns, .. } = p;
+        let kind = p.kind.name();
+        rule(p.arch == Arch::Sm90a, || format!("{kind} needs sm_90a (wgmma, TMA and bulk reductions are sm_90a instructions): use kernel bwd_dkdv and bwd_dq on {}", p.arch))?;
+        rule(!p.kind.dq_up() || p.stage == Stage::Causal as u32, || format!("{kind} orders the causal programs' additions (STAGE=3): use bwd_fused for STAGE={}", p.stage))?;
+        rule(FUSED_NUM_WARPS.contains(&w), || {
+            format!("{kind}: num_warps={w} is not supported: use one of {FUSED_NUM_WARPS:?} (1 or 2 MMA warpgroups of 4 warps, then the dQ writer warpgroup)")
+        })?;
+        let mma_groups = (w - 4) / 4;
+        rule(bn == 64 * mma_groups, || format!("{kind}: BLOCK_N={bn} must be 64 × the {mma_groups} MMA warpgroups of num_warps={w} = {} (64 key rows each)", 64 * mma_groups))?;
+        rule(d == 64 * mma_groups, || {
+            format!("{kind}: HEAD_DIM={d} needs {} MMA warpgroup(s) (each computes 64 of dQ's columns, one wgmma chain): use num_warps={} and BLOCK_N={d}", d / 64, 4 * (d / 64 + 1))
+        })?;
+        rule(bm == 64, || format!("{kind}: BLOCK_M={bm} must be 64 (dQ = dS·K is one wgmma of 64 query rows per block)"))?;
+        rule(NUM_STAGES.contains(&ns), || format!("num_stages={ns} must be in {}..={} (the depth of the TMA ring of Q/dO blocks)", NUM_STAGES.start(), NUM_STAGES.end()))?;
+        let spec = KernelSpec::scheduled(p, &overrides)?;
+        spec.fits_shared_memory("lower num_stages")?;
+        let (regs, budget) = (spec.register_estimate(), spec.registers().consumer);
+        rule(regs <= budget, || format!("{kind}: an estimated {regs} registers per MMA thread (HEAD_DIM={d}, BLOCK_M={bm}) exceed the {budget} that each of its {mma_groups} MMA warpgroups has"))?;
+        Ok(spec)
+    }
+}

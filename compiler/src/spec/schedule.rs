@@ -1,0 +1,274 @@
+//! `Schedule`: every switch that changes the generated code of a kernel without changing its tiles, as a
+//! named field. Each switch has a derived value (what measured best for that spec, with the result that
+//! chose it in docs/DECISIONS.md) and may be overridden (`ScheduleOverrides`: the CLI's
+//! `--schedule lazy_rescale=off,...`, the autotuner's space). An override that the templates cannot honour
+//! is refused by the rules (`Schedule::resolve`); an override equal to the derived value is dropped, so one
+//! kernel has one name and one cache key.
+
+use super::types::{KernelKind, SpecError, SpecParams};
+use serde::{Deserialize, Serialize};
+
+/// The resolved switches of one spec (see each field). Switches that a kind does not have are off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Schedule {
+    /// The ping-pong tile computes S = Q·Kᵀ with Q's fragments in registers (wgmma RS, read once a tile)
+    /// rather than from shared memory: the product then reads only K there, a third less at BLOCK_N 64.
+    /// Two consumers only: with 3-4 (160 / 112 registers) Q's HEAD_DIM / 4 registers make ptxas spill.
+    pub q_from_registers: bool,
+    /// The ping-pong tile rescales lazily (FA4's; `LAZY_RESCALE_LOG2`): a row's m_i moves only when a block
+    /// raises it by more than 2^8, so most blocks skip the quad max's shuffles, alpha's exp2 and acc·alpha.
+    /// Derived on at HEAD_DIM 128 and on 3-4 consumers (+1-10%, lazy-v2-ab, lazy-cfg-ab); off on two consumers at
+    /// HEAD_DIM 64 (0.95-0.98× there).
+    pub lazy_rescale: bool,
+    /// A causal masked block's eager softmax runs on the first half of the block when every row of the warp
+    /// has the second half all masked (a vote; `half_vote` in the templates): consumer 0's diagonal block in
+    /// a 128×128 tile on two consumers. Eager (not lazy) configs only: with lazy rescaling it has no effect.
+    /// half-ab: 1.015× at HEAD_DIM 64 causal 1024.
+    pub half_block_softmax: bool,
+    /// The persistent forward runs across tiles: a tile's last turn issues its last P·V with the next tile's
+    /// S_0, and its epilogue runs under that S_0 (xtile-ab: +0.5-5.6%). Off: each tile starts with its own
+    /// S_0 turn.
+    pub cross_tile: bool,
+    /// The cross-tile kernel's program-last tile issues an unused S_0 in its last turn, so one copy of the
+    /// last turn and the epilogue serves every tile (otherwise that tile has a second copy without the S_0).
+    /// Derived at HEAD_DIM 128 (+1.3-2.7%, and two copies went over the 100 ms generation bound); HEAD_DIM 64
+    /// keeps two copies (0.987-0.991× with one; tail-latepack-ab).
+    pub single_tail: bool,
+    /// The causal ping-pong tile's last P·V runs over the first half of the block when no row of the
+    /// consumer's warpgroup keeps a column of its second half (P is 0 there; a warp-uniform branch inside the
+    /// product's asm). Derived for square tiles (narrow-ab: +0.8-2.2%; 256×64 0.996×).
+    pub narrow_last_product: bool,
+    /// In a causal ping-pong tile taller than its K/V blocks, each consumer warpgroup runs only the blocks its
+    /// own 64 rows reach, handing the skipped blocks' ring slots back and taking empty turns so the ping-pong
+    /// order holds. Needs NUM_STAGES >= the most blocks a consumer skips + 2 (the next tile's S_0 slot is
+    /// refilled only once every consumer has handed back the slot NUM_STAGES before it). own-ab: +5.7% at
+    /// HEAD_DIM 64 causal 1024 on 256×64×6.
+    pub own_blocks: bool,
+    /// The ping-pong tile computes its epilogue's l_i, 1/l_i and M = m_i + log2(l_i) under its last P·V, the
+    /// reciprocal and log2 approximate and flush-to-zero (l_i >= 1). Derived at HEAD_DIM 128 (+0.4-2.7%,
+    /// tileboundary-ab); 0.94-0.95× at HEAD_DIM 64 causal 1024.
+    pub early_row_norm: bool,
+    /// The forward's Q buffers in shared memory: a persistent kernel loads the next tile's Q during the current
+    /// tile, into a second buffer, or into the one buffer once the consumers hold Q in registers
+    /// (`q_from_registers`: they release it at the tile's start). 1 for every other kernel.
+    pub q_buffers: u32,
+}
+
+/// Which switches a caller sets explicitly; `None` takes the derived value. Written and parsed as
+/// `name=on|off|N,...` (`q_buffers=2`), in the kernel's name as `_<tag><0|1|N>` per override.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ScheduleOverrides {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub q_from_registers: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lazy_rescale: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub half_block_softmax: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_tile: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub single_tail: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub narrow_last_product: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_blocks: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_row_norm: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub q_buffers: Option<u32>,
+}
+
+/// One switch: its name (the field's, on the CLI), its tag in kernel names, and how to read and write it.
+struct Switch {
+    name: &'static str,
+    tag: &'static str,
+    get: fn(&ScheduleOverrides) -> Option<u32>,
+    set: fn(&mut ScheduleOverrides, u32),
+}
+
+/// The switches in resolution order: a switch's derived value may depend on the ones before it.
+const SWITCHES: [Switch; 9] = [
+    Switch { name: "q_from_registers", tag: "qreg", get: |o| o.q_from_registers.map(u32::from), set: |o, v| o.q_from_registers = Some(v != 0) },
+    Switch { name: "lazy_rescale", tag: "lazy", get: |o| o.lazy_rescale.map(u32::from), set: |o, v| o.lazy_rescale = Some(v != 0) },
+    Switch { name: "half_block_softmax", tag: "halfsm", get: |o| o.half_block_softmax.map(u32::from), set: |o, v| o.half_block_softmax = Some(v != 0) },
+    Switch { name: "cross_tile", tag: "xtile", get: |o| o.cross_tile.map(u32::from), set: |o, v| o.cross_tile = Some(v != 0) },
+    Switch { name: "single_tail", tag: "onetail", get: |o| o.single_tail.map(u32::from), set: |o, v| o.single_tail = Some(v != 0) },
+    Switch { name: "narrow_last_product", tag: "narrowpv", get: |o| o.narrow_last_product.map(u32::from), set: |o, v| o.narrow_last_product = Some(v != 0) },
+    Switch { name: "own_blocks", tag: "own", get: |o| o.own_blocks.map(u32::from), set: |o, v| o.own_blocks = Some(v != 0) },
+    Switch { name: "early_row_norm", tag: "earlynorm", get: |o| o.early_row_norm.map(u32::from), set: |o, v| o.early_row_norm = Some(v != 0) },
+    Switch { name: "q_buffers", tag: "qbuf", get: |o| o.q_buffers, set: |o, v| o.q_buffers = Some(v) },
+];
+
+impl ScheduleOverrides {
+    /// No override: every switch derived.
+    pub const NONE: ScheduleOverrides = ScheduleOverrides {
+        q_from_registers: None,
+        lazy_rescale: None,
+        half_block_softmax: None,
+        cross_tile: None,
+        single_tail: None,
+        narrow_last_product: None,
+        own_blocks: None,
+        early_row_norm: None,
+        q_buffers: None,
+    };
+
+    pub fn is_empty(&self) -> bool {
+        *self == ScheduleOverrides::NONE
+    }
+
+    /// The names of the switches, in order (for help texts and errors).
+    pub fn names() -> Vec<&'static str> {
+        SWITCHES.iter().map(|s| s.name).collect()
+    }
+
+    /// Parse `name=value,...`: value on/off/true/false/1/0 for the switches, a number for q_buffers.
+    pub fn parse(text: &str) -> Result<ScheduleOverrides, SpecError> {
+        let mut out = ScheduleOverrides::NONE;
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (name, value) = item
+                .split_once('=')
+                .ok_or_else(|| SpecError(format!("schedule item `{item}` is not name=value: write e.g. lazy_rescale=off")))?;
+            let switch = SWITCHES
+                .iter()
+                .find(|s| s.name == name.trim())
+                .ok_or_else(|| SpecError(format!("schedule switch `{}` is unknown: use one of {}", name.trim(), ScheduleOverrides::names().join(", "))))?;
+            let value = match (switch.name, value.trim()) {
+                ("q_buffers", v) => v.parse::<u32>().map_err(|_| SpecError(format!("q_buffers={v}: give a number of Q buffers (1 or 2)")))?,
+                (_, "on" | "true" | "1") => 1,
+                (_, "off" | "false" | "0") => 0,
+                (n, v) => return Err(SpecError(format!("{n}={v}: use on or off"))),
+            };
+            if (switch.get)(&out).is_some() {
+                return Err(SpecError(format!("schedule switch `{}` is given twice", switch.name)));
+            }
+            (switch.set)(&mut out, value);
+        }
+        Ok(out)
+    }
+
+    /// The overrides as a kernel-name suffix: `_lazy0_qbuf2` (empty without overrides).
+    pub fn name_suffix(&self) -> String {
+        SWITCHES.iter().filter_map(|s| (s.get)(self).map(|v| format!("_{}{v}", s.tag))).collect()
+    }
+}
+
+impl std::fmt::Display for ScheduleOverrides {
+    /// `lazy_rescale=off,q_buffers=2`, the form `parse` reads.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let items: Vec<String> = SWITCHES
+            .iter()
+            .filter_map(|s| {
+                (s.get)(self).map(|v| match s.name {
+                    "q_buffers" => format!("{}={v}", s.name),
+                    _ => format!("{}={}", s.name, if v != 0 { "on" } else { "off" }),
+                })
+            })
+            .collect();
+        f.write_str(&items.join(","))
+    }
+}
+
+/// What a spec's switches are derived from: its parameters and the structure of its kind.
+pub(crate) struct Shape {
+    pub params: SpecParams,
+    /// fwd_ws's consumers take turns on the tensor cores (ping-pong; 3+ stages).
+    pub ping_pong: bool,
+    pub consumer_warpgroups: u32,
+}
+
+fn rule(ok: bool, msg: impl FnOnce() -> String) -> Result<(), SpecError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(SpecError(msg()))
+    }
+}
+
+impl Schedule {
+    /// Every switch off, one Q buffer: what the kinds without switches run.
+    pub const PLAIN: Schedule = Schedule {
+        q_from_registers: false,
+        lazy_rescale: false,
+        half_block_softmax: false,
+        cross_tile: false,
+        single_tail: false,
+        narrow_last_product: false,
+        own_blocks: false,
+        early_row_norm: false,
+        q_buffers: 1,
+    };
+
+    /// Resolve `overrides` against the derived values, switch by switch in order, checking each switch that
+    /// ends up on against what the templates support. Returns the schedule and the canonical overrides
+    /// (those that differ from what would be derived).
+    pub(crate) fn resolve(shape: &Shape, overrides: &ScheduleOverrides) -> Result<(Schedule, ScheduleOverrides), SpecError> {
+        let p = &shape.params;
+        let kind = p.kind.name();
+        let causal = p.stage == 3;
+        let persistent = p.kind == KernelKind::FwdWsPersistent;
+        let pp = shape.ping_pong;
+        let mut s = Schedule::PLAIN;
+        let mut canonical = ScheduleOverrides::NONE;
+        // take the override or the derived value; keep the override only where it differs
+        macro_rules! decide {
+            ($field:ident, $derived:expr) => {{
+                let derived = $derived;
+                s.$field = overrides.$field.unwrap_or(derived);
+                if s.$field != derived {
+                    canonical.$field = Some(s.$field);
+                }
+            }};
+        }
+        let pingpong_only = |name: &str, on: bool| {
+            rule(!on || pp, || format!("{kind}: {name}=on needs the ping-pong tile (fwd_ws or fwd_ws_persistent with num_stages >= 3)"))
+        };
+
+        decide!(q_from_registers, pp && shape.consumer_warpgroups == 2);
+        pingpong_only("q_from_registers", s.q_from_registers)?;
+        rule(!s.q_from_registers || shape.consumer_warpgroups == 2, || {
+            format!("{kind}: q_from_registers=on needs two consumer warpgroups (num_warps=12): with {} Q's HEAD_DIM/4 registers per thread do not fit beside the accumulators", shape.consumer_warpgroups)
+        })?;
+
+        decide!(lazy_rescale, pp && (shape.consumer_warpgroups >= 3 || p.head_dim >= 128));
+        pingpong_only("lazy_rescale", s.lazy_rescale)?;
+
+        decide!(half_block_softmax, pp && causal && !s.lazy_rescale);
+        pingpong_only("half_block_softmax", s.half_block_softmax)?;
+        rule(!s.half_block_softmax || (causal && !s.lazy_rescale), || {
+            format!("{kind}: half_block_softmax=on is a causal eager-softmax switch: it needs STAGE=3 and lazy_rescale=off")
+        })?;
+
+        decide!(cross_tile, persistent);
+        rule(!s.cross_tile || persistent, || format!("{kind}: cross_tile=on needs the persistent forward (fwd_ws_persistent)"))?;
+
+        decide!(single_tail, s.cross_tile && p.head_dim >= 128);
+        rule(!s.single_tail || s.cross_tile, || format!("{kind}: single_tail=on needs cross_tile=on (fwd_ws_persistent)"))?;
+
+        decide!(narrow_last_product, pp && causal && p.block_m == p.block_n);
+        pingpong_only("narrow_last_product", s.narrow_last_product)?;
+        rule(!s.narrow_last_product || causal, || format!("{kind}: narrow_last_product=on needs STAGE=3 (only a causal diagonal block has a masked half)"))?;
+
+        let most_skipped = if p.block_m > 64 && p.block_n > 0 { (p.block_m - 64).div_ceil(p.block_n) } else { 0 };
+        let own_fits = pp && causal && p.block_m > p.block_n && p.num_stages >= most_skipped + 2;
+        decide!(own_blocks, own_fits);
+        rule(!s.own_blocks || own_fits, || {
+            format!(
+                "{kind}: own_blocks=on needs the causal ping-pong tile taller than its K/V blocks (STAGE=3, BLOCK_M > BLOCK_N) and num_stages >= {} (the most blocks a consumer skips + 2, so that a skipping consumer never waits for the next tile's slot before its own last release)",
+                most_skipped + 2
+            )
+        })?;
+
+        decide!(early_row_norm, pp && p.head_dim >= 128);
+        pingpong_only("early_row_norm", s.early_row_norm)?;
+
+        decide!(q_buffers, if persistent && !s.q_from_registers { 2 } else { 1 });
+        rule(s.q_buffers == 1 || (persistent && s.q_buffers == 2), || {
+            format!("{kind}: q_buffers={} is not supported: use 1, or 2 on fwd_ws_persistent (the next tile's Q loads into the second buffer)", s.q_buffers)
+        })?;
+        rule(s.q_buffers == 2 || !persistent || s.q_from_registers, || {
+            format!("{kind}: q_buffers=1 needs q_from_registers=on: a persistent consumer that reads Q from shared memory holds its buffer until its tile's last S, so the next tile's Q needs a second one")
+        })?;
+        Ok((s, canonical))
+    }
+}

@@ -1,0 +1,242 @@
+//! The plan (which kernels a problem runs), the defaults tables behind it, and the schedule switches.
+
+use flashgen::plan::{backward_family, default_set, forward_kind, without_tma, NoTuning, Tuned};
+use flashgen::spec::defaults::{self, BACKWARD_KINDS, FORWARD_KINDS, TILES};
+use flashgen::{plan, Arch, BackwardPath, DType, KernelKind, KernelSpec, PlanOptions, Problem, ScheduleOverrides, SpecParams};
+
+fn problem(head_dim: u32, causal: bool, seqlen: usize) -> Problem {
+    Problem { dtype: DType::Bf16, head_dim, causal, seqlen }
+}
+
+#[test]
+fn every_table_row_names_a_result_that_exists() {
+    let results = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/results");
+    let names: Vec<String> = std::fs::read_dir(&results).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    for id in defaults::cited_results() {
+        // result files and folders are named <date>-<id>[.jsonl|.txt|...]
+        let found = names.iter().any(|n| n.split_once('.').map_or(n.as_str(), |(stem, _)| stem).ends_with(&format!("-{id}")));
+        assert!(found, "the defaults tables cite result `{id}`, which is not under bench/results");
+    }
+}
+
+#[test]
+fn every_tile_row_validates_for_both_dtypes() {
+    for row in TILES {
+        for dtype in [DType::Bf16, DType::F16] {
+            for &arch in row.applies.targets {
+                for causal in [false, true].into_iter().filter(|c| row.applies.causal.is_none_or(|r| r == *c)) {
+                    let n = *row.applies.tokens.start();
+                    let spec = defaults::spec(row.kind, arch, dtype, row.applies.head_dim, causal, n).unwrap();
+                    // the row found is this one (an earlier row covering the same problem would shadow it)
+                    assert_eq!((spec.block_m(), spec.block_n(), spec.num_warps(), spec.num_stages()), (row.tiles.block_m, row.tiles.block_n, row.tiles.num_warps, row.tiles.num_stages), "{row:?} is shadowed");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_head_dim_without_rows_is_an_error_that_says_where_to_add_one() {
+    // no catch-all row: an untabled problem names the table to extend, it never borrows another's tiles
+    let e = defaults::spec(KernelKind::FwdWs, Arch::Sm90a, DType::Bf16, 96, false, 4096).unwrap_err().to_string();
+    assert!(e.contains("no fwd_ws tile row is tabled for HEAD_DIM=96") && e.contains("compiler/src/spec/defaults.rs"), "{e}");
+    let e = plan(Arch::Sm90a, &problem(96, false, 4096), &PlanOptions::default(), &NoTuning).unwrap_err().to_string();
+    assert!(e.contains("HEAD_DIM=96") && e.contains("FORWARD_KINDS"), "{e}");
+    let e = defaults::spec(KernelKind::FwdWgmma, Arch::Sm80, DType::Bf16, 64, false, 1).unwrap_err().to_string();
+    assert!(e.contains("on sm_80"), "{e}");
+}
+
+#[test]
+fn kind_tables_cover_every_length_without_gaps_or_overlaps() {
+    for table in [FORWARD_KINDS, BACKWARD_KINDS] {
+        for d in flashgen::spec::HEAD_DIMS {
+            for causal in [false, true] {
+                let rows: Vec<_> = table.iter().filter(|r| r.applies.head_dim == d && r.applies.causal.is_none_or(|c| c == causal)).collect();
+                let mut next = 0usize;
+                let mut ranges: Vec<_> = rows.iter().map(|r| r.applies.tokens.clone()).collect();
+                ranges.sort_by_key(|r| *r.start());
+                for r in ranges {
+                    assert_eq!(*r.start(), next, "HEAD_DIM {d} causal {causal}: a gap or an overlap before {r:?}");
+                    next = r.end().saturating_add(1);
+                }
+                assert_eq!(next, usize::MAX, "HEAD_DIM {d} causal {causal}: the longest sequences are not covered");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_plan_follows_the_tables_and_the_options() {
+    let (hopper, ampere) = (Arch::Sm90a, Arch::Sm80);
+    let default = PlanOptions::default();
+    let at = |arch, d, causal, n, options: &PlanOptions| plan(arch, &problem(d, causal, n), options, &NoTuning).unwrap();
+    // forward kinds by length on Hopper; fwd elsewhere and with wgmma off
+    assert_eq!(at(hopper, 64, false, 4096, &default).forward.kind(), KernelKind::FwdWsPersistent);
+    assert_eq!(at(hopper, 64, false, 4097, &default).forward.kind(), KernelKind::FwdWs);
+    assert_eq!(at(hopper, 128, true, 2048, &default).forward.kind(), KernelKind::FwdWsPersistent);
+    assert_eq!(at(hopper, 128, true, 2049, &default).forward.kind(), KernelKind::FwdWs);
+    let mma = PlanOptions { wgmma: false, ..default };
+    for arch in [hopper, ampere] {
+        let p = at(arch, 128, true, 16384, &mma);
+        assert_eq!((p.forward.kind(), p.backward.dkdv.kind(), p.backward.dq.map(|s| s.kind())), (KernelKind::Fwd, KernelKind::BwdDkdv, Some(KernelKind::BwdDq)));
+        assert_eq!(p.forward_without_tma, p.forward);
+        assert!(p.backward_without_tma.is_none());
+    }
+    assert_eq!(forward_kind(ampere, &problem(64, false, 1024), &default).unwrap(), KernelKind::Fwd);
+    // the backward: fused at HEAD_DIM 128 from 1024 tokens (causal: in the order of the visits), with the
+    // three wgmma kernels for layouts TMA cannot describe; three kernels below and at HEAD_DIM 64
+    let long = at(hopper, 128, true, 1024, &default);
+    assert_eq!((long.backward.dkdv.kind(), long.backward.dq), (KernelKind::BwdFusedUp, None));
+    assert_eq!(long.backward_without_tma.unwrap(), backward_family(KernelKind::BwdDkdvWgmma, hopper, &problem(128, true, 1024)).unwrap());
+    assert_eq!(long.dq_chains, 1);
+    assert_eq!(at(hopper, 128, false, 1024, &default).backward.dkdv.kind(), KernelKind::BwdFused);
+    assert_eq!(at(hopper, 128, false, 1024, &default).dq_chains, 2);
+    assert_eq!(at(hopper, 128, false, 1023, &default).backward.dkdv.kind(), KernelKind::BwdDkdvWgmma);
+    assert_eq!(at(hopper, 64, false, 16384, &default).backward.dkdv.kind(), KernelKind::BwdDkdvWgmma);
+    // explicit paths: no fallback (a layout TMA cannot describe is then an error)
+    for (path, causal, kind) in [
+        (BackwardPath::Split, false, KernelKind::BwdDkdvWgmma),
+        (BackwardPath::Fused, false, KernelKind::BwdFused),
+        (BackwardPath::Fused, true, KernelKind::BwdFusedUp),
+        (BackwardPath::FusedAtomic, true, KernelKind::BwdFusedAtomic),
+    ] {
+        let p = at(hopper, 64, causal, 64, &PlanOptions { backward: path, ..default });
+        assert_eq!(p.backward.dkdv.kind(), kind, "{path:?}");
+        assert!(p.backward_without_tma.is_none());
+    }
+    assert_eq!(at(hopper, 128, false, 4096, &PlanOptions { backward: BackwardPath::FusedAtomic, dq_chains: Some(4), ..default }).dq_chains, 1);
+    assert_eq!(at(hopper, 128, false, 4096, &PlanOptions { dq_chains: Some(4), ..default }).dq_chains, 4);
+    assert!(plan(hopper, &problem(128, false, 4096), &PlanOptions { dq_chains: Some(9), ..default }, &NoTuning).is_err());
+    assert_eq!(BackwardPath::parse("fused-atomic").unwrap(), BackwardPath::FusedAtomic);
+    assert!(BackwardPath::parse("fast").unwrap_err().to_string().contains("use default, split"));
+}
+
+#[test]
+fn tuned_winners_replace_the_table_and_keep_their_fallbacks() {
+    // a tuned forward on 192 rows: its TMA-less fallback is fwd_wgmma's default (192 rows do not fit 8 warps)
+    struct Store(KernelSpec);
+    impl Tuned for Store {
+        fn winner(&self, kind: KernelKind, _: Arch, _: &Problem) -> Result<Option<KernelSpec>, String> {
+            Ok((kind == self.0.kind()).then_some(self.0))
+        }
+    }
+    let p = problem(64, false, 8192);
+    let tuned = KernelSpec::new(SpecParams { kind: KernelKind::FwdWs, dtype: DType::Bf16, head_dim: 64, block_m: 128, block_n: 64, stage: 1, num_warps: 12, num_stages: 4, arch: Arch::Sm90a }).unwrap();
+    let planned = plan(Arch::Sm90a, &p, &PlanOptions::default(), &Store(tuned)).unwrap();
+    assert_eq!(planned.forward, tuned);
+    assert_eq!(planned.forward_without_tma, without_tma(&tuned, &p).unwrap());
+    assert_eq!((planned.forward_without_tma.kind(), planned.forward_without_tma.block_m(), planned.forward_without_tma.num_warps()), (KernelKind::FwdWgmma, 128, 8));
+    struct Failing;
+    impl Tuned for Failing {
+        fn winner(&self, _: KernelKind, _: Arch, _: &Problem) -> Result<Option<KernelSpec>, String> {
+            Err("tuning failed".into())
+        }
+    }
+    assert!(plan(Arch::Sm90a, &p, &PlanOptions::default(), &Failing).unwrap_err().to_string().contains("tuning failed"));
+}
+
+#[test]
+fn the_default_set_is_every_kernel_the_plans_run() {
+    let set = default_set();
+    for arch in [Arch::Sm80, Arch::Sm90a] {
+        for dtype in [DType::Bf16, DType::F16] {
+            for d in flashgen::spec::HEAD_DIMS {
+                for causal in [false, true] {
+                    for n in [1, 100, 1024, 1500, 2048, 3000, 4096, 5000, 16384, 1 << 20] {
+                        for backward in BackwardPath::ALL {
+                            let p = plan(arch, &Problem { dtype, head_dim: d, causal, seqlen: n }, &PlanOptions { backward, ..PlanOptions::default() }, &NoTuning).unwrap();
+                            for spec in [p.forward, p.forward_without_tma].into_iter().chain(p.backward.kernels()).chain(p.backward_without_tma.iter().flat_map(|b| b.kernels())) {
+                                assert!(set.contains(&spec), "{} (N={n}, {backward:?}) is not in the default set", spec.name());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn schedule_overrides_parse_print_and_name_the_kernel() {
+    let o = ScheduleOverrides::parse("lazy_rescale=off, own_blocks=on,q_buffers=2").unwrap();
+    assert_eq!((o.lazy_rescale, o.own_blocks, o.q_buffers, o.cross_tile), (Some(false), Some(true), Some(2), None));
+    assert_eq!(o.to_string(), "lazy_rescale=off,own_blocks=on,q_buffers=2");
+    assert_eq!(ScheduleOverrides::parse(&o.to_string()).unwrap(), o);
+    assert_eq!(o.name_suffix(), "_lazy0_own1_qbuf2");
+    for (bad, says) in [
+        ("lazy=off", "schedule switch `lazy` is unknown: use one of q_from_registers, lazy_rescale"),
+        ("lazy_rescale", "is not name=value"),
+        ("lazy_rescale=maybe", "lazy_rescale=maybe: use on or off"),
+        ("q_buffers=two", "give a number of Q buffers"),
+        ("cross_tile=on,cross_tile=off", "given twice"),
+    ] {
+        let e = ScheduleOverrides::parse(bad).unwrap_err().to_string();
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+    assert!(ScheduleOverrides::parse("").unwrap().is_empty());
+}
+
+/// The D64 causal persistent default (256×64×20×8) and the D128 fwd_ws default (128×128×12×3).
+fn d64_causal() -> SpecParams {
+    *defaults::spec(KernelKind::FwdWsPersistent, Arch::Sm90a, DType::Bf16, 64, true, 1024).unwrap().params()
+}
+
+#[test]
+fn overrides_equal_to_the_derived_value_are_dropped_and_others_rename_the_kernel() {
+    let p = d64_causal();
+    let derived = KernelSpec::new(p).unwrap();
+    assert!(derived.own_blocks() && derived.lazy_rescale() && derived.cross_tile() && !derived.single_tail() && derived.q_buffers() == 2);
+    // setting what would be derived anyway is the same kernel: one name, one cache key
+    let same = KernelSpec::with_schedule(p, ScheduleOverrides::parse("own_blocks=on,lazy_rescale=on").unwrap()).unwrap();
+    assert_eq!(same, derived);
+    assert_eq!(same.name(), derived.name());
+    assert!(same.schedule_overrides().is_empty());
+    // a real override: its own name, its own code
+    let eager = KernelSpec::with_schedule(p, ScheduleOverrides::parse("lazy_rescale=off").unwrap()).unwrap();
+    assert_ne!(eager, derived);
+    assert_eq!(eager.name(), format!("{}_lazy0", derived.name()));
+    // with lazy rescaling off, the causal eager softmax's half-block switch is derived on
+    assert!(!eager.lazy_rescale() && eager.half_block_softmax());
+    // the override survives a round trip through the files that carry specs (metadata, tuning results)
+    let json = serde_json::to_string(&eager).unwrap();
+    assert!(json.contains("\"schedule\":{\"lazy_rescale\":false}"), "{json}");
+    assert_eq!(serde_json::from_str::<KernelSpec>(&json).unwrap(), eager);
+    // and a spec without overrides is written as before (no schedule field)
+    assert!(!serde_json::to_string(&derived).unwrap().contains("schedule"));
+    // a dependent switch follows the switch it depends on: no cross-tile, no single tail
+    let d128 = *defaults::spec(KernelKind::FwdWsPersistent, Arch::Sm90a, DType::Bf16, 128, true, 1024).unwrap().params();
+    let apart = KernelSpec::with_schedule(d128, ScheduleOverrides::parse("cross_tile=off").unwrap()).unwrap();
+    assert!(!apart.cross_tile() && !apart.single_tail());
+    assert_eq!(apart.schedule_overrides().to_string(), "cross_tile=off");
+}
+
+#[test]
+fn overrides_the_templates_cannot_honour_are_refused_by_name() {
+    let p = d64_causal();
+    let with = |s: &str, p: SpecParams| KernelSpec::with_schedule(p, ScheduleOverrides::parse(s).unwrap()).map(|_| ()).unwrap_err().to_string();
+    // own blocks need slots to spare: 256×64 skips up to 3 blocks, so 5 stages
+    assert!(with("own_blocks=on", SpecParams { num_stages: 4, ..p }).contains("num_stages >= 5"));
+    assert!(with("q_from_registers=on", p).contains("needs two consumer warpgroups"));
+    assert!(with("q_buffers=1", p).contains("q_buffers=1 needs q_from_registers=on"));
+    assert!(with("q_buffers=3", p).contains("q_buffers=3 is not supported"));
+    assert!(with("half_block_softmax=on", p).contains("lazy_rescale=off"));
+    assert!(with("narrow_last_product=on", SpecParams { stage: 1, ..p }).contains("needs STAGE=3"));
+    // the switches belong to the warp-specialized forward: the 2-stage fwd_ws has no ping-pong tile
+    let ws2 = SpecParams { kind: KernelKind::FwdWs, head_dim: 128, block_m: 128, block_n: 128, num_warps: 12, num_stages: 2, ..p };
+    assert!(with("lazy_rescale=on", ws2).contains("needs the ping-pong tile"));
+    assert!(with("cross_tile=on", ws2).contains("needs the persistent forward"));
+    assert!(with("single_tail=on", ws2).contains("needs cross_tile=on"));
+    let fwd = *defaults::spec(KernelKind::Fwd, Arch::Sm80, DType::Bf16, 64, true, 1).unwrap().params();
+    assert!(with("lazy_rescale=off", fwd).contains("fwd: schedule `lazy_rescale=off`: this kind has no schedule switches"));
+}
+
+#[test]
+fn a_schedule_override_changes_the_generated_code() {
+    // the switch reaches the templates: the eager kernel is different code under a different symbol
+    let p = d64_causal();
+    let derived = flashgen::compile(&KernelSpec::new(p).unwrap(), Default::default()).unwrap();
+    let eager = flashgen::compile(&KernelSpec::with_schedule(p, ScheduleOverrides::parse("lazy_rescale=off").unwrap()).unwrap(), Default::default()).unwrap();
+    assert!(eager.ptx.contains(".entry fa2_fwd_ws_persistent_bf16_d64_st3_bm256_bn64_w20_ns8_sm90a_lazy0("));
+    let body = |ptx: &str| ptx.split_once(".entry").unwrap().1.split_once('(').unwrap().1.to_string();
+    assert_ne!(body(&derived.ptx), body(&eager.ptx));
+}
