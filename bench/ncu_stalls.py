@@ -1,4 +1,4 @@
-"""Where a kernel's warps wait, per SASS line, from device_ncu.sh's <name>.sass.csv(.xz) (Nsight Compute's
+"""Where a kernel's warps wait, per SASS line, from `bench/device.sh ncu`'s <name>.sass.csv.xz (Nsight Compute's
 source page): the lines holding the most stall samples, each with its top three reasons, and with
 FROM TO a window of lines in order.
 
