@@ -9,6 +9,7 @@ mod autotune;
 mod bench;
 mod check;
 mod configs;
+mod fa4_lengths;
 
 #[derive(Parser)]
 #[command(name = "flashgen", version, about = "FlashAttention-2 kernels specialized and emitted as PTX through LLVM")]

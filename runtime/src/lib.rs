@@ -19,6 +19,7 @@ pub mod layout;
 pub mod lse;
 pub mod tensor;
 pub mod tma;
+pub mod view;
 
 pub use api::{Flash, ForwardOutput, Gradients, RowStats};
 pub use flashgen::{BackwardPath, Plan, PlanOptions, Problem};
@@ -28,6 +29,7 @@ pub use forward::ForwardArgs;
 pub use kernel::LoadedKernel;
 pub use layout::{Layout, LayoutError};
 pub use tensor::Tensor;
+pub use view::{TensorView, TensorViewMut};
 
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
 use flashgen::Arch;

@@ -1,0 +1,124 @@
+//! Borrowed tensor views: a device address, an element type and a strided [Z, H, N, D] layout over memory
+//! that someone else owns (a PyTorch tensor, a candle storage, a range of a `CudaSlice`). The kernels read
+//! and write through views; `Tensor` (owned) hands out views of itself.
+//!
+//! What a view promises is checked where it is made, once: the base address is 16-byte aligned (cp.async
+//! and TMA move aligned 16-byte chunks; a misaligned base would kill the CUDA context with
+//! CUDA_ERROR_MISALIGNED_ADDRESS), the layout's strides are legal for the kernels, and every element the
+//! layout reaches lies inside the memory the view was given.
+
+use crate::{Layout, LayoutError};
+use cudarc::driver::{CudaSlice, DevicePtr};
+use flashgen::DType;
+use std::marker::PhantomData;
+
+/// Bytes a view's base address must be a multiple of.
+pub const BASE_ALIGNMENT: u64 = 16;
+
+/// A read-only view of a 16-bit tensor on the GPU.
+#[derive(Clone, Copy, Debug)]
+pub struct TensorView<'a> {
+    addr: u64,
+    pub dtype: DType,
+    pub layout: Layout,
+    _borrow: PhantomData<&'a ()>,
+}
+
+/// A view the kernels write (an output): the same promises, and nothing else reads or writes it meanwhile.
+#[derive(Debug)]
+pub struct TensorViewMut<'a> {
+    addr: u64,
+    pub dtype: DType,
+    pub layout: Layout,
+    _borrow: PhantomData<&'a mut ()>,
+}
+
+/// The checks every view passes: alignment of the base, the layout's rules, the extent within `available`.
+fn check(tensor: &'static str, addr: u64, available: usize, layout: &Layout) -> Result<(), LayoutError> {
+    if addr % BASE_ALIGNMENT != 0 {
+        return Err(LayoutError {
+            tensor,
+            rule: format!(
+                "base address {addr:#x} is not {BASE_ALIGNMENT}-byte aligned ({} bytes past a boundary): the kernels load 16-byte chunks; start the view at a multiple of 8 elements (copy the tensor, or slice it elsewhere)",
+                addr % BASE_ALIGNMENT
+            ),
+        });
+    }
+    layout.check(tensor, available)
+}
+
+impl<'a> TensorView<'a> {
+    /// A view of `available` 2-byte elements at device address `addr`, laid out as `layout`.
+    ///
+    /// # Safety
+    /// 1. `addr` is a device address valid in the CUDA context of the `Flash` the view is used with (the
+    ///    device's primary context, where PyTorch and candle allocate).
+    /// 2. The `available` elements from `addr` lie in one allocation that stays alive, and that nothing
+    ///    writes, for `'a`.
+    pub unsafe fn from_raw_parts(tensor: &'static str, addr: u64, available: usize, dtype: DType, layout: Layout) -> Result<TensorView<'a>, LayoutError> {
+        check(tensor, addr, available, &layout)?;
+        Ok(TensorView { addr, dtype, layout, _borrow: PhantomData })
+    }
+
+    /// A view of `slice` from element `offset` on, laid out as `layout` (the range it reaches is checked).
+    pub fn of_slice(tensor: &'static str, slice: &'a CudaSlice<u16>, offset: usize, dtype: DType, layout: Layout) -> Result<TensorView<'a>, LayoutError> {
+        let available = slice.len().checked_sub(offset).ok_or_else(|| LayoutError { tensor, rule: format!("offset {offset} is past the buffer's {} elements", slice.len()) })?;
+        let (base, _sync) = slice.device_ptr(slice.stream());
+        // SAFETY: the address is inside `slice`, which outlives 'a and is borrowed shared for 'a.
+        unsafe { TensorView::from_raw_parts(tensor, base + 2 * offset as u64, available, dtype, layout) }
+    }
+
+    /// The device address of element (0, 0, 0, 0).
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+}
+
+impl<'a> TensorViewMut<'a> {
+    /// A writable view of `available` 2-byte elements at `addr`, laid out as `layout`.
+    ///
+    /// # Safety
+    /// As `TensorView::from_raw_parts`, and nothing else reads or writes those elements for `'a`.
+    pub unsafe fn from_raw_parts(tensor: &'static str, addr: u64, available: usize, dtype: DType, layout: Layout) -> Result<TensorViewMut<'a>, LayoutError> {
+        check(tensor, addr, available, &layout)?;
+        Ok(TensorViewMut { addr, dtype, layout, _borrow: PhantomData })
+    }
+
+    /// A writable view of `slice` from element `offset` on.
+    pub fn of_slice(tensor: &'static str, slice: &'a mut CudaSlice<u16>, offset: usize, dtype: DType, layout: Layout) -> Result<TensorViewMut<'a>, LayoutError> {
+        let available = slice.len().checked_sub(offset).ok_or_else(|| LayoutError { tensor, rule: format!("offset {offset} is past the buffer's {} elements", slice.len()) })?;
+        let (base, _sync) = slice.device_ptr(slice.stream());
+        // SAFETY: the address is inside `slice`, which is borrowed exclusively for 'a.
+        unsafe { TensorViewMut::from_raw_parts(tensor, base + 2 * offset as u64, available, dtype, layout) }
+    }
+
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// The same memory, read-only, for as long as this borrow.
+    pub fn as_view(&self) -> TensorView<'_> {
+        TensorView { addr: self.addr, dtype: self.dtype, layout: self.layout, _borrow: PhantomData }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_misaligned_base_is_refused_before_any_launch() {
+        let layout = Layout::contiguous(1, 2, 64, 64);
+        // a packed QKV tensor's K starts one head dim later: aligned; one element later is not
+        let ok = unsafe { TensorView::from_raw_parts("K", 0x7f00_0000_0080, layout.extent(), DType::Bf16, layout) };
+        assert!(ok.is_ok());
+        let e = unsafe { TensorView::from_raw_parts("K", 0x7f00_0000_0082, layout.extent(), DType::Bf16, layout) }.unwrap_err();
+        assert_eq!(e.tensor, "K");
+        assert!(e.rule.contains("not 16-byte aligned (2 bytes past a boundary)"), "{}", e.rule);
+        // the layout's own rules still apply, and the extent must fit what the view was given
+        let e = unsafe { TensorView::from_raw_parts("Q", 0x1000, layout.extent() - 1, DType::Bf16, layout) }.unwrap_err();
+        assert!(e.rule.contains("but the buffer holds"), "{}", e.rule);
+        let strided = Layout { shape: [1, 2, 64, 64], strides: [8192, 4096, 65, 1] };
+        assert!(unsafe { TensorView::from_raw_parts("Q", 0x1000, 1 << 20, DType::Bf16, strided) }.unwrap_err().rule.contains("not a multiple of 8"));
+    }
+}
