@@ -156,8 +156,10 @@ pub fn tiled_f32(q: &[f32], k: &[f32], v: &[f32], s: Shape, causal: bool, sm_sca
 }
 
 /// The backward as the kernels compute it, in f32, over any problem, from the forward's O (O's layout)
-/// and base-2 M (LSE's layout) and dO: Δ_i = dO_i·O_i; P_ij = exp2(s_ij·log2 e − M_i), 0 where masked
-/// and for rows with M_i = −∞ (the guard: exp2(s + ∞) would be +∞); dS_ij = P_ij (dO_i·V_j − Δ_i) and
+/// and base-2 M (LSE's layout) and dO: Δ_i = dO_i·O_i; P_ij = exp2(s_ij·log2 e − M_i) with s = −∞ where
+/// masked, and the guard kernels need for rows that saw no key: M_i = −∞ is taken as +∞ (FlashAttention
+/// stores +∞ there for this reason), so P = exp2(−∞ − ∞) = 0 instead of exp2(−∞ + ∞) = NaN;
+/// dS_ij = P_ij (dO_i·V_j − Δ_i) and
 /// dX_ij = dS_ij · ds/dx. dK, dV: one program per (sequence, K/V head, key tile of `block_n`), over the
 /// query heads of its group and the query blocks of `block_m` that [`Band::transpose`](super::Band)
 /// gives, masking only where needed. dQ: one program per (sequence, query head, query tile), over the
@@ -184,10 +186,11 @@ pub fn tiled_backward(p: &RefProblem, x: &Qkv<'_>, o: &[f32], m: &[f32], d_o: &[
         let m_i = m[p.lse_offset(&l, r)];
         let k = &x.k[p.k_offset(&l, r.b, kv_head, j)..][..d_qk];
         let s2 = t.score2(rules, q_of(r), k, j, masked);
-        if m_i == f32::NEG_INFINITY || s2 == f32::NEG_INFINITY {
+        let m_i = if m_i == f32::NEG_INFINITY { f32::INFINITY } else { m_i };
+        let pij = (s2 - m_i).exp2();
+        if pij == 0.0 {
             return (0.0, 0.0);
         }
-        let pij = (s2 - m_i).exp2();
         let v = &x.v[p.v_offset(&l, r.b, kv_head, j)..][..d_v];
         let ds = pij * (dot(d_o_of(r), v) - delta[p.lse_offset(&l, r)]);
         let dscore = if p.rules.is_plain_score() { p.rules.sm_scale as f32 } else { rules.transform_with_derivative(j, dot_f64(q_of(r), k)).1 as f32 };
