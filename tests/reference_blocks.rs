@@ -33,6 +33,7 @@ fn visible(m: &Mask, n_q: usize, n_kv: usize, i: usize, j: usize) -> bool {
 }
 
 /// Checks one tile's Blocks against a dense visibility predicate over (row, col).
+#[allow(clippy::too_many_arguments)]
 fn check_tile(blocks: Blocks, tile: usize, tile_rows: usize, block_cols: usize, rows: usize, cols: usize, seen: impl Fn(usize, usize) -> bool, what: &str) {
     let tile_rows_range = tile * tile_rows..((tile + 1) * tile_rows).min(rows);
     let n_blocks = cols.div_ceil(block_cols) + 1; // one past, to see nothing is visited beyond

@@ -27,7 +27,6 @@ fn wobble() -> ScoreMod {
 
 /// softmax attention written out from the module's conventions for fixed lengths in [B, H, N, D], with no
 /// shared code: the score in its documented order, the mask as a predicate, the softmax over the row.
-#[allow(clippy::too_many_arguments)]
 fn dense(p: &RefProblem, x: &[Vec<f32>; 3], n_q: usize, n_kv: usize) -> (Vec<f64>, Vec<f64>) {
     let r = &p.rules;
     let (h_all, g, dqk, dv) = (p.heads, p.heads / p.kv_heads, p.d_qk, p.d_v);

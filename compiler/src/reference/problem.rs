@@ -215,7 +215,7 @@ pub struct ScoreRules {
 }
 
 impl ScoreRules {
-    /// Plain softmax(s · sm_scale): no mask, no modifier.
+    /// Plain softmax(sm_scale · q·k): no mask, no modifier.
     pub fn new(sm_scale: f64) -> ScoreRules {
         ScoreRules { sm_scale, mask: Mask::default(), softcap: None, alibi: None, score_mod: None, mask_mod: None }
     }
@@ -225,8 +225,7 @@ impl ScoreRules {
         self.softcap.is_none() && self.alibi.is_none() && self.score_mod.is_none()
     }
 
-    /// The rules for one query row: query `i` of query head `h` of sequence `b`, whose lengths are
-    /// `n_q` and `n_kv`, `heads` query heads in all (to index per-head tensors like the ALiBi slopes).
+    /// The rules specialized to one query row (see [`RowAt`]).
     pub fn row(&self, at: RowAt) -> RowRules<'_> {
         let band = self.mask.band(at.n_q, at.n_kv);
         let slope = self.alibi.as_ref().map_or(0.0, |a| a.slope(at.b, at.h, at.heads));

@@ -169,6 +169,9 @@ pub fn tiled_backward(p: &RefProblem, x: &Qkv<'_>, o: &[f32], m: &[f32], d_o: &[
     if let Err(e) = p.validate(Some(x)) {
         panic!("tiled backward: {e}");
     }
+    for (name, have, want) in [("O", o.len(), p.o_len()), ("dO", d_o.len(), p.o_len()), ("M", m.len(), p.lse_len())] {
+        assert!(have >= want, "tiled backward: {name} has {have} elements, the problem's layout needs {want}");
+    }
     let l = p.layouts();
     let t = TileScores { p, qk_scale: p.rules.sm_scale as f32 * std::f32::consts::LOG2_E };
     let (d_qk, d_v) = (p.d_qk, p.d_v);
