@@ -135,10 +135,8 @@ struct KernelConstants {
     STAGING: u32,
     /// the dQ sum pass's threads per block (`spec::DQ_SUM_THREADS`)
     DQ_SUM_THREADS: u32,
-    /// bwd_fused: the ring's mbarriers (after the dSᵀ tile and the dQ staging), and the
-    /// parameter index of the first of its two tensor maps (Q, then dO)
+    /// bwd_fused: the ring's mbarriers (after the dSᵀ tile and the dQ staging)
     FBAR_OFF: u32,
-    TMAP_Q_PARAM: u32,
     WG_TY: &'static str,
     // ---- fwd_ws: consumer warpgroups, 64-column panels per row, the mbarriers' offset from the tiles,
     // bytes the TMA loads of Q and of one K/V block bring, and the registers of each warpgroup role ----
@@ -260,9 +258,6 @@ impl KernelConstants {
             STAGING: spec.staging_buffers(),
             DQ_SUM_THREADS: crate::spec::DQ_SUM_THREADS,
             FBAR_OFF: fused.mbarriers,
-            // Q, K, V, sm_scale, dO, dK, dV, M, Δ, dQ, the partial sums, the locks, CHAINS, 7 × 4 strides,
-            // Z, H, N_CTX
-            TMAP_Q_PARAM: 13 + 28 + 3,
             WG_TY: match spec.dtype() {
                 DType::Bf16 => "bf16.bf16",
                 DType::F16 => "f16.f16",
@@ -298,6 +293,7 @@ impl KernelConstants {
 pub const GENERATOR_SOURCES: &[(&str, &str)] = &[
     ("compiler/src/spec.rs", include_str!("spec.rs")),
     ("compiler/src/render.rs", include_str!("render.rs")),
+    ("compiler/src/abi.rs", include_str!("abi.rs")),
     ("compiler/src/codegen.rs", include_str!("codegen.rs")),
     ("compiler/src/artifact.rs", include_str!("artifact.rs")),
 ];
@@ -363,6 +359,8 @@ pub fn render(spec: &KernelSpec) -> Result<String, RenderError> {
     let template = template_for(spec.kind());
     let mut ctx = tera::Context::new();
     ctx.insert("k", &KernelConstants::of(spec));
+    // the parameter lists and indices (compiler/src/abi.rs): `define` lines and TMA descriptor addresses
+    ctx.insert("abi", &crate::abi::AbiContext::of(spec));
     engine()?
         .render(template, &ctx)
         .map_err(|e| RenderError { template, spec: spec.name(), detail: describe(&e) })
