@@ -5,6 +5,7 @@
 //! KernelSpec::new  -> render (tera) -> parse + verify (LLVM) -> optimize (instcombine, early-cse, adce) -> emit (PTX) -> Artifact
 //! ```
 
+pub mod abi;
 pub mod artifact;
 pub mod build;
 #[cfg(feature = "llvm")]

@@ -54,125 +54,123 @@ struct KernelConstants {
     elem: &'static str,
     is_bf16: bool,
     /// LLVM type of one packed mma operand register, and the mma intrinsic that takes it.
-    op_ty: &'static str,
-    mma: &'static str,
+    operand_type: &'static str,
+    mma_intrinsic: &'static str,
     causal: bool,
-    /// Q fragments live in registers across the loop (else re-read from shared memory per block).
-    Q_IN_REGS: bool,
+    /// The resident tile's fragments (the forward's Q, dK/dV's K and V, dQ's Q and dO) live in registers
+    /// across the loop (else re-read from shared memory per block).
+    RESIDENT_IN_REGISTERS: bool,
     /// The Hopper kernels: wgmma from shared-memory descriptors, tiles in 128B-swizzle panels.
     WGMMA: bool,
     /// fwd_wgmma with 3+ stages: S of block j+1 in flight during the softmax of block j.
-    OVERLAP: bool,
+    OVERLAP_NEXT_S: bool,
     STAGE: u32,
     /// The mask of the blocks j >= n_full: "causal" (inner stage 2) or "edge" (N_CTX bound only).
     MASK: &'static str,
-    D: u32,
-    BM: u32,
-    BN: u32,
-    W: u32,
-    NS: u32,
+    HEAD_DIM: u32,
+    BLOCK_M: u32,
+    BLOCK_N: u32,
+    NUM_WARPS: u32,
+    NUM_STAGES: u32,
     THREADS: u32,
     /// The threads that copy tiles and compute: all but a helper warpgroup (the fused backward's writer).
     COPY_THREADS: u32,
-    RPW: u32,
-    MT: u32,
-    NT: u32,
-    KS: u32,
-    KP: u32,
-    PS: u32,
-    DP: u32,
-    DN: u32,
-    CPR: u32,
-    LOG2_CPR: u32,
+    ROWS_PER_WARP: u32,
+    M_TILES_PER_WARP: u32,
+    BLOCK_N_N8_TILES: u32,
+    HEAD_DIM_K16_STEPS: u32,
+    HEAD_DIM_K32_STEPS: u32,
+    BLOCK_N_K16_STEPS: u32,
+    HEAD_DIM_N8_PAIRS: u32,
+    HEAD_DIM_N8_TILES: u32,
+    CHUNKS_PER_ROW: u32,
+    LOG2_CHUNKS_PER_ROW: u32,
     ROW_BYTES: u32,
-    Q_ITERS: u32,
-    KV_ITERS: u32,
-    KV_OFF: u32,
-    V_OFF: u32,
+    Q_COPIES_PER_THREAD: u32,
+    KV_COPIES_PER_THREAD: u32,
+    KV_RING_OFFSET: u32,
+    V_OFFSET: u32,
     SLOT_BYTES: u32,
     RCP_LN2: String,
     /// See `spec::LAZY_RESCALE_LOG2`.
     LAZY_RESCALE_LOG2: u32,
-    // ---- the backward kernels: a program owns BR rows (split over warps) and streams blocks of BS rows ----
-    BR: u32,
-    BS: u32,
+    // ---- the backward kernels: a program owns RESIDENT_ROWS rows (split over warps) and streams blocks of STREAMED_ROWS rows ----
+    RESIDENT_ROWS: u32,
+    STREAMED_ROWS: u32,
     /// n8 tiles and k16 steps of one streamed block.
-    NTS: u32,
-    KST: u32,
+    STREAMED_N8_TILES: u32,
+    STREAMED_K16_STEPS: u32,
     /// 16-byte copies per thread of a resident tile and of a streamed tile.
-    RES_ITERS: u32,
-    STR_ITERS: u32,
+    RESIDENT_COPIES_PER_THREAD: u32,
+    STREAMED_COPIES_PER_THREAD: u32,
     /// Bytes of one resident tile and of one streamed tile; the ring starts after the two resident tiles.
-    RES_BYTES: u32,
-    TILE_BYTES: u32,
-    RING_OFF: u32,
-    /// dK/dV slots carry the block's M and Δ (BS f32 each) after the two tiles: 4-byte copies per thread.
-    STAT_ITERS: u32,
+    RESIDENT_TILE_BYTES: u32,
+    STREAMED_TILE_BYTES: u32,
+    RING_OFFSET: u32,
+    /// dK/dV slots carry the block's M and Δ (STREAMED_ROWS f32 each) after the two tiles: 4-byte copies per thread.
+    STAT_COPIES_PER_THREAD: u32,
     /// Preprocess: 16-byte chunks of O (and dO) per thread.
-    PRE_ITERS: u32,
+    PRE_COPIES_PER_THREAD: u32,
     // ---- wgmma (sm_90a): the constant fields of the shared-memory descriptors (SBO = 1024 B, 128B
     // swizzle) with the LBO field of K-major operands (unused: 1) and of MN-major ones, the streamed tiles
     // read transposed (the next 64-column panel: streamed rows·128 B), as decimal i64 literals; the ptx type
     // of the operands ----
-    DESC_K: String,
-    DESC_MN: String,
+    DESC_K_MAJOR: String,
+    DESC_MN_MAJOR: String,
     /// MN-major descriptor of the resident tiles (the next panel: resident rows·128 B): bwd_fused reads K
     /// transposed for dQ = dS·K.
-    DESC_MN_RES: String,
-    // ---- bwd_fused: dQ inside dK/dV (lib/dq_fused.ll.tera): WGS MMA warpgroups, warpgroup w computes dQ's
-    // columns w·DQN .. (DQN = 64: one K panel), one lock each; then the writer warpgroup. The dSᵀ tile's
+    DESC_MN_MAJOR_RESIDENT: String,
+    // ---- bwd_fused: dQ inside dK/dV (lib/dq_fused.ll.tera): MMA_WARPGROUPS, warpgroup w computes dQ's
+    // columns w·DQ_PANEL_COLUMNS .. (64: one K panel), one lock each; then the writer warpgroup. The dSᵀ tile's
     // offset from the tiles (after the ring) and the staging buffers' (after it) ----
-    FUSED: bool,
+    FUSED_DQ: bool,
     DQ_ATOMIC: bool,
     /// bwd_fused_up: the Q blocks run up from the diagonal, the programs last first, and each block's
     /// additions go from its highest program down (lib/dq_fused.ll.tera)
     DQ_UP: bool,
-    WGS: u32,
-    DQN: u32,
-    DS_OFF: u32,
-    STAGE_OFF: u32,
-    /// staging buffers (`KernelSpec::staging_buffers`): step j stages in buffer j % STAGING
-    STAGING: u32,
+    MMA_WARPGROUPS: u32,
+    DQ_PANEL_COLUMNS: u32,
+    DS_TILE_OFFSET: u32,
+    DQ_STAGING_OFFSET: u32,
+    /// staging buffers (`KernelSpec::staging_buffers`): step j stages in buffer j % DQ_STAGING_BUFFERS
+    DQ_STAGING_BUFFERS: u32,
     /// the dQ sum pass's threads per block (`spec::DQ_SUM_THREADS`)
     DQ_SUM_THREADS: u32,
-    /// bwd_fused: the ring's mbarriers (after the dSᵀ tile and the dQ staging), and the
-    /// parameter index of the first of its two tensor maps (Q, then dO)
-    FBAR_OFF: u32,
-    TMAP_Q_PARAM: u32,
-    WG_TY: &'static str,
+    /// bwd_fused: the ring's mbarriers (after the dSᵀ tile and the dQ staging)
+    RING_BARRIERS_OFFSET: u32,
+    WGMMA_TYPES: &'static str,
     // ---- fwd_ws: consumer warpgroups, 64-column panels per row, the mbarriers' offset from the tiles,
     // bytes the TMA loads of Q and of one K/V block bring, and the registers of each warpgroup role ----
-    CONSUMERS: u32,
+    CONSUMER_WARPGROUPS: u32,
     /// fwd_ws with 3+ stages: consumers take turns issuing (ping-pong), P·V of block j-1 with S_j.
-    PINGPONG: bool,
+    PING_PONG: bool,
     /// The ping-pong tile's S = Q·Kᵀ on wgmma with Q from registers (read once a tile with ldmatrix).
-    Q_RS: bool,
+    Q_FROM_REGISTERS: bool,
     /// The ping-pong tile's lazy rescaling (`KernelSpec::lazy_rescale`).
-    LAZY: bool,
+    LAZY_RESCALE: bool,
     /// The causal eager softmax on half of a masked block (`KernelSpec::half_block_softmax`).
-    HALF: bool,
+    HALF_BLOCK_SOFTMAX: bool,
     /// The forward's Q buffers (`KernelSpec::q_buffers`: 1 or 2).
-    Q_BUFS: u32,
+    Q_BUFFERS: u32,
     /// The persistent forward runs across tiles (`KernelSpec::cross_tile`).
     CROSS_TILE: bool,
     /// The causal ping-pong tile's last P·V over half the block where the warpgroup keeps no more (`KernelSpec::narrow_last_product`).
-    NARROW: bool,
+    NARROW_LAST_PRODUCT: bool,
     /// Each consumer runs the blocks its own rows reach, and empty turns for the rest (`KernelSpec::own_blocks`).
-    OWN: bool,
+    OWN_BLOCKS: bool,
     /// One copy of the cross-tile kernel's last turn and epilogue (`KernelSpec::single_tail`).
     SINGLE_TAIL: bool,
     /// The ping-pong tile computes the epilogue's l_i, 1/l_i and M under its last P·V, the reciprocal and
     /// log2 approximate and flush-to-zero (`KernelSpec::early_row_norm`).
-    EARLY_L: bool,
-    PANELS: u32,
-    BAR_OFF: u32,
-    Q_TX: u32,
-    KV_TX: u32,
-    LAUNCH_REGS: u32,
+    EARLY_ROW_NORM: bool,
+    PANELS_PER_ROW: u32,
+    BARRIERS_OFFSET: u32,
+    Q_TILE_BYTES: u32,
+    KV_BLOCK_BYTES: u32,
+    LAUNCH_REGISTERS: u32,
     L2_GROUP_BYTES: u32,
-    PERSISTENT: bool,
-    PRODUCER_REGS: u32,
-    CONSUMER_REGS: u32,
+    PRODUCER_REGISTERS: u32,
+    CONSUMER_REGISTERS: u32,
 }
 
 impl KernelConstants {
@@ -197,96 +195,92 @@ impl KernelConstants {
                 DType::F16 => "half",
             },
             is_bf16: spec.dtype() == DType::Bf16,
-            op_ty: match spec.dtype() {
+            operand_type: match spec.dtype() {
                 DType::Bf16 => "i32",
                 DType::F16 => "<2 x half>",
             },
-            mma: match spec.dtype() {
+            mma_intrinsic: match spec.dtype() {
                 DType::Bf16 => "llvm.nvvm.mma.m16n8k16.row.col.bf16",
                 DType::F16 => "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
             },
             causal: spec.causal(),
-            Q_IN_REGS: spec.q_in_registers(),
+            RESIDENT_IN_REGISTERS: spec.q_in_registers(),
             WGMMA: spec.kind().uses_wgmma(),
-            OVERLAP: spec.overlaps_softmax(),
+            OVERLAP_NEXT_S: spec.overlaps_softmax(),
             STAGE: spec.stage() as u32,
             MASK: if spec.causal() { "causal" } else { "edge" },
-            D: d,
-            BM: bm,
-            BN: bn,
-            W: spec.num_warps(),
-            NS: spec.num_stages(),
+            HEAD_DIM: d,
+            BLOCK_M: bm,
+            BLOCK_N: bn,
+            NUM_WARPS: spec.num_warps(),
+            NUM_STAGES: spec.num_stages(),
             THREADS: threads,
             COPY_THREADS: copy_threads,
-            RPW: spec.rows_per_warp(),
-            MT: mt,
-            NT: bn / 8,
-            KS: d / 16,
-            KP: d / 32,
-            PS: bn / 16,
-            DP: d / 16,
-            DN: d / 8,
-            CPR: cpr,
-            LOG2_CPR: cpr.trailing_zeros(),
+            ROWS_PER_WARP: spec.rows_per_warp(),
+            M_TILES_PER_WARP: mt,
+            BLOCK_N_N8_TILES: bn / 8,
+            HEAD_DIM_K16_STEPS: d / 16,
+            HEAD_DIM_K32_STEPS: d / 32,
+            BLOCK_N_K16_STEPS: bn / 16,
+            HEAD_DIM_N8_PAIRS: d / 16,
+            HEAD_DIM_N8_TILES: d / 8,
+            CHUNKS_PER_ROW: cpr,
+            LOG2_CHUNKS_PER_ROW: cpr.trailing_zeros(),
             ROW_BYTES: row_bytes,
-            Q_ITERS: bm * cpr / threads,
-            KV_ITERS: bn * cpr / threads,
-            KV_OFF: q_bytes,
-            V_OFF: bn * row_bytes,
+            Q_COPIES_PER_THREAD: bm * cpr / threads,
+            KV_COPIES_PER_THREAD: bn * cpr / threads,
+            KV_RING_OFFSET: q_bytes,
+            V_OFFSET: bn * row_bytes,
             SLOT_BYTES: spec.slot_bytes(),
             RCP_LN2: rcp_ln2_literal(),
             LAZY_RESCALE_LOG2: crate::spec::LAZY_RESCALE_LOG2,
-            BR: br,
-            BS: bs,
-            NTS: bs / 8,
-            KST: bs / 16,
-            RES_ITERS: br * cpr / copy_threads,
-            STR_ITERS: bs * cpr / copy_threads,
-            RES_BYTES: br * row_bytes,
-            TILE_BYTES: bs * row_bytes,
-            RING_OFF: 2 * br * row_bytes,
-            STAT_ITERS: (2 * bs).div_ceil(threads),
-            PRE_ITERS: bm * cpr / threads,
-            DESC_K: descriptor_constant(1).to_string(),
-            DESC_MN: descriptor_constant(bs * 128 / 16).to_string(),
-            DESC_MN_RES: descriptor_constant(br * 128 / 16).to_string(),
-            FUSED: spec.kind().fuses_dq(),
+            RESIDENT_ROWS: br,
+            STREAMED_ROWS: bs,
+            STREAMED_N8_TILES: bs / 8,
+            STREAMED_K16_STEPS: bs / 16,
+            RESIDENT_COPIES_PER_THREAD: br * cpr / copy_threads,
+            STREAMED_COPIES_PER_THREAD: bs * cpr / copy_threads,
+            RESIDENT_TILE_BYTES: br * row_bytes,
+            STREAMED_TILE_BYTES: bs * row_bytes,
+            RING_OFFSET: 2 * br * row_bytes,
+            STAT_COPIES_PER_THREAD: (2 * bs).div_ceil(threads),
+            PRE_COPIES_PER_THREAD: bm * cpr / threads,
+            DESC_K_MAJOR: descriptor_constant(1).to_string(),
+            DESC_MN_MAJOR: descriptor_constant(bs * 128 / 16).to_string(),
+            DESC_MN_MAJOR_RESIDENT: descriptor_constant(br * 128 / 16).to_string(),
+            FUSED_DQ: spec.kind().fuses_dq(),
             DQ_ATOMIC: spec.kind().dq_atomics(),
             DQ_UP: spec.kind().dq_up(),
-            WGS: (spec.mma_warps() / 4).max(1),
-            DQN: 64,
-            DS_OFF: fused.ds_tile,
-            STAGE_OFF: fused.staging,
-            STAGING: spec.staging_buffers(),
+            MMA_WARPGROUPS: (spec.mma_warps() / 4).max(1),
+            DQ_PANEL_COLUMNS: 64,
+            DS_TILE_OFFSET: fused.ds_tile,
+            DQ_STAGING_OFFSET: fused.staging,
+            DQ_STAGING_BUFFERS: spec.staging_buffers(),
             DQ_SUM_THREADS: crate::spec::DQ_SUM_THREADS,
-            FBAR_OFF: fused.mbarriers,
-            // Q, K, V, sm_scale, dO, dK, dV, M, Δ, dQ, the partial sums, the locks, CHAINS, 7 × 4 strides,
-            // Z, H, N_CTX
-            TMAP_Q_PARAM: 13 + 28 + 3,
-            WG_TY: match spec.dtype() {
+            RING_BARRIERS_OFFSET: fused.mbarriers,
+            WGMMA_TYPES: match spec.dtype() {
                 DType::Bf16 => "bf16.bf16",
                 DType::F16 => "f16.f16",
             },
-            CONSUMERS: spec.consumer_warpgroups(),
-            PINGPONG: spec.ping_pong(),
-            Q_RS: spec.q_from_registers(),
-            LAZY: spec.lazy_rescale(),
-            HALF: spec.half_block_softmax(),
-            Q_BUFS: spec.q_buffers(),
+            CONSUMER_WARPGROUPS: spec.consumer_warpgroups(),
+            PING_PONG: spec.ping_pong(),
+            Q_FROM_REGISTERS: spec.q_from_registers(),
+            LAZY_RESCALE: spec.lazy_rescale(),
+            HALF_BLOCK_SOFTMAX: spec.half_block_softmax(),
+            Q_BUFFERS: spec.q_buffers(),
             CROSS_TILE: spec.cross_tile(),
             SINGLE_TAIL: spec.single_tail(),
-            NARROW: spec.narrow_last_product(),
-            OWN: spec.own_blocks(),
-            EARLY_L: spec.early_row_norm(),
-            PANELS: d / 64,
-            BAR_OFF: q_bytes + spec.num_stages() * spec.slot_bytes(),
-            Q_TX: bm * row_bytes,
-            KV_TX: 2 * bn * row_bytes,
-            LAUNCH_REGS: spec.registers().launch,
+            NARROW_LAST_PRODUCT: spec.narrow_last_product(),
+            OWN_BLOCKS: spec.own_blocks(),
+            EARLY_ROW_NORM: spec.early_row_norm(),
+            PANELS_PER_ROW: d / 64,
+            BARRIERS_OFFSET: q_bytes + spec.num_stages() * spec.slot_bytes(),
+            Q_TILE_BYTES: bm * row_bytes,
+            KV_BLOCK_BYTES: 2 * bn * row_bytes,
+            LAUNCH_REGISTERS: spec.registers().launch,
             L2_GROUP_BYTES: crate::spec::L2_GROUP_BYTES,
-            PERSISTENT: spec.kind().persistent(),
-            PRODUCER_REGS: spec.registers().producer,
-            CONSUMER_REGS: spec.registers().consumer,
+            PRODUCER_REGISTERS: spec.registers().producer,
+            CONSUMER_REGISTERS: spec.registers().consumer,
         }
     }
 }
@@ -302,6 +296,7 @@ pub const GENERATOR_SOURCES: &[(&str, &str)] = &[
     ("compiler/src/spec/rules.rs", include_str!("spec/rules.rs")),
     ("compiler/src/spec/resources.rs", include_str!("spec/resources.rs")),
     ("compiler/src/render.rs", include_str!("render.rs")),
+    ("compiler/src/abi.rs", include_str!("abi.rs")),
     ("compiler/src/codegen.rs", include_str!("codegen.rs")),
     ("compiler/src/artifact.rs", include_str!("artifact.rs")),
 ];
@@ -367,6 +362,8 @@ pub fn render(spec: &KernelSpec) -> Result<String, RenderError> {
     let template = template_for(spec.kind());
     let mut ctx = tera::Context::new();
     ctx.insert("k", &KernelConstants::of(spec));
+    // the parameter lists and indices (compiler/src/abi.rs): `define` lines and TMA descriptor addresses
+    ctx.insert("abi", &crate::abi::AbiContext::of(spec));
     engine()?
         .render(template, &ctx)
         .map_err(|e| RenderError { template, spec: spec.name(), detail: describe(&e) })

@@ -2,9 +2,10 @@
 //! then bwd_fused (dK, dV and dQ in one kernel, dQ's partial sums meeting in an f32 buffer), then its dQ
 //! sum pass (the module's second entry) over that buffer.
 
-use crate::kernel::{check_problem, expect_kind, launch_config, strides, LoadedKernel};
+use crate::kernel::{check_problem, expect_kind, launch_config, KernelArgs, LoadedKernel};
 use crate::{Gpu, Layout, RuntimeError};
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::CudaSlice;
+use flashgen::abi::{self, Entry};
 use flashgen::KernelKind;
 
 /// The loaded kernels of one backward pass: `dq` is None when `dkdv` computes dQ too (bwd_fused).
@@ -132,25 +133,22 @@ impl BackwardKernels<'_> {
 
     /// Δ = rowsum(dO ⊙ O).
     fn launch_preprocess(&self, gpu: &Gpu, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
-        let (zi, hi, ni) = (z as i32, h as i32, n as i32);
-        let mut b = gpu.stream.launch_builder(&self.preprocess.function);
-        b.arg(a.o.0).arg(a.d_o.0).arg(&mut *a.delta);
-        let pre_strides = [strides(&a.o.1), strides(&a.d_o.1)];
-        for s in pre_strides.iter().flatten() {
-            b.arg(s);
-        }
-        b.arg(&zi).arg(&hi).arg(&ni);
+        let k = self.preprocess;
+        let mut args = KernelArgs::new();
+        args.tensor("O", a.o.0, a.o.1).tensor("DO", a.d_o.0, a.d_o.1).f32s_mut("Delta", &mut *a.delta).geometry((z, h, n));
+        let mut b = args.launch_args(&gpu.stream, &k.function, &k.spec.name(), abi::kernel_parameters(k.spec.kind()))?;
         // # Safety
-        // 1. The argument list matches the preprocess ABI (docs/ABI.md): O, dO, Delta, 8 i64 strides, Z, H, N_CTX.
+        // 1. The arguments are the preprocess's parameter list (flashgen::abi, its `define` line's source;
+        //    docs/ABI.md) in its order, each of its parameter's type (`launch_args` checks): O, dO, Delta,
+        //    8 i64 strides, Z, H, N_CTX.
         // 2. Every element read or written lies inside its buffer: `check` ran first (layouts against their
         //    buffers, Δ holds Z·H·N floats).
-        unsafe { b.launch(launch_config(self.preprocess, z, h, n)) }?;
+        unsafe { b.launch(launch_config(k, z, h, n)) }?;
         Ok(())
     }
 
     /// dK, dV (and with bwd_fused dQ: the locks are zeroed first, on the same stream).
     fn launch_dkdv(&self, gpu: &Gpu, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
-        let (zi, hi, ni) = (z as i32, h as i32, n as i32);
         let fused = a.fused.is_some();
         if let Some(f) = a.fused.as_mut() {
             // with atomics every partial sum is added (a bulk reduction), so the buffer starts from zero, and
@@ -162,49 +160,42 @@ impl BackwardKernels<'_> {
                 gpu.stream.memset_zeros(&mut *f.locks)?;
             }
         }
-        let mut b = gpu.stream.launch_builder(&self.dkdv.function);
-        b.arg(a.q.0).arg(a.k.0).arg(a.v.0).arg(&a.sm_scale).arg(a.d_o.0).arg(&mut *a.dk.0).arg(&mut *a.dv.0).arg(a.m).arg(&*a.delta);
         let chains = a.fused.as_ref().map_or(1, |f| f.chains as i32);
-        if let Some(f) = a.fused.as_mut() {
-            b.arg(&mut *a.dq.0).arg(&mut *f.dq_partial).arg(&mut *f.locks).arg(&chains);
-        }
-        let mut dkdv_strides = vec![strides(&a.q.1), strides(&a.k.1), strides(&a.v.1), strides(&a.d_o.1), strides(&a.dk.1), strides(&a.dv.1)];
-        if fused {
-            dkdv_strides.push(strides(&a.dq.1));
-        }
-        for s in dkdv_strides.iter().flatten() {
-            b.arg(s);
-        }
-        b.arg(&zi).arg(&hi).arg(&ni);
-        // bwd_fused loads Q and dO by TMA: their descriptors (boxes of 64 columns × BLOCK_M rows) last
+        // bwd_fused loads Q and dO by TMA: their descriptors (boxes of 64 columns × BLOCK_M rows)
         let maps = if fused {
             let maps = crate::tma::fused_backward_maps(gpu, &self.dkdv.spec, (a.q.0, a.q.1), (a.d_o.0, a.d_o.1));
             Some(maps.map_err(|e| RuntimeError::Argument(format!("{}: {e}; run the three-kernel backward (FLASHGEN_BACKWARD=split)", self.dkdv.spec.name())))?)
         } else {
             None
         };
-        for m in maps.iter().flatten() {
-            b.arg(m);
+        let k = self.dkdv;
+        let mut args = KernelArgs::new();
+        args.tensor("Q", a.q.0, a.q.1).tensor("K", a.k.0, a.k.1).tensor("V", a.v.0, a.v.1).f32("sm_scale", a.sm_scale);
+        args.tensor("DO", a.d_o.0, a.d_o.1).tensor_mut("DK", &mut *a.dk.0, a.dk.1).tensor_mut("DV", &mut *a.dv.0, a.dv.1);
+        args.f32s("M", a.m).f32s("Delta", &*a.delta).geometry((z, h, n));
+        if let (Some(f), Some([map_q, map_do])) = (a.fused.as_mut(), maps) {
+            args.tensor_mut("DQ", &mut *a.dq.0, a.dq.1).f32s_mut("DQ_PARTIAL", &mut *f.dq_partial).u32s_mut("LOCKS", &mut *f.locks).i32("CHAINS", chains);
+            args.map("tmap_q", map_q).map("tmap_do", map_do);
         }
+        let mut b = args.launch_args(&gpu.stream, &k.function, &k.spec.name(), abi::kernel_parameters(k.spec.kind()))?;
         // # Safety
-        // 1. The argument list matches the dK/dV ABI (docs/ABI.md): Q, K, V, sm_scale, dO, dK, dV, M, Delta,
-        //    24 i64 strides, Z, H, N_CTX; bwd_fused's: dQ, the f32 partial sums, the locks and the chains
-        //    (i32) after Delta, dQ's 4 strides after dV's, and the TMA descriptors of Q and dO (built here
-        //    over those same buffers and layouts) after N_CTX.
+        // 1. The arguments are the dK/dV kernel's parameter list (flashgen::abi, its `define` line's source;
+        //    docs/ABI.md) in its order, each of its parameter's type (`launch_args` checks): Q, K, V,
+        //    sm_scale, dO, dK, dV, M, Delta, 24 i64 strides, Z, H, N_CTX; bwd_fused's: dQ, the f32 partial
+        //    sums, the locks and the chains (i32) after Delta, dQ's 4 strides after dV's, and the TMA
+        //    descriptors of Q and dO (built here over those same buffers and layouts) after N_CTX.
         // 2. As for the preprocess; block size and dynamic shared memory are the spec's own, raised at load;
         //    the scratch buffers hold `FusedScratch::lengths` (checked), the locks are zero.
-        unsafe { b.launch(launch_config(self.dkdv, z, h, n)) }?;
-        if let (Some(sum), Some(f)) = (&self.dkdv.dq_sum, a.fused.as_mut()) {
-            let mut b = gpu.stream.launch_builder(sum);
-            b.arg(&*f.dq_partial).arg(&mut *a.dq.0).arg(&a.sm_scale).arg(&chains);
-            let dq_strides = strides(&a.dq.1);
-            for s in &dq_strides {
-                b.arg(s);
-            }
-            b.arg(&zi).arg(&hi).arg(&ni);
+        unsafe { b.launch(launch_config(k, z, h, n)) }?;
+        if let (Some(sum), Some(f)) = (&k.dq_sum, a.fused.as_mut()) {
+            let mut args = KernelArgs::new();
+            args.f32s("DQ_PARTIAL", &*f.dq_partial).tensor_mut("DQ", &mut *a.dq.0, a.dq.1).f32("sm_scale", a.sm_scale).i32("CHAINS", chains).geometry((z, h, n));
+            let entry = k.spec.dq_sum_entry().unwrap_or_default();
+            let mut b = args.launch_args(&gpu.stream, sum, &entry, abi::parameters(Entry::DqSum))?;
             let grid = (n.div_ceil(64) as u32, (z * h) as u32, 1);
             // # Safety
-            // 1. The argument list matches the dQ sum pass's ABI (docs/ABI.md): the f32 partial sums, dQ,
+            // 1. The arguments are the dQ sum pass's parameter list (flashgen::abi, its `define` line's
+            //    source; docs/ABI.md) in its order, each of its parameter's type: the f32 partial sums, dQ,
             //    sm_scale, the chains (i32), dQ's 4 i64 strides, Z, H, N_CTX.
             // 2. It reads the partial sums the kernel before it on this stream wrote (every piece of every
             //    chain that holds a program up to the block's last), within `FusedScratch::lengths`, and
@@ -218,17 +209,14 @@ impl BackwardKernels<'_> {
 
     /// dQ.
     fn launch_dq(&self, dq: &LoadedKernel, gpu: &Gpu, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
-        let (zi, hi, ni) = (z as i32, h as i32, n as i32);
-        let mut b = gpu.stream.launch_builder(&dq.function);
-        b.arg(a.q.0).arg(a.k.0).arg(a.v.0).arg(&a.sm_scale).arg(a.d_o.0).arg(&mut *a.dq.0).arg(a.m).arg(&*a.delta);
-        let dq_strides = [strides(&a.q.1), strides(&a.k.1), strides(&a.v.1), strides(&a.d_o.1), strides(&a.dq.1)];
-        for s in dq_strides.iter().flatten() {
-            b.arg(s);
-        }
-        b.arg(&zi).arg(&hi).arg(&ni);
+        let mut args = KernelArgs::new();
+        args.tensor("Q", a.q.0, a.q.1).tensor("K", a.k.0, a.k.1).tensor("V", a.v.0, a.v.1).f32("sm_scale", a.sm_scale);
+        args.tensor("DO", a.d_o.0, a.d_o.1).tensor_mut("DQ", &mut *a.dq.0, a.dq.1).f32s("M", a.m).f32s("Delta", &*a.delta).geometry((z, h, n));
+        let mut b = args.launch_args(&gpu.stream, &dq.function, &dq.spec.name(), abi::kernel_parameters(dq.spec.kind()))?;
         // # Safety
-        // 1. The argument list matches the dQ ABI (docs/ABI.md): Q, K, V, sm_scale, dO, dQ, M, Delta,
-        //    20 i64 strides, Z, H, N_CTX.
+        // 1. The arguments are the dQ kernel's parameter list (flashgen::abi, its `define` line's source;
+        //    docs/ABI.md) in its order, each of its parameter's type (`launch_args` checks): Q, K, V,
+        //    sm_scale, dO, dQ, M, Delta, 20 i64 strides, Z, H, N_CTX.
         // 2. As for the preprocess.
         unsafe { b.launch(launch_config(dq, z, h, n)) }?;
         Ok(())

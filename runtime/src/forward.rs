@@ -1,9 +1,10 @@
 //! Launching one forward specialization.
 
-use crate::kernel::{check_problem, expect_kind, launch_config, strides, LoadedKernel};
+use crate::kernel::{check_problem, expect_kind, launch_config, KernelArgs, LoadedKernel};
 use crate::tma::ForwardMaps;
 use crate::{Gpu, Layout, RuntimeError};
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::CudaSlice;
+use flashgen::abi;
 
 /// Operands of one launch: Q, K, V, O as 16-bit element buffers with their layouts, M as f32 [Z·H·N].
 pub struct ForwardArgs<'a> {
@@ -27,36 +28,27 @@ impl LoadedKernel {
         let tensors = [("Q", a.q.1, a.q.0.len()), ("K", a.k.1, a.k.0.len()), ("V", a.v.1, a.v.0.len()), ("O", a.o.1, a.o.0.len())];
         let (z, h, n) = check_problem(&self.spec, &tensors, &[("M", a.m.len())], Some(a.sm_scale))?;
         let cfg = launch_config(self, z, h, n);
-        let (zi, hi, ni) = (z as i32, h as i32, n as i32);
-        let mut b = gpu.stream.launch_builder(&self.function);
-        b.arg(a.q.0).arg(a.k.0).arg(a.v.0).arg(&a.sm_scale).arg(&mut *a.m).arg(&mut *a.o.0);
-        let all = [strides(&a.q.1), strides(&a.k.1), strides(&a.v.1), strides(&a.o.1)];
-        for s in all.iter().flatten() {
-            b.arg(s);
+        let kind = self.spec.kind();
+        // (the builder refuses maps or a counter the kind does not take, and a missing one)
+        if a.tile_counter.is_some_and(|c| c.len() < 2) {
+            return Err(RuntimeError::Argument(format!("{}: the tile counter must hold two zeroed u32 words", self.spec.name())));
         }
-        b.arg(&zi).arg(&hi).arg(&ni);
-        let warp_specialized = self.spec.kind().warp_specialized_forward();
-        match (&a.maps, warp_specialized) {
-            (Some(ForwardMaps(maps)), true) => {
-                for m in maps {
-                    b.arg(m);
-                }
-            }
-            (None, false) => {}
-            _ => return Err(RuntimeError::Argument(format!("{}: TMA descriptors are passed exactly to fwd_ws kernels (tma::forward_maps)", self.spec.name()))),
+        let mut args = KernelArgs::new();
+        args.tensor("Q", a.q.0, a.q.1).tensor("K", a.k.0, a.k.1).tensor("V", a.v.0, a.v.1).f32("sm_scale", a.sm_scale);
+        args.f32s_mut("M", &mut *a.m).tensor_mut("Out", &mut *a.o.0, a.o.1).geometry((z, h, n));
+        if let Some(ForwardMaps([map_q, map_k, map_v])) = a.maps {
+            args.map("tmap_q", map_q).map("tmap_k", map_k).map("tmap_v", map_v);
         }
-        match (a.tile_counter, self.spec.kind().persistent()) {
-            (Some(counter), true) if counter.len() >= 2 => {
-                b.arg(counter);
-            }
-            (None, false) => {}
-            _ => return Err(RuntimeError::Argument(format!("{}: a tile counter of two zeroed u32 words is passed exactly to fwd_ws_persistent kernels", self.spec.name()))),
+        if let Some(counter) = a.tile_counter {
+            args.u32s("tile_counter", counter);
         }
+        let mut b = args.launch_args(&gpu.stream, &self.function, &self.spec.name(), abi::kernel_parameters(kind))?;
         // # Safety
-        // 1. The argument list matches the kernel ABI (docs/ABI.md): 3 input pointers, sm_scale, M, Out,
-        //    16 i64 strides, Z, H, N_CTX, in that order, and for fwd_ws the TMA descriptors of Q, K, V
-        //    built over those same buffers and layouts; for fwd_ws_persistent then its tile counter, two u32
-        //    words on this stream (the kernel reads and writes only those).
+        // 1. The arguments are the kernel's parameter list (flashgen::abi, from which its `define` line was
+        //    rendered; docs/ABI.md), in its order and each of its parameter's type (`launch_args` checks):
+        //    Q, K, V, sm_scale, M, Out, their 16 i64 strides, Z, H, N_CTX, and for fwd_ws the TMA descriptors
+        //    of Q, K, V built over those same buffers and layouts; for fwd_ws_persistent then its tile
+        //    counter, two u32 words on this stream (the kernel reads and writes only those).
         // 2. Every element the kernel reads or writes lies inside its buffer: each layout was checked
         //    against its buffer's length above, and M holds Z·H·N floats.
         // 3. Block size and dynamic shared memory are the spec's own, raised on the function at load.

@@ -1,9 +1,11 @@
 //! One loaded kernel of any kind, and the checks every launch shares.
 
 use crate::cache::Entry;
+use crate::tma::TensorMap;
 use crate::{Gpu, Layout, LayoutError, RuntimeError};
 use cudarc::driver::sys::CUfunction_attribute_enum;
-use cudarc::driver::CudaFunction;
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchArgs, PushKernelArg};
+use flashgen::abi::{Elem, Param, ParamType};
 use flashgen::KernelSpec;
 
 /// A kernel loaded into a context, ready to launch; with the fused backward also its dQ sum pass
@@ -81,6 +83,236 @@ pub fn launch_config(k: &LoadedKernel, z: usize, h: usize, n: usize) -> cudarc::
 /// A layout's four strides as the kernels take them (i64 elements).
 pub fn strides(l: &Layout) -> [i64; 4] {
     l.strides.map(|s| s as i64)
+}
+
+/// A device buffer a launch passes, shared or mutable as the launch holds it (cudarc orders a mutable
+/// one after every earlier use on other streams, a shared one after earlier writes only).
+enum Buffer<'a, T> {
+    Shared(&'a CudaSlice<T>),
+    Mut(&'a mut CudaSlice<T>),
+}
+
+/// One named value of a launch.
+enum Value<'a> {
+    /// A [Z, H, N, D] tensor of the kernel's dtype, with its strides (its stride parameters take them).
+    Tensor(Buffer<'a, u16>, [i64; 4]),
+    F32s(Buffer<'a, f32>),
+    U32s(Buffer<'a, u32>),
+    F32(f32),
+    I32(i32),
+    Map(TensorMap),
+}
+
+/// What a launch gives for a parameter, as `argument_order` checks it against the parameter's type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueKind {
+    Tensor,
+    F32s,
+    U32s,
+    F32,
+    I32,
+    Map,
+}
+
+impl ValueKind {
+    fn describe(self) -> &'static str {
+        match self {
+            ValueKind::Tensor => "a tensor of the kernel's dtype (KernelArgs::tensor)",
+            ValueKind::F32s => "an f32 buffer (KernelArgs::f32s)",
+            ValueKind::U32s => "a u32 buffer (KernelArgs::u32s)",
+            ValueKind::F32 => "an f32 (KernelArgs::f32)",
+            ValueKind::I32 => "an i32 (KernelArgs::i32)",
+            ValueKind::Map => "a CUtensorMap (KernelArgs::map)",
+        }
+    }
+    /// The value a parameter of type `ty` takes (a stride: the tensor it belongs to).
+    fn of(ty: ParamType) -> ValueKind {
+        match ty {
+            ParamType::Pointer { elem: Elem::DType, .. } | ParamType::Stride { .. } => ValueKind::Tensor,
+            ParamType::Pointer { elem: Elem::F32, .. } => ValueKind::F32s,
+            ParamType::Pointer { elem: Elem::U32, .. } => ValueKind::U32s,
+            ParamType::F32 => ValueKind::F32,
+            ParamType::I32 => ValueKind::I32,
+            ParamType::TensorMap { .. } => ValueKind::Map,
+        }
+    }
+}
+
+/// Which part of which supplied value a parameter takes: the value itself, or one of a tensor's strides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pick {
+    pub value: usize,
+    pub stride: Option<usize>,
+}
+
+/// The order in which the `supplied` values (name, kind) fill the parameter list `params` of `entry`: one
+/// pick per parameter. Refuses a parameter without a value, a value of the wrong kind, a name given twice
+/// and a value that no parameter takes (each names the parameter and what to pass).
+pub fn argument_order(entry: &str, params: &[Param], supplied: &[(&str, ValueKind)]) -> Result<Vec<Pick>, RuntimeError> {
+    let err = |detail: String| RuntimeError::Argument(format!("{entry}: {detail} (the parameter list: flashgen::abi, docs/ABI.md)"));
+    for (i, (name, _)) in supplied.iter().enumerate() {
+        if supplied[..i].iter().any(|(n, _)| n == name) {
+            return Err(err(format!("`{name}` is given twice")));
+        }
+    }
+    let mut used = vec![false; supplied.len()];
+    let mut picks = Vec::with_capacity(params.len());
+    for (i, p) in params.iter().enumerate() {
+        let (source, stride) = match p.ty {
+            ParamType::Stride { tensor, axis } => (tensor, Some(axis)),
+            _ => (p.name, None),
+        };
+        let Some(value) = supplied.iter().position(|(n, _)| *n == source) else {
+            return Err(err(format!("parameter #{i} `{}` ({}) has no value: pass `{source}`", p.name, p.meaning)));
+        };
+        let (want, got) = (ValueKind::of(p.ty), supplied[value].1);
+        if want != got {
+            return Err(err(format!("parameter #{i} `{}` takes {}, the launch gives {}", p.name, want.describe(), got.describe())));
+        }
+        used[value] = true;
+        picks.push(Pick { value, stride });
+    }
+    if let Some(extra) = used.iter().position(|u| !u) {
+        return Err(err(format!("`{}` is not a parameter of this kernel", supplied[extra].0)));
+    }
+    Ok(picks)
+}
+
+/// The values of one launch, by parameter name. `launch_args` walks the entry's parameter list
+/// (`flashgen::abi`, the list the kernel's `define` line was rendered from) and pushes the values in its
+/// order: no launch writes an argument order by hand, and a value missing, surplus or of the wrong kind
+/// is an error before anything reaches the driver.
+#[derive(Default)]
+pub struct KernelArgs<'a> {
+    values: Vec<(&'static str, Value<'a>)>,
+}
+
+impl<'a> KernelArgs<'a> {
+    pub fn new() -> KernelArgs<'a> {
+        KernelArgs { values: Vec::new() }
+    }
+    fn put(&mut self, name: &'static str, v: Value<'a>) -> &mut Self {
+        self.values.push((name, v));
+        self
+    }
+    /// A tensor the kernel reads, with its layout (its strides fill the tensor's stride parameters).
+    pub fn tensor(&mut self, name: &'static str, data: &'a CudaSlice<u16>, layout: Layout) -> &mut Self {
+        self.put(name, Value::Tensor(Buffer::Shared(data), strides(&layout)))
+    }
+    /// A tensor the kernel writes, with its layout.
+    pub fn tensor_mut(&mut self, name: &'static str, data: &'a mut CudaSlice<u16>, layout: Layout) -> &mut Self {
+        self.put(name, Value::Tensor(Buffer::Mut(data), strides(&layout)))
+    }
+    pub fn f32s(&mut self, name: &'static str, data: &'a CudaSlice<f32>) -> &mut Self {
+        self.put(name, Value::F32s(Buffer::Shared(data)))
+    }
+    pub fn f32s_mut(&mut self, name: &'static str, data: &'a mut CudaSlice<f32>) -> &mut Self {
+        self.put(name, Value::F32s(Buffer::Mut(data)))
+    }
+    pub fn u32s(&mut self, name: &'static str, data: &'a CudaSlice<u32>) -> &mut Self {
+        self.put(name, Value::U32s(Buffer::Shared(data)))
+    }
+    pub fn u32s_mut(&mut self, name: &'static str, data: &'a mut CudaSlice<u32>) -> &mut Self {
+        self.put(name, Value::U32s(Buffer::Mut(data)))
+    }
+    pub fn f32(&mut self, name: &'static str, v: f32) -> &mut Self {
+        self.put(name, Value::F32(v))
+    }
+    pub fn i32(&mut self, name: &'static str, v: i32) -> &mut Self {
+        self.put(name, Value::I32(v))
+    }
+    /// A TMA descriptor, passed by value.
+    pub fn map(&mut self, name: &'static str, map: TensorMap) -> &mut Self {
+        self.put(name, Value::Map(map))
+    }
+    /// The problem's geometry (`flashgen::abi::geometry`): batch, heads, sequence length.
+    pub fn geometry(&mut self, (z, h, n): (usize, usize, usize)) -> &mut Self {
+        self.i32("Z", z as i32).i32("H", h as i32).i32("N_CTX", n as i32)
+    }
+
+    /// A launch of `function` on `stream` with these values in the order of `params` (the entry's list,
+    /// `flashgen::abi::parameters`); `entry` names the kernel in errors.
+    pub fn launch_args<'s>(&'s mut self, stream: &'s CudaStream, function: &'s CudaFunction, entry: &str, params: &[Param]) -> Result<LaunchArgs<'s>, RuntimeError> {
+        let supplied: Vec<(&str, ValueKind)> = self.values.iter().map(|(n, v)| (*n, v.kind())).collect();
+        let picks = argument_order(entry, params, &supplied)?;
+        // each value split into what the pushes borrow from it: its buffer (pushed once: a name is one
+        // parameter), its strides (up to four pushes), its scalar or map
+        let mut parts: Vec<Parts<'s>> = self.values.iter_mut().map(|(_, v)| Parts::of(v)).collect();
+        let mut b = stream.launch_builder(function);
+        for pick in picks {
+            let part = &mut parts[pick.value];
+            match (pick.stride, part.strides) {
+                (Some(axis), Some(strides)) => {
+                    b.arg(&strides[axis]);
+                }
+                _ => part.push(&mut b),
+            }
+        }
+        Ok(b)
+    }
+}
+
+impl Value<'_> {
+    fn kind(&self) -> ValueKind {
+        match self {
+            Value::Tensor(..) => ValueKind::Tensor,
+            Value::F32s(_) => ValueKind::F32s,
+            Value::U32s(_) => ValueKind::U32s,
+            Value::F32(_) => ValueKind::F32,
+            Value::I32(_) => ValueKind::I32,
+            Value::Map(_) => ValueKind::Map,
+        }
+    }
+}
+
+/// The borrows of one value that a launch pushes.
+struct Parts<'s> {
+    whole: Option<Whole<'s>>,
+    strides: Option<&'s [i64; 4]>,
+}
+
+enum Whole<'s> {
+    U16(&'s CudaSlice<u16>),
+    U16Mut(&'s mut CudaSlice<u16>),
+    F32s(&'s CudaSlice<f32>),
+    F32sMut(&'s mut CudaSlice<f32>),
+    U32s(&'s CudaSlice<u32>),
+    U32sMut(&'s mut CudaSlice<u32>),
+    F32(&'s f32),
+    I32(&'s i32),
+    Map(&'s TensorMap),
+}
+
+impl<'s> Parts<'s> {
+    fn of<'a: 's>(v: &'s mut Value<'a>) -> Parts<'s> {
+        let (whole, strides) = match v {
+            Value::Tensor(Buffer::Shared(d), s) => (Whole::U16(*d), Some(&*s)),
+            Value::Tensor(Buffer::Mut(d), s) => (Whole::U16Mut(&mut **d), Some(&*s)),
+            Value::F32s(Buffer::Shared(d)) => (Whole::F32s(*d), None),
+            Value::F32s(Buffer::Mut(d)) => (Whole::F32sMut(&mut **d), None),
+            Value::U32s(Buffer::Shared(d)) => (Whole::U32s(*d), None),
+            Value::U32s(Buffer::Mut(d)) => (Whole::U32sMut(&mut **d), None),
+            Value::F32(x) => (Whole::F32(&*x), None),
+            Value::I32(x) => (Whole::I32(&*x), None),
+            Value::Map(m) => (Whole::Map(&*m), None),
+        };
+        Parts { whole: Some(whole), strides }
+    }
+    /// Push the value itself (once: `argument_order` picks each name for one parameter).
+    fn push(&mut self, b: &mut LaunchArgs<'s>) {
+        match self.whole.take() {
+            Some(Whole::U16(d)) => b.arg(d),
+            Some(Whole::U16Mut(d)) => b.arg(d),
+            Some(Whole::F32s(d)) => b.arg(d),
+            Some(Whole::F32sMut(d)) => b.arg(d),
+            Some(Whole::U32s(d)) => b.arg(d),
+            Some(Whole::U32sMut(d)) => b.arg(d),
+            Some(Whole::F32(x)) => b.arg(x),
+            Some(Whole::I32(x)) => b.arg(x),
+            Some(Whole::Map(m)) => b.arg(m),
+            None => b,
+        };
+    }
 }
 
 /// A kernel launched through the wrong entry point would get the wrong argument list: refuse it. (A wgmma

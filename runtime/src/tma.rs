@@ -14,7 +14,7 @@ pub struct TensorMap(sys::CUtensorMap);
 // SAFETY: a CUtensorMap is 128 plain bytes that the kernel takes by value (a byval [128 x i8] parameter).
 unsafe impl cudarc::driver::DeviceRepr for TensorMap {}
 
-/// The descriptors of Q, K and V, in the kernel's parameter order.
+/// The descriptors of Q, K and V (fwd_ws's parameters `tmap_q`, `tmap_k`, `tmap_v`: flashgen::abi).
 pub struct ForwardMaps(pub [TensorMap; 3]);
 
 /// The map of a [Z, H, N, D] tensor at `ptr` with boxes of 64 columns × `box_rows` rows. Rows past N read
@@ -66,7 +66,7 @@ pub fn forward_maps(gpu: &Gpu, spec: &flashgen::KernelSpec, q: (&CudaSlice<u16>,
     Ok(ForwardMaps([map(q, spec.block_m())?, map(k, spec.block_n())?, map(v, spec.block_n())?]))
 }
 
-/// The maps bwd_fused needs for Q and dO (boxes of BLOCK_M rows), in its parameter order.
+/// The maps bwd_fused needs for Q and dO (boxes of BLOCK_M rows): its parameters `tmap_q`, `tmap_do`.
 pub fn fused_backward_maps(gpu: &Gpu, spec: &flashgen::KernelSpec, q: (&CudaSlice<u16>, Layout), d_o: (&CudaSlice<u16>, Layout)) -> Result<[TensorMap; 2], String> {
     let map = |t: (&CudaSlice<u16>, Layout), what: &str| {
         let (ptr, _read) = t.0.device_ptr(&gpu.stream);
