@@ -276,24 +276,25 @@ fn bad_fused_backward_arguments_are_errors_not_crashes() {
     let mut partial = f.gpu.stream.alloc_zeros::<f32>(partial_len).unwrap();
     let mut short = f.gpu.stream.alloc_zeros::<f32>(partial_len - 1).unwrap();
     let mut locks = f.gpu.stream.alloc_zeros::<u32>(locks_len).unwrap();
-    let mut launch = |dkdv: &flashgen_runtime::LoadedKernel, with_dq: bool, scratch: Option<(&mut _, u32)>, locks: &mut _| {
+    let mut launch = |dkdv: &flashgen_runtime::LoadedKernel, with_dq: bool, scratch: Option<(&mut flashgen_runtime::cudarc::driver::CudaSlice<f32>, u32)>, locks: &mut flashgen_runtime::cudarc::driver::CudaSlice<u32>| {
+        use flashgen_runtime::{BufferView, BufferViewMut};
         let kernels = BackwardKernels { preprocess: &pre, dkdv, dq: with_dq.then_some(&*dq_k) };
-        let fused = scratch.map(|(dq_partial, chains)| FusedScratch { dq_partial, locks, chains });
+        let fused = scratch.map(|(dq_partial, chains)| FusedScratch { dq_partial: BufferViewMut::of(dq_partial), locks: BufferViewMut::of(locks), chains });
         let args = BackwardArgs {
-            q: (&q.data, l),
-            k: (&q.data, l),
-            v: (&q.data, l),
-            o: (&o.data, l),
-            d_o: (&o.data, l),
-            m: &m,
-            delta: &mut delta,
-            dq: (&mut dq.data, l),
-            dk: (&mut dk.data, l),
-            dv: (&mut dv.data, l),
+            q: q.view("Q").unwrap(),
+            k: q.view("K").unwrap(),
+            v: q.view("V").unwrap(),
+            o: o.view("O").unwrap(),
+            d_o: o.view("dO").unwrap(),
+            m: BufferView::of(&m),
+            delta: BufferViewMut::of(&mut delta),
+            dq: dq.view_mut("dQ").unwrap(),
+            dk: dk.view_mut("dK").unwrap(),
+            dv: dv.view_mut("dV").unwrap(),
             sm_scale: 0.125,
             fused,
         };
-        kernels.launch(&f.gpu, args).err().map(|e| e.to_string()).unwrap_or_default()
+        kernels.launch(&f.gpu, f.own_stream().raw(), args).err().map(|e| e.to_string()).unwrap_or_default()
     };
     let e = launch(&fk, false, Some((&mut short, 1)), &mut locks);
     assert!(e.contains("FusedScratch") && e.contains("FusedScratch::lengths"), "{e}");
@@ -310,4 +311,82 @@ fn bad_fused_backward_arguments_are_errors_not_crashes() {
     // and the right arguments run
     assert_eq!(launch(&fk, false, Some((&mut partial, 1)), &mut locks), "");
     f.gpu.stream.synchronize().unwrap();
+}
+
+/// Views into one packed QKV buffer ([B, N, 3, H, D], as a fused projection writes it), outputs into the
+/// caller's memory, on a stream of the caller's: the same numbers as the owned API on the Flash's stream,
+/// bit for bit, forward (O and the natural-log LSE) and backward.
+#[test]
+#[ignore = "needs a GPU: run on the device machine with --ignored"]
+fn views_of_a_packed_qkv_on_a_callers_stream_match_the_owned_api() {
+    use flashgen_runtime::{BackwardCall, BufferView, BufferViewMut, ForwardCall, StatsIn, StatsOut, Stream, TensorView, TensorViewMut};
+    let f = flash();
+    let (z, h, n, d) = (2usize, 4usize, 300usize, 64usize);
+    let mut rng = SplitMix(21);
+    for causal in [false, true] {
+        let round = |x: f32| flashgen_runtime::tensor::from_bits(DType::Bf16, flashgen_runtime::tensor::to_bits(DType::Bf16, x));
+        let packed: Vec<f32> = (0..z * n * 3 * h * d).map(|_| round(rng.normal())).collect();
+        let bits: Vec<u16> = packed.iter().map(|&x| flashgen_runtime::tensor::to_bits(DType::Bf16, x)).collect();
+        let qkv = f.gpu.stream.clone_htod(&bits).unwrap();
+        // Q, K, V of [B, N, 3, H, D]: strides (N·3·H·D, D, 3·H·D, 1), K and V H·D and 2·H·D elements in
+        let layout = Layout { shape: [z, h, n, d], strides: [n * 3 * h * d, d, 3 * h * d, 1] };
+        let part = |i: usize| TensorView::of_slice(["Q", "K", "V"][i], &qkv, i * h * d, DType::Bf16, layout).unwrap();
+        // the same values as owned contiguous tensors, through the owned API on the Flash's stream
+        let own = |i: usize| -> Tensor {
+            let v: Vec<f32> = (0..z * h * n * d).map(|e| { let (b, hh, r, c) = (e / (h * n * d), e / (n * d) % h, e / d % n, e % d); packed[layout.offset(b, hh, r, c) + i * h * d] }).collect();
+            Tensor::from_f32(&f.gpu, &v, DType::Bf16, Layout::contiguous(z, h, n, d)).unwrap()
+        };
+        let (oq, ok, ov) = (own(0), own(1), own(2));
+        let want = f.attention_forward(&oq, &ok, &ov, causal, None).unwrap();
+        // a caller's stream, and the caller's outputs: O in BSHD, LSE in natural log
+        let theirs = f.gpu.ctx.new_stream().unwrap();
+        let stream = unsafe { Stream::from_raw(theirs.cu_stream()) };
+        let mut o = f.gpu.stream.alloc_zeros::<u16>(z * h * n * d).unwrap();
+        let mut lse = f.gpu.stream.alloc_zeros::<f32>(z * h * n).unwrap();
+        f.gpu.stream.synchronize().unwrap();
+        let o_layout = Layout::bshd(z, h, n, d);
+        let call = ForwardCall {
+            q: part(0),
+            k: part(1),
+            v: part(2),
+            o: TensorViewMut::of_slice("O", &mut o, 0, DType::Bf16, o_layout).unwrap(),
+            stats: StatsOut::Lse(BufferViewMut::of(&mut lse)),
+            causal,
+            sm_scale: None,
+        };
+        f.forward(call, stream).unwrap();
+        theirs.synchronize().unwrap();
+        let got_o = flashgen_runtime::tensor::decode(&f.gpu.stream.clone_dtoh(&o).unwrap(), DType::Bf16, o_layout);
+        assert_eq!(got_o, want.o.to_f32(&f.gpu).unwrap(), "O through views on a caller's stream (causal {causal})");
+        let (got_lse, want_lse): (Vec<f32>, Vec<f32>) = (f.gpu.stream.clone_dtoh(&lse).unwrap(), f.gpu.stream.clone_dtoh(&want.lse).unwrap());
+        assert_eq!(got_lse, want_lse);
+        // the backward, from the natural-log LSE, into the caller's gradients, on the caller's stream
+        let d_o = own(0);
+        let g = f.attention_backward(&oq, &ok, &ov, &want.o, RowStats::Lse(&want.lse), &d_o, causal, None).unwrap();
+        let mut grads: Vec<_> = (0..3).map(|_| f.gpu.stream.alloc_zeros::<u16>(z * h * n * d).unwrap()).collect();
+        f.gpu.stream.synchronize().unwrap();
+        let [gq, gk, gv] = &mut grads[..] else { unreachable!() };
+        let call = BackwardCall {
+            q: part(0),
+            k: part(1),
+            v: part(2),
+            o: TensorView::of_slice("O", &o, 0, DType::Bf16, o_layout).unwrap(),
+            d_o: d_o.view("dO").unwrap(),
+            stats: StatsIn::Lse(BufferView::of(&lse)),
+            dq: TensorViewMut::of_slice("dQ", gq, 0, DType::Bf16, Layout::contiguous(z, h, n, d)).unwrap(),
+            dk: TensorViewMut::of_slice("dK", gk, 0, DType::Bf16, Layout::contiguous(z, h, n, d)).unwrap(),
+            dv: TensorViewMut::of_slice("dV", gv, 0, DType::Bf16, Layout::contiguous(z, h, n, d)).unwrap(),
+            causal,
+            sm_scale: None,
+        };
+        f.backward(call, stream).unwrap();
+        theirs.synchronize().unwrap();
+        for (got, want) in grads.iter().zip([&g.dq, &g.dk, &g.dv]) {
+            assert_eq!(flashgen_runtime::tensor::decode(&f.gpu.stream.clone_dtoh(got).unwrap(), DType::Bf16, Layout::contiguous(z, h, n, d)), want.to_f32(&f.gpu).unwrap());
+        }
+    }
+    // a view one element past a 16-byte boundary is refused before anything runs
+    let qkv = f.gpu.stream.alloc_zeros::<u16>(1 << 16).unwrap();
+    let e = TensorView::of_slice("Q", &qkv, 1, DType::Bf16, Layout::contiguous(1, 1, 64, 64)).unwrap_err();
+    assert!(e.to_string().contains("not 16-byte aligned"), "{e}");
 }

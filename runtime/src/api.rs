@@ -2,12 +2,12 @@
 
 use crate::autotune::{self, store::TuneStore, Config, TuneKey, TuneResult};
 use crate::cache::KernelCache;
-use crate::backward::{BackwardArgs, BackwardKernels};
-use crate::forward::ForwardArgs;
+use crate::call::{BackwardCall, ForwardCall, StatsIn, StatsOut};
 use crate::kernel::LoadedKernel;
-use crate::{lse, Gpu, Layout, RuntimeError, Tensor};
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
-use cudarc::nvrtc::Ptx;
+use crate::stream::ScratchPool;
+use crate::view::{BufferView, BufferViewMut};
+use crate::{Gpu, Layout, RuntimeError, Tensor};
+use cudarc::driver::{CudaFunction, CudaSlice};
 use flashgen::plan::{NoTuning, Tuned};
 use flashgen::{Arch, BackwardPath, BackwardSpecs, DType, KernelKind, KernelSpec, Plan, PlanOptions, Problem};
 use std::collections::HashMap;
@@ -30,6 +30,16 @@ pub enum RowStats<'a> {
     Lse(&'a CudaSlice<f32>),
     /// Base-2 M = m_i + log2(l_i), [Z·H·N] f32 (`ForwardOutput::m`, Triton's convention; no conversion).
     M(&'a CudaSlice<f32>),
+}
+
+impl<'a> RowStats<'a> {
+    /// The statistics as the view-based calls take them.
+    pub fn view(self) -> StatsIn<'a> {
+        match self {
+            RowStats::Lse(s) => StatsIn::Lse(BufferView::of(s)),
+            RowStats::M(s) => StatsIn::M(BufferView::of(s)),
+        }
+    }
 }
 
 /// Outputs of one backward call: contiguous [Z, H, N, D] tensors in the inputs' dtype.
@@ -60,15 +70,22 @@ pub struct Flash {
     /// Kernels loaded into this context. One Flash has one device and one kernel source, so the spec alone
     /// identifies a kernel here: a launch of a loaded kernel never reaches the cache (nor hashes a key).
     loaded: Mutex<HashMap<KernelSpec, Arc<LoadedKernel>>>,
-    scale: OnceLock<Result<CudaFunction, String>>,
-    /// The backward's Δ buffer, kept between calls (the stream orders its uses): a call then allocates
-    /// nothing but its outputs.
-    delta: Mutex<Option<CudaSlice<f32>>>,
-    /// fwd_ws_persistent's tile counter (two u32 words, zero between launches: each launch's last program
-    /// resets them), made on first use; the stream orders the launches that share it.
-    tile_counter: Mutex<Option<CudaSlice<u32>>>,
-    /// bwd_fused's dQ partial sums and locks, kept between calls like Δ.
-    fused_scratch: Mutex<Option<(CudaSlice<f32>, CudaSlice<u32>)>>,
+    /// The M <-> LSE conversion kernel (lse.rs), loaded on first use.
+    pub(crate) scale_kernel: OnceLock<Result<CudaFunction, String>>,
+    /// Each stream's scratch (Δ, converted statistics, the tile counter, the fused backward's buffers),
+    /// kept between calls so that a call allocates nothing but what the caller did not give it.
+    pub(crate) scratch: ScratchPool,
+}
+
+impl Drop for Flash {
+    /// Work queued on a caller's stream may still use this Flash's scratch: wait for the context's work
+    /// before the buffers go.
+    fn drop(&mut self) {
+        if self.gpu.ctx.bind_to_thread().is_ok() {
+            // SAFETY: the context is current on this thread
+            let _ = unsafe { cudarc::driver::sys::cuCtxSynchronize() };
+        }
+    }
 }
 
 /// The tuning store as the plan sees it: a key's stored winner, tuned first on a miss when autotuning is on
@@ -123,10 +140,8 @@ impl Flash {
             tunes,
             tuned: Mutex::new(HashMap::new()),
             loaded: Mutex::new(HashMap::new()),
-            scale: OnceLock::new(),
-            delta: Mutex::new(None),
-            fused_scratch: Mutex::new(None),
-            tile_counter: Mutex::new(None),
+            scale_kernel: OnceLock::new(),
+            scratch: ScratchPool::default(),
         }
     }
 
@@ -206,16 +221,20 @@ impl Flash {
         Ok(result)
     }
 
-    /// The problem a call on these inputs computes.
-    fn problem_of(q: &Tensor, causal: bool) -> Problem {
-        Problem { dtype: q.dtype, head_dim: q.layout.shape[3] as u32, causal, seqlen: q.layout.shape[2] }
+    /// The problem a call with a Q of this dtype and [Z, H, N, D] shape computes.
+    pub(crate) fn problem_of_shape(dtype: DType, shape: [usize; 4], causal: bool) -> Problem {
+        Problem { dtype, head_dim: shape[3] as u32, causal, seqlen: shape[2] }
     }
 
     /// The kernels a call on these inputs runs (`flashgen::plan`): the tuned winners where stored (tuned
     /// first on a miss if autotuning is on), else the defaults.
     pub fn plan(&self, q: &Tensor, causal: bool) -> Result<Plan, RuntimeError> {
-        let tunes = StoredTunes { flash: self, heads: Some(q.layout.shape[0] * q.layout.shape[1]) };
-        self.plan_with(&Flash::problem_of(q, causal), &tunes)
+        self.plan_shape(q.dtype, q.layout.shape, causal)
+    }
+
+    pub(crate) fn plan_shape(&self, dtype: DType, shape: [usize; 4], causal: bool) -> Result<Plan, RuntimeError> {
+        let tunes = StoredTunes { flash: self, heads: Some(shape[0] * shape[1]) };
+        self.plan_with(&Flash::problem_of_shape(dtype, shape, causal), &tunes)
     }
 
     fn plan_with(&self, problem: &Problem, tuned: &dyn Tuned) -> Result<Plan, RuntimeError> {
@@ -268,7 +287,7 @@ impl Flash {
 
     /// The default forward spec for these inputs, tuning results aside.
     pub fn default_spec(&self, q: &Tensor, causal: bool) -> Result<KernelSpec, RuntimeError> {
-        Ok(self.plan_with(&Flash::problem_of(q, causal), &NoTuning)?.forward)
+        Ok(self.plan_with(&Flash::problem_of_shape(q.dtype, q.layout.shape, causal), &NoTuning)?.forward)
     }
 
     /// softmax(Q·Kᵀ·sm_scale [causal]) · V with the tuned config for these shapes if one is stored (see
@@ -281,68 +300,22 @@ impl Flash {
     /// As `attention_forward`, with an explicit spec.
     pub fn attention_forward_spec(&self, spec: &KernelSpec, q: &Tensor, k: &Tensor, v: &Tensor, sm_scale: Option<f32>) -> Result<ForwardOutput, RuntimeError> {
         let [z, h, n, d] = q.layout.shape;
-        let mut o = Tensor { data: self.gpu.stream.alloc_zeros::<u16>(z * h * n * d)?, dtype: q.dtype, layout: Layout::contiguous(z, h, n, d) };
+        let mut o = Tensor { data: self.gpu.stream.alloc_zeros::<u16>((z * h * n * d).max(1))?, dtype: q.dtype, layout: Layout::contiguous(z, h, n, d) };
         let rows = z * h * n;
         let mut m = self.gpu.stream.alloc_zeros::<f32>(rows.max(1))?;
         let mut lse = self.gpu.stream.alloc_zeros::<f32>(rows.max(1))?;
         self.forward_into(spec, q, k, v, sm_scale, &mut o, &mut m)?;
-        if rows > 0 {
-            self.scale(&m, &mut lse, std::f32::consts::LN_2, rows)?;
-        }
+        let (m_addr, lse_addr) = (BufferView::of(&m).addr(), BufferViewMut::of(&mut lse).addr());
+        self.scale(m_addr, lse_addr, std::f32::consts::LN_2, rows, self.own_stream())?;
         Ok(ForwardOutput { o, lse, m })
     }
 
     #[allow(clippy::too_many_arguments)]
-    /// Launch into caller-provided outputs (O of any valid layout, M of Z·H·N floats).
-    /// Every check of the operands happens here, before anything is compiled or launched.
+    /// Launch into caller-provided outputs (O of any valid layout, M of Z·H·N floats) on the Flash's stream.
+    /// Every check of the operands happens before anything is compiled or launched (`forward_with`).
     pub fn forward_into(&self, spec: &KernelSpec, q: &Tensor, k: &Tensor, v: &Tensor, sm_scale: Option<f32>, o: &mut Tensor, m: &mut CudaSlice<f32>) -> Result<(), RuntimeError> {
-        for (name, t) in [("K", k), ("V", v), ("O", &*o)] {
-            if t.dtype != q.dtype {
-                return Err(RuntimeError::Argument(format!("tensor {name} is {} but Q is {}: all four must share one dtype", t.dtype.name(), q.dtype.name())));
-            }
-        }
-        if q.dtype != spec.dtype() {
-            return Err(RuntimeError::Argument(format!("tensor Q is {} but kernel {} takes {}", q.dtype.name(), spec.name(), spec.dtype().name())));
-        }
-        if k.layout.shape[2] != q.layout.shape[2] {
-            return Err(RuntimeError::Argument(format!(
-                "tensor K has {} keys but Q has {} queries: this kernel needs equal sequence lengths (N_CTX)",
-                k.layout.shape[2], q.layout.shape[2]
-            )));
-        }
-        let d = q.layout.shape[3];
-        let sm_scale = sm_scale.unwrap_or(1.0 / (d as f32).sqrt());
-        if q.layout.shape[2] == 0 || q.layout.shape[0] == 0 || q.layout.shape[1] == 0 {
-            // an empty batch, head count or sequence: nothing to compute, nothing to launch
-            return if q.layout.shape == k.layout.shape && q.layout.shape == v.layout.shape && q.layout.shape == o.layout.shape {
-                Ok(())
-            } else {
-                Err(RuntimeError::Argument(format!("tensors Q, K, V, O must share one shape; Q is {:?}", q.layout.shape)))
-            };
-        }
-        // fwd_ws reads Q, K and V through TMA descriptors; a layout the driver cannot describe (a stride
-        // of 0 for a broadcast head, say) runs the same tiles on fwd_wgmma's cp.async loads instead
-        let (q_in, k_in, v_in) = ((&q.data, q.layout), (&k.data, k.layout), (&v.data, v.layout));
-        let (spec, maps) = match spec.kind() {
-            kind if kind.warp_specialized_forward() => match crate::tma::forward_maps(&self.gpu, spec, q_in, k_in, v_in) {
-                Ok(maps) => (*spec, Some(maps)),
-                Err(why) => {
-                    let problem = Flash::problem_of(q, spec.causal());
-                    let instead = flashgen::plan::without_tma(spec, &problem).map_err(|e| RuntimeError::Argument(e.to_string()))?;
-                    self.cache.warn(format!("{}: {why}; running {} instead", spec.name(), instead.name()));
-                    (instead, None)
-                }
-            },
-            _ => (*spec, None),
-        };
-        let kernel = self.kernel(&spec)?;
-        // the persistent kernel's tile counter, made on its first launch (other kinds take no lock)
-        let mut counter = spec.kind().persistent().then(|| self.tile_counter.lock().unwrap_or_else(|e| e.into_inner()));
-        if let Some(slot) = counter.as_deref_mut().filter(|c| c.is_none()) {
-            *slot = Some(self.gpu.stream.alloc_zeros::<u32>(2)?);
-        }
-        let tile_counter = counter.as_deref().and_then(Option::as_ref);
-        kernel.launch(&self.gpu, ForwardArgs { q: q_in, k: k_in, v: v_in, o: (&mut o.data, o.layout), m, sm_scale, maps, tile_counter })
+        let call = ForwardCall { q: q.view("Q")?, k: k.view("K")?, v: v.view("V")?, o: o.view_mut("O")?, stats: StatsOut::M(BufferViewMut::of(m)), causal: spec.causal(), sm_scale };
+        self.forward_with(spec, call, self.own_stream())
     }
 
     /// The backward kernels a call on these inputs uses (`plan`).
@@ -351,7 +324,7 @@ impl Flash {
         Ok(self.plan(q, causal)?.backward)
     }
 
-    fn check_backward_env(&self) -> Result<(), RuntimeError> {
+    pub(crate) fn check_backward_env(&self) -> Result<(), RuntimeError> {
         match &self.backward_env_error {
             Some(e) => Err(RuntimeError::Argument(e.clone())),
             None => Ok(()),
@@ -368,129 +341,45 @@ impl Flash {
     /// row statistics and the output gradient dO. `sm_scale` defaults to 1/sqrt(D) and must be the forward's.
     #[allow(clippy::too_many_arguments)]
     pub fn attention_backward(&self, q: &Tensor, k: &Tensor, v: &Tensor, o: &Tensor, stats: RowStats<'_>, d_o: &Tensor, causal: bool, sm_scale: Option<f32>) -> Result<Gradients, RuntimeError> {
-        self.check_backward_env()?;
-        let plan = self.plan(q, causal)?;
-        let mut specs = plan.backward;
-        // the default fused kernel loads Q and dO by TMA; a layout the driver cannot describe (a broadcast
-        // head's stride 0) runs the plan's three kernels instead (chosen explicitly, it is an error)
-        if let Some(split) = plan.backward_without_tma {
-            if let Err(why) = crate::tma::fused_backward_maps(&self.gpu, &specs.dkdv, (&q.data, q.layout), (&d_o.data, d_o.layout)) {
-                self.cache.warn(format!("{}: {why}; running the three-kernel backward instead", specs.dkdv.name()));
-                specs = split;
-            }
-        }
         let [z, h, n, d] = q.layout.shape;
         let alloc = || -> Result<Tensor, RuntimeError> { Ok(Tensor { data: self.gpu.stream.alloc_zeros::<u16>((z * h * n * d).max(1))?, dtype: q.dtype, layout: Layout::contiguous(z, h, n, d) }) };
         let mut g = Gradients { dq: alloc()?, dk: alloc()?, dv: alloc()? };
-        self.backward_into(&specs, q, k, v, o, stats, d_o, sm_scale, &mut g)?;
+        let call = BackwardCall {
+            q: q.view("Q")?,
+            k: k.view("K")?,
+            v: v.view("V")?,
+            o: o.view("O")?,
+            d_o: d_o.view("dO")?,
+            stats: stats.view(),
+            dq: g.dq.view_mut("dQ")?,
+            dk: g.dk.view_mut("dK")?,
+            dv: g.dv.view_mut("dV")?,
+            causal,
+            sm_scale,
+        };
+        self.backward(call, self.own_stream())?;
         Ok(g)
     }
 
-    /// As `attention_backward`, with explicit kernels and caller-provided outputs (any valid layouts).
-    /// Every check of the operands happens here or in the launch, before anything runs.
+    /// As `attention_backward`, with explicit kernels and caller-provided outputs (any valid layouts), on the
+    /// Flash's stream. Every check of the operands happens before anything runs (`backward_with`).
     #[allow(clippy::too_many_arguments)]
     pub fn backward_into(&self, specs: &BackwardSpecs, q: &Tensor, k: &Tensor, v: &Tensor, o: &Tensor, stats: RowStats<'_>, d_o: &Tensor, sm_scale: Option<f32>, g: &mut Gradients) -> Result<(), RuntimeError> {
-        let named = [("K", k), ("V", v), ("O", o), ("dO", d_o), ("dQ", &g.dq), ("dK", &g.dk), ("dV", &g.dv)];
-        for (name, t) in named {
-            if t.dtype != q.dtype {
-                return Err(RuntimeError::Argument(format!("tensor {name} is {} but Q is {}: all tensors of the backward share one dtype", t.dtype.name(), q.dtype.name())));
-            }
-            if t.layout.shape != q.layout.shape {
-                let what = if t.layout.shape[2] != q.layout.shape[2] { ": the backward kernels need equal query and key lengths (N_CTX)" } else { "" };
-                return Err(RuntimeError::Argument(format!("tensor {name} has shape {:?} but Q has {:?}{what}", t.layout.shape, q.layout.shape)));
-            }
-        }
-        if let Some(dq) = specs.dq.filter(|dq| dq.causal() != specs.dkdv.causal()) {
-            return Err(RuntimeError::Argument(format!("{} and {} disagree on causality: use one BackwardSpecs from backward_defaults", specs.dkdv.name(), dq.name())));
-        }
-        for spec in specs.kernels() {
-            if q.dtype != spec.dtype() {
-                return Err(RuntimeError::Argument(format!("tensor Q is {} but kernel {} takes {}", q.dtype.name(), spec.name(), spec.dtype().name())));
-            }
-        }
-        let [z, h, n, d] = q.layout.shape;
-        if z == 0 || h == 0 || n == 0 {
-            return Ok(()); // nothing to compute, nothing to launch
-        }
-        let rows = z * h * n;
-        let sm_scale = sm_scale.unwrap_or(1.0 / (d as f32).sqrt());
-        let converted;
-        let m = match stats {
-            RowStats::M(m) => m,
-            RowStats::Lse(lse) => {
-                if lse.len() < rows {
-                    return Err(crate::LayoutError { tensor: "LSE", rule: format!("holds {} floats, needs Z·H·N = {rows}", lse.len()) }.into());
-                }
-                let mut m = self.gpu.stream.alloc_zeros::<f32>(rows)?;
-                self.scale(lse, &mut m, std::f32::consts::LOG2_E, rows)?;
-                converted = m;
-                &converted
-            }
+        let Gradients { dq, dk, dv } = g;
+        let call = BackwardCall {
+            q: q.view("Q")?,
+            k: k.view("K")?,
+            v: v.view("V")?,
+            o: o.view("O")?,
+            d_o: d_o.view("dO")?,
+            stats: stats.view(),
+            dq: dq.view_mut("dQ")?,
+            dk: dk.view_mut("dK")?,
+            dv: dv.view_mut("dV")?,
+            causal: specs.dkdv.causal(),
+            sm_scale,
         };
-        let mut scratch = self.delta.lock().unwrap_or_else(|p| p.into_inner());
-        let mut delta = match scratch.take() {
-            Some(buf) if buf.len() >= rows => buf,
-            _ => self.gpu.stream.alloc_zeros::<f32>(rows)?,
-        };
-        let (pre, dkdv) = (self.kernel(&specs.preprocess)?, self.kernel(&specs.dkdv)?);
-        let dq = match specs.dq {
-            Some(s) => Some(self.kernel(&s)?),
-            None => None,
-        };
-        let kernels = BackwardKernels { preprocess: &pre, dkdv: &dkdv, dq: dq.as_deref() };
-        // bwd_fused's scratch, grown when a larger problem needs more
-        let mut fused_guard = self.fused_scratch.lock().unwrap_or_else(|p| p.into_inner());
-        let mut fused_buffers = None;
-        let chains = flashgen::plan::dq_chains(specs.dkdv.kind(), self.dq_chains());
-        if specs.dkdv.kind().fuses_dq() {
-            let (partial, locks) = crate::backward::FusedScratch::lengths(&specs.dkdv, z, h, n, chains);
-            fused_buffers = match fused_guard.take() {
-                Some((p, l)) if p.len() >= partial && l.len() >= locks => Some((p, l)),
-                _ => Some((self.gpu.stream.alloc_zeros::<f32>(partial)?, self.gpu.stream.alloc_zeros::<u32>(locks)?)),
-            };
-        }
-        let fused = fused_buffers.as_mut().map(|(p, l)| crate::backward::FusedScratch { dq_partial: p, locks: l, chains });
-        let launched = kernels.launch(
-            &self.gpu,
-            BackwardArgs {
-                q: (&q.data, q.layout),
-                k: (&k.data, k.layout),
-                v: (&v.data, v.layout),
-                o: (&o.data, o.layout),
-                d_o: (&d_o.data, d_o.layout),
-                m,
-                delta: &mut delta,
-                dq: (&mut g.dq.data, g.dq.layout),
-                dk: (&mut g.dk.data, g.dk.layout),
-                dv: (&mut g.dv.data, g.dv.layout),
-                sm_scale,
-                fused,
-            },
-        );
-        *scratch = Some(delta);
-        if fused_buffers.is_some() {
-            *fused_guard = fused_buffers;
-        }
-        launched
+        self.backward_with(specs, call, self.own_stream())
     }
 
-    fn scale(&self, src: &CudaSlice<f32>, dst: &mut CudaSlice<f32>, factor: f32, n: usize) -> Result<(), RuntimeError> {
-        let f = self
-            .scale
-            .get_or_init(|| {
-                let module = self.gpu.ctx.load_module(Ptx::from_src(lse::SCALE_PTX)).map_err(|e| e.to_string())?;
-                module.load_function(lse::SCALE_ENTRY).map_err(|e| e.to_string())
-            })
-            .as_ref()
-            .map_err(|e| RuntimeError::Kernel { kernel: lse::SCALE_ENTRY.into(), detail: e.clone() })?;
-        let count = n as u32;
-        let cfg = LaunchConfig { grid_dim: (count.div_ceil(lse::SCALE_THREADS), 1, 1), block_dim: (lse::SCALE_THREADS, 1, 1), shared_mem_bytes: 0 };
-        let mut b = self.gpu.stream.launch_builder(f);
-        b.arg(src).arg(dst).arg(&factor).arg(&count);
-        // # Safety
-        // 1. flashgen_scale_f32 takes (src, dst, factor, n): two f32 device pointers, an f32 and a u32.
-        // 2. It touches elements [0, n) of both; src and dst were allocated with at least n elements.
-        unsafe { b.launch(cfg) }?;
-        Ok(())
-    }
 }

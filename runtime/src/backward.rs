@@ -3,8 +3,9 @@
 //! sum pass (the module's second entry) over that buffer.
 
 use crate::kernel::{check_problem, expect_kind, launch_config, KernelArgs, LoadedKernel};
-use crate::{Gpu, Layout, RuntimeError};
-use cudarc::driver::CudaSlice;
+use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
+use crate::{Gpu, RuntimeError};
+use cudarc::driver::{sys, LaunchConfig};
 use flashgen::abi::{self, Entry};
 use flashgen::KernelKind;
 
@@ -21,8 +22,8 @@ pub struct BackwardKernels<'a> {
 /// ([Z·H][cdiv(N, 64)][D / 64][chains]), zeroed by the launch of the ordered kinds (the atomic kind uses none). `chains` (≥ 1) independent orders of
 /// addition shorten the wait of bwd_fused's programs (docs/ABI.md); bwd_fused_atomic has one.
 pub struct FusedScratch<'a> {
-    pub dq_partial: &'a mut CudaSlice<f32>,
-    pub locks: &'a mut CudaSlice<u32>,
+    pub dq_partial: BufferViewMut<'a, f32>,
+    pub locks: BufferViewMut<'a, u32>,
     pub chains: u32,
 }
 
@@ -39,16 +40,16 @@ impl FusedScratch<'_> {
 /// Operands of one backward pass: inputs Q, K, V, O, dO and the forward's base-2 M (f32 [Z·H·N]);
 /// scratch Δ (f32 [Z·H·N]); outputs dQ, dK, dV (any valid layouts).
 pub struct BackwardArgs<'a> {
-    pub q: (&'a CudaSlice<u16>, Layout),
-    pub k: (&'a CudaSlice<u16>, Layout),
-    pub v: (&'a CudaSlice<u16>, Layout),
-    pub o: (&'a CudaSlice<u16>, Layout),
-    pub d_o: (&'a CudaSlice<u16>, Layout),
-    pub m: &'a CudaSlice<f32>,
-    pub delta: &'a mut CudaSlice<f32>,
-    pub dq: (&'a mut CudaSlice<u16>, Layout),
-    pub dk: (&'a mut CudaSlice<u16>, Layout),
-    pub dv: (&'a mut CudaSlice<u16>, Layout),
+    pub q: TensorView<'a>,
+    pub k: TensorView<'a>,
+    pub v: TensorView<'a>,
+    pub o: TensorView<'a>,
+    pub d_o: TensorView<'a>,
+    pub m: BufferView<'a, f32>,
+    pub delta: BufferViewMut<'a, f32>,
+    pub dq: TensorViewMut<'a>,
+    pub dk: TensorViewMut<'a>,
+    pub dv: TensorViewMut<'a>,
     pub sm_scale: f32,
     /// Needed exactly when dK/dV computes dQ (bwd_fused).
     pub fused: Option<FusedScratch<'a>>,
@@ -56,25 +57,27 @@ pub struct BackwardArgs<'a> {
 
 impl BackwardKernels<'_> {
     /// Check every operand against every kernel, then launch the three kernels.
-    pub fn launch(&self, gpu: &Gpu, mut a: BackwardArgs<'_>) -> Result<(), RuntimeError> {
+    pub fn launch(&self, gpu: &Gpu, stream: sys::CUstream, mut a: BackwardArgs<'_>) -> Result<(), RuntimeError> {
         let problem = self.check(&a)?;
-        self.launch_preprocess(gpu, &mut a, problem)?;
-        self.launch_dkdv(gpu, &mut a, problem)?;
+        gpu.ctx.bind_to_thread()?;
+        self.launch_preprocess(stream, &mut a, problem)?;
+        self.launch_dkdv(stream, &mut a, problem)?;
         match self.dq {
-            Some(dq) => self.launch_dq(dq, gpu, &mut a, problem),
+            Some(dq) => self.launch_dq(dq, stream, &mut a, problem),
             None => Ok(()),
         }
     }
 
     /// Check every operand, then launch only the kernel of `kind` (the autotuner times dK/dV and dQ alone,
     /// on a Δ computed once).
-    pub fn launch_only(&self, gpu: &Gpu, mut a: BackwardArgs<'_>, kind: KernelKind) -> Result<(), RuntimeError> {
+    pub fn launch_only(&self, gpu: &Gpu, stream: sys::CUstream, mut a: BackwardArgs<'_>, kind: KernelKind) -> Result<(), RuntimeError> {
         let problem = self.check(&a)?;
+        gpu.ctx.bind_to_thread()?;
         match kind.role() {
-            KernelKind::BwdPre => self.launch_preprocess(gpu, &mut a, problem),
-            KernelKind::BwdDkdv => self.launch_dkdv(gpu, &mut a, problem),
+            KernelKind::BwdPre => self.launch_preprocess(stream, &mut a, problem),
+            KernelKind::BwdDkdv => self.launch_dkdv(stream, &mut a, problem),
             KernelKind::BwdDq => match self.dq {
-                Some(dq) => self.launch_dq(dq, gpu, &mut a, problem),
+                Some(dq) => self.launch_dq(dq, stream, &mut a, problem),
                 None => Err(RuntimeError::Argument(format!("{} computes dQ itself: there is no dQ kernel to launch", self.dkdv.spec.name()))),
             },
             _ => Err(RuntimeError::Argument("the forward is not a backward kernel".into())),
@@ -97,14 +100,14 @@ impl BackwardKernels<'_> {
             return Err(RuntimeError::Argument(format!("{} {want}", self.dkdv.spec.name())));
         }
         let tensors = [
-            ("Q", a.q.1, a.q.0.len()),
-            ("K", a.k.1, a.k.0.len()),
-            ("V", a.v.1, a.v.0.len()),
-            ("O", a.o.1, a.o.0.len()),
-            ("dO", a.d_o.1, a.d_o.0.len()),
-            ("dQ", a.dq.1, a.dq.0.len()),
-            ("dK", a.dk.1, a.dk.0.len()),
-            ("dV", a.dv.1, a.dv.0.len()),
+            ("Q", a.q.layout),
+            ("K", a.k.layout),
+            ("V", a.v.layout),
+            ("O", a.o.layout),
+            ("dO", a.d_o.layout),
+            ("dQ", a.dq.layout),
+            ("dK", a.dk.layout),
+            ("dV", a.dv.layout),
         ];
         let rows = [("M", a.m.len()), ("Δ", a.delta.len())];
         let mut problem = (0, 0, 0);
@@ -132,52 +135,50 @@ impl BackwardKernels<'_> {
     }
 
     /// Δ = rowsum(dO ⊙ O).
-    fn launch_preprocess(&self, gpu: &Gpu, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
+    fn launch_preprocess(&self, stream: sys::CUstream, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
         let k = self.preprocess;
         let mut args = KernelArgs::new();
-        args.tensor("O", a.o.0, a.o.1).tensor("DO", a.d_o.0, a.d_o.1).f32s_mut("Delta", &mut *a.delta).geometry((z, h, n));
-        let mut b = args.launch_args(&gpu.stream, &k.function, &k.spec.name(), abi::kernel_parameters(k.spec.kind()))?;
+        args.tensor("O", &a.o).tensor("DO", &a.d_o).f32s_mut("Delta", &mut a.delta).geometry((z, h, n));
         // # Safety
         // 1. The arguments are the preprocess's parameter list (flashgen::abi, its `define` line's source;
         //    docs/ABI.md) in its order, each of its parameter's type (`launch_args` checks): O, dO, Delta,
         //    8 i64 strides, Z, H, N_CTX.
         // 2. Every element read or written lies inside its buffer: `check` ran first (layouts against their
         //    buffers, Δ holds Z·H·N floats).
-        unsafe { b.launch(launch_config(k, z, h, n)) }?;
-        Ok(())
+        // 3. The stream belongs to the context the kernels were loaded in, bound to this thread (`launch`).
+        unsafe { args.launch(stream, &k.function, &k.spec.name(), abi::kernel_parameters(k.spec.kind()), launch_config(k, z, h, n)) }
     }
 
     /// dK, dV (and with bwd_fused dQ: the locks are zeroed first, on the same stream).
-    fn launch_dkdv(&self, gpu: &Gpu, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
+    fn launch_dkdv(&self, stream: sys::CUstream, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
         let fused = a.fused.is_some();
         if let Some(f) = a.fused.as_mut() {
             // with atomics every partial sum is added (a bulk reduction), so the buffer starts from zero, and
             // no lock is used; the ordered kernel's first addition to each piece stores it instead, and its
             // locks start from zero
-            if self.dkdv.spec.kind().dq_atomics() {
-                gpu.stream.memset_zeros(&mut *f.dq_partial)?;
-            } else {
-                gpu.stream.memset_zeros(&mut *f.locks)?;
-            }
+            let (addr, bytes) = if self.dkdv.spec.kind().dq_atomics() { (f.dq_partial.addr(), 4 * f.dq_partial.len()) } else { (f.locks.addr(), 4 * f.locks.len()) };
+            // SAFETY: the scratch view holds `len` words at `addr` (FusedScratch, checked in `check`), on this
+            // stream's context
+            unsafe { cudarc::driver::result::memset_d8_async(addr, 0, bytes, stream) }?;
         }
         let chains = a.fused.as_ref().map_or(1, |f| f.chains as i32);
         // bwd_fused loads Q and dO by TMA: their descriptors (boxes of 64 columns × BLOCK_M rows)
         let maps = if fused {
-            let maps = crate::tma::fused_backward_maps(gpu, &self.dkdv.spec, (a.q.0, a.q.1), (a.d_o.0, a.d_o.1));
+            let maps = crate::tma::fused_backward_maps(&self.dkdv.spec, &a.q, &a.d_o);
             Some(maps.map_err(|e| RuntimeError::Argument(format!("{}: {e}; run the three-kernel backward (FLASHGEN_BACKWARD=split)", self.dkdv.spec.name())))?)
         } else {
             None
         };
         let k = self.dkdv;
         let mut args = KernelArgs::new();
-        args.tensor("Q", a.q.0, a.q.1).tensor("K", a.k.0, a.k.1).tensor("V", a.v.0, a.v.1).f32("sm_scale", a.sm_scale);
-        args.tensor("DO", a.d_o.0, a.d_o.1).tensor_mut("DK", &mut *a.dk.0, a.dk.1).tensor_mut("DV", &mut *a.dv.0, a.dv.1);
-        args.f32s("M", a.m).f32s("Delta", &*a.delta).geometry((z, h, n));
+        let delta = a.delta.as_view();
+        args.tensor("Q", &a.q).tensor("K", &a.k).tensor("V", &a.v).f32("sm_scale", a.sm_scale);
+        args.tensor("DO", &a.d_o).tensor_mut("DK", &mut a.dk).tensor_mut("DV", &mut a.dv);
+        args.f32s("M", &a.m).f32s("Delta", &delta).geometry((z, h, n));
         if let (Some(f), Some([map_q, map_do])) = (a.fused.as_mut(), maps) {
-            args.tensor_mut("DQ", &mut *a.dq.0, a.dq.1).f32s_mut("DQ_PARTIAL", &mut *f.dq_partial).u32s_mut("LOCKS", &mut *f.locks).i32("CHAINS", chains);
+            args.tensor_mut("DQ", &mut a.dq).f32s_mut("DQ_PARTIAL", &mut f.dq_partial).u32s_mut("LOCKS", &mut f.locks).i32("CHAINS", chains);
             args.map("tmap_q", map_q).map("tmap_do", map_do);
         }
-        let mut b = args.launch_args(&gpu.stream, &k.function, &k.spec.name(), abi::kernel_parameters(k.spec.kind()))?;
         // # Safety
         // 1. The arguments are the dK/dV kernel's parameter list (flashgen::abi, its `define` line's source;
         //    docs/ABI.md) in its order, each of its parameter's type (`launch_args` checks): Q, K, V,
@@ -186,12 +187,13 @@ impl BackwardKernels<'_> {
         //    descriptors of Q and dO (built here over those same buffers and layouts) after N_CTX.
         // 2. As for the preprocess; block size and dynamic shared memory are the spec's own, raised at load;
         //    the scratch buffers hold `FusedScratch::lengths` (checked), the locks are zero.
-        unsafe { b.launch(launch_config(k, z, h, n)) }?;
+        unsafe { args.launch(stream, &k.function, &k.spec.name(), abi::kernel_parameters(k.spec.kind()), launch_config(k, z, h, n)) }?;
+        drop(args);
         if let (Some(sum), Some(f)) = (&k.dq_sum, a.fused.as_mut()) {
+            let partial = f.dq_partial.as_view();
             let mut args = KernelArgs::new();
-            args.f32s("DQ_PARTIAL", &*f.dq_partial).tensor_mut("DQ", &mut *a.dq.0, a.dq.1).f32("sm_scale", a.sm_scale).i32("CHAINS", chains).geometry((z, h, n));
+            args.f32s("DQ_PARTIAL", &partial).tensor_mut("DQ", &mut a.dq).f32("sm_scale", a.sm_scale).i32("CHAINS", chains).geometry((z, h, n));
             let entry = k.spec.dq_sum_entry().unwrap_or_default();
-            let mut b = args.launch_args(&gpu.stream, sum, &entry, abi::parameters(Entry::DqSum))?;
             let grid = (n.div_ceil(64) as u32, (z * h) as u32, 1);
             // # Safety
             // 1. The arguments are the dQ sum pass's parameter list (flashgen::abi, its `define` line's
@@ -202,23 +204,23 @@ impl BackwardKernels<'_> {
             //    writes dQ's rows below N, inside dQ's checked layout; DQ_SUM_THREADS threads (its maxntidx), no
             //    shared memory.
             let block = (flashgen::spec::DQ_SUM_THREADS, 1, 1);
-            unsafe { b.launch(cudarc::driver::LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: 0 }) }?;
+            let cfg = LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: 0 };
+            unsafe { args.launch(stream, sum, &entry, abi::parameters(Entry::DqSum), cfg) }?;
         }
         Ok(())
     }
 
     /// dQ.
-    fn launch_dq(&self, dq: &LoadedKernel, gpu: &Gpu, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
+    fn launch_dq(&self, dq: &LoadedKernel, stream: sys::CUstream, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
+        let delta = a.delta.as_view();
         let mut args = KernelArgs::new();
-        args.tensor("Q", a.q.0, a.q.1).tensor("K", a.k.0, a.k.1).tensor("V", a.v.0, a.v.1).f32("sm_scale", a.sm_scale);
-        args.tensor("DO", a.d_o.0, a.d_o.1).tensor_mut("DQ", &mut *a.dq.0, a.dq.1).f32s("M", a.m).f32s("Delta", &*a.delta).geometry((z, h, n));
-        let mut b = args.launch_args(&gpu.stream, &dq.function, &dq.spec.name(), abi::kernel_parameters(dq.spec.kind()))?;
+        args.tensor("Q", &a.q).tensor("K", &a.k).tensor("V", &a.v).f32("sm_scale", a.sm_scale);
+        args.tensor("DO", &a.d_o).tensor_mut("DQ", &mut a.dq).f32s("M", &a.m).f32s("Delta", &delta).geometry((z, h, n));
         // # Safety
         // 1. The arguments are the dQ kernel's parameter list (flashgen::abi, its `define` line's source;
         //    docs/ABI.md) in its order, each of its parameter's type (`launch_args` checks): Q, K, V,
         //    sm_scale, dO, dQ, M, Delta, 20 i64 strides, Z, H, N_CTX.
         // 2. As for the preprocess.
-        unsafe { b.launch(launch_config(dq, z, h, n)) }?;
-        Ok(())
+        unsafe { args.launch(stream, &dq.function, &dq.spec.name(), abi::kernel_parameters(dq.spec.kind()), launch_config(dq, z, h, n)) }
     }
 }

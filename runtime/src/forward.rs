@@ -2,57 +2,60 @@
 
 use crate::kernel::{check_problem, expect_kind, launch_config, KernelArgs, LoadedKernel};
 use crate::tma::ForwardMaps;
-use crate::{Gpu, Layout, RuntimeError};
-use cudarc::driver::CudaSlice;
+use crate::view::{BufferViewMut, TensorView, TensorViewMut};
+use crate::{Gpu, RuntimeError};
+use cudarc::driver::sys;
 use flashgen::abi;
 
-/// Operands of one launch: Q, K, V, O as 16-bit element buffers with their layouts, M as f32 [Z·H·N].
+/// Operands of one launch: Q, K, V and O as views with their layouts, M as f32 [Z·H·N].
 pub struct ForwardArgs<'a> {
-    pub q: (&'a CudaSlice<u16>, Layout),
-    pub k: (&'a CudaSlice<u16>, Layout),
-    pub v: (&'a CudaSlice<u16>, Layout),
-    pub o: (&'a mut CudaSlice<u16>, Layout),
-    pub m: &'a mut CudaSlice<f32>,
+    pub q: TensorView<'a>,
+    pub k: TensorView<'a>,
+    pub v: TensorView<'a>,
+    pub o: TensorViewMut<'a>,
+    pub m: BufferViewMut<'a, f32>,
     pub sm_scale: f32,
-    /// fwd_ws only: the TMA descriptors of Q, K and V (`tma::forward_maps`).
+    /// fwd_ws only: the TMA descriptors of Q, K and V (`tma::forward_maps`), over the same views.
     pub maps: Option<ForwardMaps>,
     /// fwd_ws_persistent only: its tile counter, two u32 words that are zero at launch (the kernel leaves
     /// them zero; launches on one stream may share it, launches on several may not).
-    pub tile_counter: Option<&'a CudaSlice<u32>>,
+    pub tile_counter: Option<BufferViewMut<'a, u32>>,
 }
 
 impl LoadedKernel {
-    /// Check every operand, then launch the forward kernel on the GPU's stream.
-    pub fn launch(&self, gpu: &Gpu, a: ForwardArgs<'_>) -> Result<(), RuntimeError> {
+    /// Check every operand, then launch the forward kernel on `stream` (of `gpu`'s context).
+    pub fn launch(&self, gpu: &Gpu, stream: sys::CUstream, mut a: ForwardArgs<'_>) -> Result<(), RuntimeError> {
         expect_kind(self, flashgen::KernelKind::Fwd)?;
-        let tensors = [("Q", a.q.1, a.q.0.len()), ("K", a.k.1, a.k.0.len()), ("V", a.v.1, a.v.0.len()), ("O", a.o.1, a.o.0.len())];
+        let tensors = [("Q", a.q.layout), ("K", a.k.layout), ("V", a.v.layout), ("O", a.o.layout)];
         let (z, h, n) = check_problem(&self.spec, &tensors, &[("M", a.m.len())], Some(a.sm_scale))?;
         let cfg = launch_config(self, z, h, n);
         let kind = self.spec.kind();
         // (the builder refuses maps or a counter the kind does not take, and a missing one)
-        if a.tile_counter.is_some_and(|c| c.len() < 2) {
+        if a.tile_counter.as_ref().is_some_and(|c| c.len() < 2) {
             return Err(RuntimeError::Argument(format!("{}: the tile counter must hold two zeroed u32 words", self.spec.name())));
         }
+        let (q, k, v): (TensorView<'_>, TensorView<'_>, TensorView<'_>) = (a.q, a.k, a.v);
         let mut args = KernelArgs::new();
-        args.tensor("Q", a.q.0, a.q.1).tensor("K", a.k.0, a.k.1).tensor("V", a.v.0, a.v.1).f32("sm_scale", a.sm_scale);
-        args.f32s_mut("M", &mut *a.m).tensor_mut("Out", &mut *a.o.0, a.o.1).geometry((z, h, n));
+        args.tensor("Q", &q).tensor("K", &k).tensor("V", &v).f32("sm_scale", a.sm_scale);
+        args.f32s_mut("M", &mut a.m).tensor_mut("Out", &mut a.o).geometry((z, h, n));
         if let Some(ForwardMaps([map_q, map_k, map_v])) = a.maps {
             args.map("tmap_q", map_q).map("tmap_k", map_k).map("tmap_v", map_v);
         }
-        if let Some(counter) = a.tile_counter {
-            args.u32s("tile_counter", counter);
+        if let Some(counter) = a.tile_counter.as_mut() {
+            args.u32s_mut("tile_counter", counter);
         }
-        let mut b = args.launch_args(&gpu.stream, &self.function, &self.spec.name(), abi::kernel_parameters(kind))?;
+        gpu.ctx.bind_to_thread()?;
         // # Safety
         // 1. The arguments are the kernel's parameter list (flashgen::abi, from which its `define` line was
-        //    rendered; docs/ABI.md), in its order and each of its parameter's type (`launch_args` checks):
-        //    Q, K, V, sm_scale, M, Out, their 16 i64 strides, Z, H, N_CTX, and for fwd_ws the TMA descriptors
-        //    of Q, K, V built over those same buffers and layouts; for fwd_ws_persistent then its tile
-        //    counter, two u32 words on this stream (the kernel reads and writes only those).
-        // 2. Every element the kernel reads or writes lies inside its buffer: each layout was checked
-        //    against its buffer's length above, and M holds Z·H·N floats.
-        // 3. Block size and dynamic shared memory are the spec's own, raised on the function at load.
-        unsafe { b.launch(cfg) }?;
-        Ok(())
+        //    rendered; docs/ABI.md), in its order and each of its parameter's type and alignment (`launch`
+        //    checks): Q, K, V, sm_scale, M, Out, their 16 i64 strides, Z, H, N_CTX, and for fwd_ws the TMA
+        //    descriptors of Q, K, V built over those same views; for fwd_ws_persistent then its tile counter,
+        //    two u32 words (the kernel reads and writes only those, and leaves them zero).
+        // 2. Every element the kernel reads or writes lies inside memory the views hold: each view's layout
+        //    was checked against its memory when it was made, the shapes agree (check_problem), and M holds
+        //    Z·H·N floats.
+        // 3. Block size and dynamic shared memory are the spec's own, raised on the function at load; the
+        //    stream belongs to `gpu`'s context, bound to this thread above.
+        unsafe { args.launch(stream, &self.function, &self.spec.name(), abi::kernel_parameters(kind), cfg) }
     }
 }

@@ -4,7 +4,8 @@ use crate::cache::Entry;
 use crate::tma::TensorMap;
 use crate::{Gpu, Layout, LayoutError, RuntimeError};
 use cudarc::driver::sys::CUfunction_attribute_enum;
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchArgs, PushKernelArg};
+use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
+use cudarc::driver::{sys, CudaFunction, LaunchConfig};
 use flashgen::abi::{Elem, Param, ParamType};
 use flashgen::KernelSpec;
 
@@ -34,19 +35,20 @@ impl LoadedKernel {
     }
 }
 
-/// The checks every launch makes, at one place: each [Z, H, N, D] operand against its buffer and against
-/// the first one's shape; the kernel's head dim; the f32 row vectors (M, Δ) hold Z·H·N floats; sm_scale;
-/// 32-bit row indices and the grid's row limit. Returns (Z, H, N).
+/// The checks every launch makes, at one place: each [Z, H, N, D] operand's layout (its view was checked
+/// against its memory when it was made) and its shape against the first one's; the kernel's head dim; the
+/// f32 row vectors (M, Δ) hold Z·H·N floats; sm_scale; 32-bit row indices and the grid's row limit.
+/// Returns (Z, H, N).
 pub fn check_problem(
     spec: &KernelSpec,
-    tensors: &[(&'static str, Layout, usize)],
+    tensors: &[(&'static str, Layout)],
     rows: &[(&'static str, usize)],
     sm_scale: Option<f32>,
 ) -> Result<(usize, usize, usize), RuntimeError> {
     let (first, shape) = (tensors[0].0, tensors[0].1.shape);
     let [z, h, n, d] = shape;
-    for &(name, layout, len) in tensors {
-        layout.check(name, len)?;
+    for &(name, layout) in tensors {
+        layout.check(name, layout.extent())?;
         if layout.shape != shape {
             return Err(LayoutError { tensor: name, rule: format!("shape {:?} differs from {first}'s {:?}", layout.shape, shape) }.into());
         }
@@ -75,9 +77,9 @@ pub fn check_problem(
 }
 
 /// The launch configuration of a spec on a problem: its grid, 32·num_warps threads, its shared memory.
-pub fn launch_config(k: &LoadedKernel, z: usize, h: usize, n: usize) -> cudarc::driver::LaunchConfig {
+pub fn launch_config(k: &LoadedKernel, z: usize, h: usize, n: usize) -> LaunchConfig {
     let (gx, gy, _) = k.spec.grid(z as u32, h as u32, n as u32, k.programs);
-    cudarc::driver::LaunchConfig { grid_dim: (gx, gy, 1), block_dim: (k.spec.threads(), 1, 1), shared_mem_bytes: k.shared_bytes }
+    LaunchConfig { grid_dim: (gx, gy, 1), block_dim: (k.spec.threads(), 1, 1), shared_mem_bytes: k.shared_bytes }
 }
 
 /// A layout's four strides as the kernels take them (i64 elements).
@@ -85,19 +87,13 @@ pub fn strides(l: &Layout) -> [i64; 4] {
     l.strides.map(|s| s as i64)
 }
 
-/// A device buffer a launch passes, shared or mutable as the launch holds it (cudarc orders a mutable
-/// one after every earlier use on other streams, a shared one after earlier writes only).
-enum Buffer<'a, T> {
-    Shared(&'a CudaSlice<T>),
-    Mut(&'a mut CudaSlice<T>),
-}
-
-/// One named value of a launch.
-enum Value<'a> {
-    /// A [Z, H, N, D] tensor of the kernel's dtype, with its strides (its stride parameters take them).
-    Tensor(Buffer<'a, u16>, [i64; 4]),
-    F32s(Buffer<'a, f32>),
-    U32s(Buffer<'a, u32>),
+/// One named value of a launch: device addresses (of views the caller holds for the launch), scalars, maps.
+enum Value {
+    /// A [Z, H, N, D] tensor of the kernel's dtype: its address and its strides (the tensor's stride
+    /// parameters take them).
+    Tensor(u64, [i64; 4]),
+    /// The address of an f32, u32 or i32 buffer (its `ValueKind` says which).
+    Buffer(u64, ValueKind),
     F32(f32),
     I32(i32),
     Map(TensorMap),
@@ -109,6 +105,7 @@ pub enum ValueKind {
     Tensor,
     F32s,
     U32s,
+    I32s,
     F32,
     I32,
     Map,
@@ -120,6 +117,7 @@ impl ValueKind {
             ValueKind::Tensor => "a tensor of the kernel's dtype (KernelArgs::tensor)",
             ValueKind::F32s => "an f32 buffer (KernelArgs::f32s)",
             ValueKind::U32s => "a u32 buffer (KernelArgs::u32s)",
+            ValueKind::I32s => "an i32 buffer (KernelArgs::i32s)",
             ValueKind::F32 => "an f32 (KernelArgs::f32)",
             ValueKind::I32 => "an i32 (KernelArgs::i32)",
             ValueKind::Map => "a CUtensorMap (KernelArgs::map)",
@@ -178,42 +176,45 @@ pub fn argument_order(entry: &str, params: &[Param], supplied: &[(&str, ValueKin
     Ok(picks)
 }
 
-/// The values of one launch, by parameter name. `launch_args` walks the entry's parameter list
-/// (`flashgen::abi`, the list the kernel's `define` line was rendered from) and pushes the values in its
-/// order: no launch writes an argument order by hand, and a value missing, surplus or of the wrong kind
-/// is an error before anything reaches the driver.
+/// The values of one launch, by parameter name. `launch` walks the entry's parameter list
+/// (`flashgen::abi`, the list the kernel's `define` line was rendered from) and passes the values in its
+/// order: no launch writes an argument order by hand, and a value missing, surplus, of the wrong kind, or
+/// at an address its parameter's alignment does not allow is an error before anything reaches the driver.
+/// The views a launch takes are borrowed for `'a`: the memory stays the caller's, and alive, until the
+/// launch is queued.
 #[derive(Default)]
 pub struct KernelArgs<'a> {
-    values: Vec<(&'static str, Value<'a>)>,
+    values: Vec<(&'static str, Value)>,
+    _views: std::marker::PhantomData<&'a ()>,
 }
 
 impl<'a> KernelArgs<'a> {
     pub fn new() -> KernelArgs<'a> {
-        KernelArgs { values: Vec::new() }
+        KernelArgs { values: Vec::new(), _views: std::marker::PhantomData }
     }
-    fn put(&mut self, name: &'static str, v: Value<'a>) -> &mut Self {
+    fn put(&mut self, name: &'static str, v: Value) -> &mut Self {
         self.values.push((name, v));
         self
     }
-    /// A tensor the kernel reads, with its layout (its strides fill the tensor's stride parameters).
-    pub fn tensor(&mut self, name: &'static str, data: &'a CudaSlice<u16>, layout: Layout) -> &mut Self {
-        self.put(name, Value::Tensor(Buffer::Shared(data), strides(&layout)))
+    /// A tensor the kernel reads (its strides fill the tensor's stride parameters).
+    pub fn tensor(&mut self, name: &'static str, t: &TensorView<'a>) -> &mut Self {
+        self.put(name, Value::Tensor(t.addr(), strides(&t.layout)))
     }
-    /// A tensor the kernel writes, with its layout.
-    pub fn tensor_mut(&mut self, name: &'static str, data: &'a mut CudaSlice<u16>, layout: Layout) -> &mut Self {
-        self.put(name, Value::Tensor(Buffer::Mut(data), strides(&layout)))
+    /// A tensor the kernel writes.
+    pub fn tensor_mut(&mut self, name: &'static str, t: &'a mut TensorViewMut<'_>) -> &mut Self {
+        self.put(name, Value::Tensor(t.addr(), strides(&t.layout)))
     }
-    pub fn f32s(&mut self, name: &'static str, data: &'a CudaSlice<f32>) -> &mut Self {
-        self.put(name, Value::F32s(Buffer::Shared(data)))
+    pub fn f32s(&mut self, name: &'static str, b: &BufferView<'a, f32>) -> &mut Self {
+        self.put(name, Value::Buffer(b.addr(), ValueKind::F32s))
     }
-    pub fn f32s_mut(&mut self, name: &'static str, data: &'a mut CudaSlice<f32>) -> &mut Self {
-        self.put(name, Value::F32s(Buffer::Mut(data)))
+    pub fn f32s_mut(&mut self, name: &'static str, b: &'a mut BufferViewMut<'_, f32>) -> &mut Self {
+        self.put(name, Value::Buffer(b.addr(), ValueKind::F32s))
     }
-    pub fn u32s(&mut self, name: &'static str, data: &'a CudaSlice<u32>) -> &mut Self {
-        self.put(name, Value::U32s(Buffer::Shared(data)))
+    pub fn u32s_mut(&mut self, name: &'static str, b: &'a mut BufferViewMut<'_, u32>) -> &mut Self {
+        self.put(name, Value::Buffer(b.addr(), ValueKind::U32s))
     }
-    pub fn u32s_mut(&mut self, name: &'static str, data: &'a mut CudaSlice<u32>) -> &mut Self {
-        self.put(name, Value::U32s(Buffer::Mut(data)))
+    pub fn i32s(&mut self, name: &'static str, b: &BufferView<'a, i32>) -> &mut Self {
+        self.put(name, Value::Buffer(b.addr(), ValueKind::I32s))
     }
     pub fn f32(&mut self, name: &'static str, v: f32) -> &mut Self {
         self.put(name, Value::F32(v))
@@ -230,88 +231,78 @@ impl<'a> KernelArgs<'a> {
         self.i32("Z", z as i32).i32("H", h as i32).i32("N_CTX", n as i32)
     }
 
-    /// A launch of `function` on `stream` with these values in the order of `params` (the entry's list,
-    /// `flashgen::abi::parameters`); `entry` names the kernel in errors.
-    pub fn launch_args<'s>(&'s mut self, stream: &'s CudaStream, function: &'s CudaFunction, entry: &str, params: &[Param]) -> Result<LaunchArgs<'s>, RuntimeError> {
+    /// Launch `function` (of `entry`, which names it in errors) on `stream` with these values in the order of
+    /// `params` (the entry's list, `flashgen::abi::parameters`), after checking each pointer against its
+    /// parameter's alignment.
+    ///
+    /// # Safety
+    /// The caller upholds what `function` needs beyond its parameter list: every element the kernel reads or
+    /// writes through these addresses lies inside memory the caller's views hold (checked layouts and
+    /// lengths), the grid, block and shared memory are the spec's own, and `stream` belongs to the context
+    /// `function` was loaded in, which is current on this thread.
+    pub unsafe fn launch(&self, stream: sys::CUstream, function: &CudaFunction, entry: &str, params: &[Param], cfg: LaunchConfig) -> Result<(), RuntimeError> {
         let supplied: Vec<(&str, ValueKind)> = self.values.iter().map(|(n, v)| (*n, v.kind())).collect();
         let picks = argument_order(entry, params, &supplied)?;
-        // each value split into what the pushes borrow from it: its buffer (pushed once: a name is one
-        // parameter), its strides (up to four pushes), its scalar or map
-        let mut parts: Vec<Parts<'s>> = self.values.iter_mut().map(|(_, v)| Parts::of(v)).collect();
-        let mut b = stream.launch_builder(function);
-        for pick in picks {
-            let part = &mut parts[pick.value];
-            match (pick.stride, part.strides) {
-                (Some(axis), Some(strides)) => {
-                    b.arg(&strides[axis]);
+        // each parameter's bytes, in order; the driver reads them through `pointers` during cuLaunchKernel
+        let mut words: Vec<Arg> = Vec::with_capacity(picks.len());
+        for (pick, p) in picks.iter().zip(params) {
+            let (name, value) = &self.values[pick.value];
+            words.push(match (value, pick.stride) {
+                (Value::Tensor(_, s), Some(axis)) => Arg::I64(s[axis]),
+                (Value::Tensor(addr, _) | Value::Buffer(addr, _), None) => {
+                    if let ParamType::Pointer { align, .. } = p.ty {
+                        if addr % align as u64 != 0 {
+                            return Err(LayoutError { tensor: name, rule: format!("address {addr:#x} is not {align}-byte aligned, which parameter `{}` of {entry} needs", p.name) }.into());
+                        }
+                    }
+                    Arg::U64(*addr)
                 }
-                _ => part.push(&mut b),
-            }
+                (Value::F32(x), _) => Arg::F32(*x),
+                (Value::I32(x), _) => Arg::I32(*x),
+                (Value::Map(m), _) => Arg::Map(m),
+                (Value::Buffer(..), Some(_)) => unreachable!("argument_order gives strides of tensors only"),
+            });
         }
-        Ok(b)
+        let mut pointers: Vec<*mut std::ffi::c_void> = words.iter_mut().map(Arg::pointer).collect();
+        let (g, b) = (cfg.grid_dim, cfg.block_dim);
+        // SAFETY: `pointers` points at `words`, which outlive the call; the values are the kernel's parameter
+        // list in order and type (argument_order); the rest is the caller's (this function's contract).
+        unsafe { cudarc::driver::result::launch_kernel(function.cu_function(), g, b, cfg.shared_mem_bytes, stream, &mut pointers) }?;
+        Ok(())
     }
 }
 
-impl Value<'_> {
+/// One parameter's value as the driver reads it (cuLaunchKernel takes a pointer to each parameter's bytes).
+enum Arg<'m> {
+    U64(u64),
+    I64(i64),
+    F32(f32),
+    I32(i32),
+    Map(&'m TensorMap),
+}
+
+impl Arg<'_> {
+    fn pointer(&mut self) -> *mut std::ffi::c_void {
+        match self {
+            Arg::U64(x) => x as *mut u64 as *mut _,
+            Arg::I64(x) => x as *mut i64 as *mut _,
+            Arg::F32(x) => x as *mut f32 as *mut _,
+            Arg::I32(x) => x as *mut i32 as *mut _,
+            // the driver only reads the map's 128 bytes
+            Arg::Map(m) => *m as *const TensorMap as *mut _,
+        }
+    }
+}
+
+impl Value {
     fn kind(&self) -> ValueKind {
         match self {
             Value::Tensor(..) => ValueKind::Tensor,
-            Value::F32s(_) => ValueKind::F32s,
-            Value::U32s(_) => ValueKind::U32s,
+            Value::Buffer(_, kind) => *kind,
             Value::F32(_) => ValueKind::F32,
             Value::I32(_) => ValueKind::I32,
             Value::Map(_) => ValueKind::Map,
         }
-    }
-}
-
-/// The borrows of one value that a launch pushes.
-struct Parts<'s> {
-    whole: Option<Whole<'s>>,
-    strides: Option<&'s [i64; 4]>,
-}
-
-enum Whole<'s> {
-    U16(&'s CudaSlice<u16>),
-    U16Mut(&'s mut CudaSlice<u16>),
-    F32s(&'s CudaSlice<f32>),
-    F32sMut(&'s mut CudaSlice<f32>),
-    U32s(&'s CudaSlice<u32>),
-    U32sMut(&'s mut CudaSlice<u32>),
-    F32(&'s f32),
-    I32(&'s i32),
-    Map(&'s TensorMap),
-}
-
-impl<'s> Parts<'s> {
-    fn of<'a: 's>(v: &'s mut Value<'a>) -> Parts<'s> {
-        let (whole, strides) = match v {
-            Value::Tensor(Buffer::Shared(d), s) => (Whole::U16(*d), Some(&*s)),
-            Value::Tensor(Buffer::Mut(d), s) => (Whole::U16Mut(&mut **d), Some(&*s)),
-            Value::F32s(Buffer::Shared(d)) => (Whole::F32s(*d), None),
-            Value::F32s(Buffer::Mut(d)) => (Whole::F32sMut(&mut **d), None),
-            Value::U32s(Buffer::Shared(d)) => (Whole::U32s(*d), None),
-            Value::U32s(Buffer::Mut(d)) => (Whole::U32sMut(&mut **d), None),
-            Value::F32(x) => (Whole::F32(&*x), None),
-            Value::I32(x) => (Whole::I32(&*x), None),
-            Value::Map(m) => (Whole::Map(&*m), None),
-        };
-        Parts { whole: Some(whole), strides }
-    }
-    /// Push the value itself (once: `argument_order` picks each name for one parameter).
-    fn push(&mut self, b: &mut LaunchArgs<'s>) {
-        match self.whole.take() {
-            Some(Whole::U16(d)) => b.arg(d),
-            Some(Whole::U16Mut(d)) => b.arg(d),
-            Some(Whole::F32s(d)) => b.arg(d),
-            Some(Whole::F32sMut(d)) => b.arg(d),
-            Some(Whole::U32s(d)) => b.arg(d),
-            Some(Whole::U32sMut(d)) => b.arg(d),
-            Some(Whole::F32(x)) => b.arg(x),
-            Some(Whole::I32(x)) => b.arg(x),
-            Some(Whole::Map(m)) => b.arg(m),
-            None => b,
-        };
     }
 }
 

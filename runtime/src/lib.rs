@@ -11,17 +11,23 @@ pub mod api;
 pub mod autotune;
 pub mod backward;
 pub mod cache;
+pub mod call;
 pub mod env;
 pub mod forward;
 pub mod jit;
 pub mod kernel;
 pub mod layout;
 pub mod lse;
+pub mod stream;
 pub mod tensor;
 pub mod tma;
 pub mod view;
 
 pub use api::{Flash, ForwardOutput, Gradients, RowStats};
+pub use call::{BackwardCall, ForwardCall, StatsIn, StatsOut};
+pub use stream::Stream;
+/// The cudarc this runtime is built on (its `CudaSlice`s are what the owned API takes).
+pub use cudarc;
 pub use flashgen::{BackwardPath, Plan, PlanOptions, Problem};
 pub use backward::{BackwardArgs, BackwardKernels, FusedScratch};
 pub use cache::{CacheError, KernelCache, KernelSource};
@@ -29,7 +35,7 @@ pub use forward::ForwardArgs;
 pub use kernel::LoadedKernel;
 pub use layout::{Layout, LayoutError};
 pub use tensor::Tensor;
-pub use view::{TensorView, TensorViewMut};
+pub use view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
 
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
 use flashgen::Arch;

@@ -26,6 +26,17 @@ pub fn from_bits(dtype: DType, b: u16) -> f32 {
 }
 
 impl Tensor {
+    /// This tensor as the kernels read it; `name` names it in errors (its fields are public, so its layout
+    /// is checked against its buffer here).
+    pub fn view(&self, name: &'static str) -> Result<crate::TensorView<'_>, crate::LayoutError> {
+        crate::TensorView::of_slice(name, &self.data, 0, self.dtype, self.layout)
+    }
+
+    /// This tensor as the kernels write it.
+    pub fn view_mut(&mut self, name: &'static str) -> Result<crate::TensorViewMut<'_>, crate::LayoutError> {
+        crate::TensorViewMut::of_slice(name, &mut self.data, 0, self.dtype, self.layout)
+    }
+
     /// Upload `values`, given in logical [Z, H, N, D] order, into memory laid out as `layout`.
     pub fn from_f32(gpu: &Gpu, values: &[f32], dtype: DType, layout: Layout) -> Result<Tensor, RuntimeError> {
         let [z, h, n, d] = layout.shape;

@@ -2,9 +2,8 @@
 //! by value as `__grid_constant__` kernel parameters: 4-D maps over [Z, H, N, D] (innermost first for the
 //! driver), whose boxes are 64 columns (128 bytes: one 128B-swizzle panel) × the tile's rows.
 
-use crate::{Gpu, Layout};
+use crate::{Layout, TensorView};
 use cudarc::driver::sys;
-use cudarc::driver::{CudaSlice, DevicePtr};
 use flashgen::DType;
 
 /// One CUtensorMap, 64-byte aligned as the driver wants it; the kernel reads it in parameter space.
@@ -58,19 +57,13 @@ pub fn tensor_map(ptr: sys::CUdeviceptr, layout: &Layout, dtype: DType, box_rows
 }
 
 /// The maps fwd_ws needs for Q (boxes of BLOCK_M rows), K and V (BLOCK_N rows).
-pub fn forward_maps(gpu: &Gpu, spec: &flashgen::KernelSpec, q: (&CudaSlice<u16>, Layout), k: (&CudaSlice<u16>, Layout), v: (&CudaSlice<u16>, Layout)) -> Result<ForwardMaps, String> {
-    let map = |t: (&CudaSlice<u16>, Layout), rows: u32| {
-        let (ptr, _read) = t.0.device_ptr(&gpu.stream);
-        tensor_map(ptr, &t.1, spec.dtype(), rows)
-    };
+pub fn forward_maps(spec: &flashgen::KernelSpec, q: &TensorView<'_>, k: &TensorView<'_>, v: &TensorView<'_>) -> Result<ForwardMaps, String> {
+    let map = |t: &TensorView<'_>, rows: u32| tensor_map(t.addr(), &t.layout, spec.dtype(), rows);
     Ok(ForwardMaps([map(q, spec.block_m())?, map(k, spec.block_n())?, map(v, spec.block_n())?]))
 }
 
 /// The maps bwd_fused needs for Q and dO (boxes of BLOCK_M rows): its parameters `tmap_q`, `tmap_do`.
-pub fn fused_backward_maps(gpu: &Gpu, spec: &flashgen::KernelSpec, q: (&CudaSlice<u16>, Layout), d_o: (&CudaSlice<u16>, Layout)) -> Result<[TensorMap; 2], String> {
-    let map = |t: (&CudaSlice<u16>, Layout), what: &str| {
-        let (ptr, _read) = t.0.device_ptr(&gpu.stream);
-        tensor_map(ptr, &t.1, spec.dtype(), spec.block_m()).map_err(|e| format!("{what}: {e}"))
-    };
+pub fn fused_backward_maps(spec: &flashgen::KernelSpec, q: &TensorView<'_>, d_o: &TensorView<'_>) -> Result<[TensorMap; 2], String> {
+    let map = |t: &TensorView<'_>, what: &str| tensor_map(t.addr(), &t.layout, spec.dtype(), spec.block_m()).map_err(|e| format!("{what}: {e}"));
     Ok([map(q, "Q")?, map(d_o, "dO")?])
 }

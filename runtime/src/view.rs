@@ -35,6 +35,10 @@ pub struct TensorViewMut<'a> {
 
 /// The checks every view passes: alignment of the base, the layout's rules, the extent within `available`.
 fn check(tensor: &'static str, addr: u64, available: usize, layout: &Layout) -> Result<(), LayoutError> {
+    if layout.shape.contains(&0) {
+        // an empty tensor: nothing is read or written through it (the calls launch nothing)
+        return Ok(());
+    }
     if addr % BASE_ALIGNMENT != 0 {
         return Err(LayoutError {
             tensor,
@@ -99,6 +103,86 @@ impl<'a> TensorViewMut<'a> {
     /// The same memory, read-only, for as long as this borrow.
     pub fn as_view(&self) -> TensorView<'_> {
         TensorView { addr: self.addr, dtype: self.dtype, layout: self.layout, _borrow: PhantomData }
+    }
+}
+
+/// A read-only view of `len` elements of `T` on the GPU (row statistics, offsets, scratch).
+#[derive(Debug)]
+pub struct BufferView<'a, T> {
+    addr: u64,
+    len: usize,
+    _borrow: PhantomData<&'a [T]>,
+}
+
+// (manual: a view is a borrowed address, copyable whatever `T` is)
+impl<T> Clone for BufferView<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for BufferView<'_, T> {}
+
+/// A view of `len` elements of `T` that the kernels write.
+#[derive(Debug)]
+pub struct BufferViewMut<'a, T> {
+    addr: u64,
+    len: usize,
+    _borrow: PhantomData<&'a mut [T]>,
+}
+
+impl<'a, T> BufferView<'a, T> {
+    /// A view of `len` elements at `addr` (each parameter's alignment is checked where a launch takes it).
+    ///
+    /// # Safety
+    /// As `TensorView::from_raw_parts`: `len` elements of `T` at `addr`, alive and unwritten for `'a`.
+    pub unsafe fn from_raw_parts(addr: u64, len: usize) -> BufferView<'a, T> {
+        BufferView { addr, len, _borrow: PhantomData }
+    }
+
+    /// The whole of `slice`.
+    pub fn of(slice: &'a CudaSlice<T>) -> BufferView<'a, T> {
+        let (addr, _sync) = slice.device_ptr(slice.stream());
+        BufferView { addr, len: slice.len(), _borrow: PhantomData }
+    }
+
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl<'a, T> BufferViewMut<'a, T> {
+    /// A writable view of `len` elements at `addr`.
+    ///
+    /// # Safety
+    /// As `TensorViewMut::from_raw_parts`.
+    pub unsafe fn from_raw_parts(addr: u64, len: usize) -> BufferViewMut<'a, T> {
+        BufferViewMut { addr, len, _borrow: PhantomData }
+    }
+
+    /// The whole of `slice`, borrowed exclusively.
+    pub fn of(slice: &'a mut CudaSlice<T>) -> BufferViewMut<'a, T> {
+        let (addr, _sync) = slice.device_ptr(slice.stream());
+        BufferViewMut { addr, len: slice.len(), _borrow: PhantomData }
+    }
+
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The same memory, read-only, for as long as this borrow.
+    pub fn as_view(&self) -> BufferView<'_, T> {
+        BufferView { addr: self.addr, len: self.len, _borrow: PhantomData }
     }
 }
 

@@ -6,6 +6,7 @@
 use super::gpu::{relative_error_bits, three_heads, time_launches, tuning_inputs};
 use super::{Candidates, Timing, TuneKey};
 use crate::backward::{BackwardArgs, BackwardKernels, FusedScratch};
+use crate::view::{BufferView, BufferViewMut};
 use crate::{Flash, Gradients, Tensor};
 use cudarc::driver::CudaSlice;
 use flashgen::{BackwardSpecs, KernelKind, KernelSpec};
@@ -76,25 +77,27 @@ impl<'a> BackwardCandidates<'a> {
             Some(m) if dkdv.spec.kind().fuses_dq() => Some(m.lock().map_err(|_| "fused scratch poisoned".to_string())?),
             _ => None,
         };
-        let fused = fused_guard.as_deref_mut().map(|(dq_partial, locks)| FusedScratch { dq_partial, locks, chains: 1 });
+        let fused = fused_guard.as_deref_mut().map(|(dq_partial, locks)| FusedScratch { dq_partial: BufferViewMut::of(dq_partial), locks: BufferViewMut::of(locks), chains: 1 });
         let mut guard = self.scratch.lock().map_err(|_| "scratch buffers poisoned".to_string())?;
         let (g, delta) = &mut *guard;
         let [q, k, v, d_o] = &self.inputs;
+        let lay = |x: crate::LayoutError| x.to_string();
+        let Gradients { dq, dk, dv } = g;
         let args = BackwardArgs {
-            q: (&q.data, q.layout),
-            k: (&k.data, k.layout),
-            v: (&v.data, v.layout),
-            o: (&self.o.data, self.o.layout),
-            d_o: (&d_o.data, d_o.layout),
-            m: &self.m,
-            delta,
-            dq: (&mut g.dq.data, g.dq.layout),
-            dk: (&mut g.dk.data, g.dk.layout),
-            dv: (&mut g.dv.data, g.dv.layout),
+            q: q.view("Q").map_err(lay)?,
+            k: k.view("K").map_err(lay)?,
+            v: v.view("V").map_err(lay)?,
+            o: self.o.view("O").map_err(lay)?,
+            d_o: d_o.view("dO").map_err(lay)?,
+            m: BufferView::of(&self.m),
+            delta: BufferViewMut::of(delta),
+            dq: dq.view_mut("dQ").map_err(lay)?,
+            dk: dk.view_mut("dK").map_err(lay)?,
+            dv: dv.view_mut("dV").map_err(lay)?,
             sm_scale: 1.0 / (q.layout.shape[3] as f32).sqrt(),
             fused,
         };
-        kernels.launch_only(&self.flash.gpu, args, kind).map_err(e)
+        kernels.launch_only(&self.flash.gpu, self.flash.own_stream().raw(), args, kind).map_err(e)
     }
 
     /// The candidate's outputs (dK and dV, or dQ) of three heads, on the host (16-bit values).

@@ -1,0 +1,253 @@
+//! Attention calls on borrowed views, queued on a stream: what the owned-tensor API (api.rs), the Python
+//! package and the candle op all go through. Every check of the operands happens here or in the launch
+//! layer, before anything is queued; outputs go into the caller's memory.
+
+use crate::backward::{BackwardArgs, BackwardKernels, FusedScratch};
+use crate::forward::ForwardArgs;
+use crate::stream::{grow, Stream};
+use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
+use crate::{lse, Flash, LayoutError, RuntimeError};
+use flashgen::{BackwardSpecs, KernelSpec, Plan};
+
+/// The forward's per-row statistics as the caller wants them written: f32 [Z·H·N].
+pub enum StatsOut<'a> {
+    /// Base-2 M = m_i + log2(l_i), as the kernels write it (Triton's convention).
+    M(BufferViewMut<'a, f32>),
+    /// Natural-log log-sum-exp (PyTorch's and FlashAttention's convention): M · ln 2.
+    Lse(BufferViewMut<'a, f32>),
+}
+
+/// The forward's per-row statistics as the backward takes them: f32 [Z·H·N].
+#[derive(Clone, Copy)]
+pub enum StatsIn<'a> {
+    M(BufferView<'a, f32>),
+    Lse(BufferView<'a, f32>),
+}
+
+/// One forward call: O = softmax(Q·Kᵀ·sm_scale [causal])·V and its row statistics.
+pub struct ForwardCall<'a> {
+    pub q: TensorView<'a>,
+    pub k: TensorView<'a>,
+    pub v: TensorView<'a>,
+    pub o: TensorViewMut<'a>,
+    pub stats: StatsOut<'a>,
+    pub causal: bool,
+    /// Default 1/sqrt(HEAD_DIM).
+    pub sm_scale: Option<f32>,
+}
+
+/// One backward call: dQ, dK, dV of the forward with these inputs, its O and statistics, and dO.
+pub struct BackwardCall<'a> {
+    pub q: TensorView<'a>,
+    pub k: TensorView<'a>,
+    pub v: TensorView<'a>,
+    pub o: TensorView<'a>,
+    pub d_o: TensorView<'a>,
+    pub stats: StatsIn<'a>,
+    pub dq: TensorViewMut<'a>,
+    pub dk: TensorViewMut<'a>,
+    pub dv: TensorViewMut<'a>,
+    pub causal: bool,
+    /// Default 1/sqrt(HEAD_DIM); must be the forward's.
+    pub sm_scale: Option<f32>,
+}
+
+fn same_dtype(q: &TensorView<'_>, others: &[(&str, flashgen::DType)], what: &str) -> Result<(), RuntimeError> {
+    for (name, dtype) in others {
+        if *dtype != q.dtype {
+            return Err(RuntimeError::Argument(format!("tensor {name} is {} but Q is {}: {what}", dtype.name(), q.dtype.name())));
+        }
+    }
+    Ok(())
+}
+
+fn sm_scale_of(q: &TensorView<'_>, sm_scale: Option<f32>) -> f32 {
+    sm_scale.unwrap_or(1.0 / (q.layout.shape[3] as f32).sqrt())
+}
+
+impl Flash {
+    /// The Flash's own stream (the one `attention_forward` and `attention_backward` use).
+    pub fn own_stream(&self) -> Stream {
+        // SAFETY: the GPU's stream belongs to this Flash's context and lives as long as it does
+        unsafe { Stream::from_raw(self.gpu.stream.cu_stream()) }
+    }
+
+    /// The kernels a call with this Q runs (`flashgen::plan`, with this Flash's tuning results).
+    pub fn plan_for(&self, q: &TensorView<'_>, causal: bool) -> Result<Plan, RuntimeError> {
+        self.plan_shape(q.dtype, q.layout.shape, causal)
+    }
+
+    /// The forward on `stream`, with the kernel the plan chooses.
+    pub fn forward(&self, call: ForwardCall<'_>, stream: Stream) -> Result<(), RuntimeError> {
+        let spec = self.plan_for(&call.q, call.causal)?.forward;
+        self.forward_with(&spec, call, stream)
+    }
+
+    /// The forward on `stream` with an explicit kernel.
+    pub fn forward_with(&self, spec: &KernelSpec, call: ForwardCall<'_>, stream: Stream) -> Result<(), RuntimeError> {
+        let ForwardCall { q, k, v, o, stats, causal, sm_scale } = call;
+        same_dtype(&q, &[("K", k.dtype), ("V", v.dtype), ("O", o.dtype)], "all four must share one dtype")?;
+        if q.dtype != spec.dtype() {
+            return Err(RuntimeError::Argument(format!("tensor Q is {} but kernel {} takes {}", q.dtype.name(), spec.name(), spec.dtype().name())));
+        }
+        if causal != spec.causal() {
+            return Err(RuntimeError::Argument(format!("the call is {}causal but kernel {} is not", if causal { "" } else { "not " }, spec.name())));
+        }
+        if k.layout.shape[2] != q.layout.shape[2] {
+            return Err(RuntimeError::Argument(format!(
+                "tensor K has {} keys but Q has {} queries: this kernel needs equal sequence lengths (N_CTX)",
+                k.layout.shape[2], q.layout.shape[2]
+            )));
+        }
+        let sm_scale = sm_scale_of(&q, sm_scale);
+        if q.layout.shape.contains(&0) {
+            // an empty batch, head count or sequence: nothing to compute, nothing to launch
+            return if [k.layout.shape, v.layout.shape, o.layout.shape].iter().all(|s| *s == q.layout.shape) {
+                Ok(())
+            } else {
+                Err(RuntimeError::Argument(format!("tensors Q, K, V, O must share one shape; Q is {:?}", q.layout.shape)))
+            };
+        }
+        // fwd_ws reads Q, K and V through TMA descriptors; a layout the driver cannot describe (a stride of 0
+        // for a broadcast head, say) runs the same tiles on fwd_wgmma's cp.async loads instead
+        let (spec, maps) = match spec.kind() {
+            kind if kind.warp_specialized_forward() => match crate::tma::forward_maps(spec, &q, &k, &v) {
+                Ok(maps) => (*spec, Some(maps)),
+                Err(why) => {
+                    let problem = Flash::problem_of_shape(q.dtype, q.layout.shape, causal);
+                    let instead = flashgen::plan::without_tma(spec, &problem).map_err(|e| RuntimeError::Argument(e.to_string()))?;
+                    self.cache.warn(format!("{}: {why}; running {} instead", spec.name(), instead.name()));
+                    (instead, None)
+                }
+            },
+            _ => (*spec, None),
+        };
+        let kernel = self.kernel(&spec)?;
+        let (m, lse_factor) = match stats {
+            StatsOut::M(m) => (m, None),
+            StatsOut::Lse(lse) => (lse, Some(std::f32::consts::LN_2)),
+        };
+        let rows = m.len();
+        let addr = m.addr();
+        let scratch = self.scratch.of(stream);
+        let mut scratch = scratch.lock().unwrap_or_else(|p| p.into_inner());
+        // the persistent kernel's tile counter, made on its first launch on this stream
+        let tile_counter = match spec.kind().persistent() {
+            true => Some(grow(&self.gpu, stream, &mut scratch.tile_counter, 2)?),
+            false => None,
+        };
+        kernel.launch(&self.gpu, stream.raw(), ForwardArgs { q, k, v, o, m, sm_scale, maps, tile_counter })?;
+        if let Some(factor) = lse_factor {
+            let [z, h, n, _] = q.layout.shape;
+            // the kernel wrote M into the caller's buffer: scale its Z·H·N rows in place
+            self.scale(addr, addr, factor, (z * h * n).min(rows), stream)?;
+        }
+        Ok(())
+    }
+
+    /// The backward on `stream`, with the kernels the plan chooses (the three-kernel pass where the default
+    /// fused kernel's TMA cannot describe Q or dO).
+    pub fn backward(&self, call: BackwardCall<'_>, stream: Stream) -> Result<(), RuntimeError> {
+        self.check_backward_env()?;
+        let plan = self.plan_for(&call.q, call.causal)?;
+        let mut specs = plan.backward;
+        if let Some(split) = plan.backward_without_tma {
+            if let Err(why) = crate::tma::fused_backward_maps(&specs.dkdv, &call.q, &call.d_o) {
+                self.cache.warn(format!("{}: {why}; running the three-kernel backward instead", specs.dkdv.name()));
+                specs = split;
+            }
+        }
+        self.backward_with(&specs, call, stream)
+    }
+
+    /// The backward on `stream` with explicit kernels.
+    pub fn backward_with(&self, specs: &BackwardSpecs, call: BackwardCall<'_>, stream: Stream) -> Result<(), RuntimeError> {
+        let BackwardCall { q, k, v, o, d_o, stats, dq, dk, dv, causal, sm_scale } = call;
+        let named = [("K", k.dtype, k.layout.shape), ("V", v.dtype, v.layout.shape), ("O", o.dtype, o.layout.shape), ("dO", d_o.dtype, d_o.layout.shape), ("dQ", dq.dtype, dq.layout.shape), ("dK", dk.dtype, dk.layout.shape), ("dV", dv.dtype, dv.layout.shape)];
+        for (name, dtype, shape) in named {
+            if dtype != q.dtype {
+                return Err(RuntimeError::Argument(format!("tensor {name} is {} but Q is {}: all tensors of the backward share one dtype", dtype.name(), q.dtype.name())));
+            }
+            if shape != q.layout.shape {
+                let what = if shape[2] != q.layout.shape[2] { ": the backward kernels need equal query and key lengths (N_CTX)" } else { "" };
+                return Err(RuntimeError::Argument(format!("tensor {name} has shape {shape:?} but Q has {:?}{what}", q.layout.shape)));
+            }
+        }
+        if let Some(dq) = specs.dq.filter(|dq| dq.causal() != specs.dkdv.causal()) {
+            return Err(RuntimeError::Argument(format!("{} and {} disagree on causality: use one plan's BackwardSpecs", specs.dkdv.name(), dq.name())));
+        }
+        if specs.dkdv.causal() != causal {
+            return Err(RuntimeError::Argument(format!("the call is {}causal but kernel {} is not", if causal { "" } else { "not " }, specs.dkdv.name())));
+        }
+        for spec in specs.kernels() {
+            if q.dtype != spec.dtype() {
+                return Err(RuntimeError::Argument(format!("tensor Q is {} but kernel {} takes {}", q.dtype.name(), spec.name(), spec.dtype().name())));
+            }
+        }
+        let [z, h, n, _] = q.layout.shape;
+        if z == 0 || h == 0 || n == 0 {
+            return Ok(()); // nothing to compute, nothing to launch
+        }
+        let rows = z * h * n;
+        let sm_scale = sm_scale_of(&q, sm_scale);
+        let (pre, dkdv) = (self.kernel(&specs.preprocess)?, self.kernel(&specs.dkdv)?);
+        let dq_kernel = match specs.dq {
+            Some(s) => Some(self.kernel(&s)?),
+            None => None,
+        };
+        let kernels = BackwardKernels { preprocess: &pre, dkdv: &dkdv, dq: dq_kernel.as_deref() };
+        let scratch = self.scratch.of(stream);
+        let mut scratch = scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let scratch = &mut *scratch;
+        let m = match stats {
+            StatsIn::M(m) => m,
+            StatsIn::Lse(lse) => {
+                if lse.len() < rows {
+                    return Err(LayoutError { tensor: "LSE", rule: format!("holds {} floats, needs Z·H·N = {rows}", lse.len()) }.into());
+                }
+                let converted = grow(&self.gpu, stream, &mut scratch.m, rows)?;
+                self.scale(lse.addr(), converted.addr(), std::f32::consts::LOG2_E, rows, stream)?;
+                // SAFETY: the scratch holds `rows` floats, written above on this stream, read below on it
+                unsafe { BufferView::from_raw_parts(converted.addr(), converted.len()) }
+            }
+        };
+        let delta = grow(&self.gpu, stream, &mut scratch.delta, rows)?;
+        let chains = flashgen::plan::dq_chains(specs.dkdv.kind(), self.dq_chains());
+        let fused = if specs.dkdv.kind().fuses_dq() {
+            let (partial, locks) = FusedScratch::lengths(&specs.dkdv, z, h, n, chains);
+            let dq_partial = grow(&self.gpu, stream, &mut scratch.dq_partial, partial)?;
+            let locks = grow(&self.gpu, stream, &mut scratch.locks, locks)?;
+            Some(FusedScratch { dq_partial, locks, chains })
+        } else {
+            None
+        };
+        kernels.launch(&self.gpu, stream.raw(), BackwardArgs { q, k, v, o, d_o, m, delta, dq, dk, dv, sm_scale, fused })
+    }
+
+    /// dst[i] = src[i] · factor for the first `n` floats (M <-> LSE), on `stream`.
+    pub(crate) fn scale(&self, src: u64, dst: u64, factor: f32, n: usize, stream: Stream) -> Result<(), RuntimeError> {
+        if n == 0 {
+            return Ok(());
+        }
+        let f = self
+            .scale_kernel
+            .get_or_init(|| {
+                let module = self.gpu.ctx.load_module(cudarc::nvrtc::Ptx::from_src(lse::SCALE_PTX)).map_err(|e| e.to_string())?;
+                module.load_function(lse::SCALE_ENTRY).map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| RuntimeError::Kernel { kernel: lse::SCALE_ENTRY.into(), detail: e.clone() })?;
+        let count = u32::try_from(n).map_err(|_| RuntimeError::Argument(format!("{n} rows overflow the statistics kernel's u32 count")))?;
+        let (mut src, mut dst, mut factor, mut count_arg) = (src, dst, factor, count);
+        let mut params: [*mut std::ffi::c_void; 4] =
+            [&mut src as *mut u64 as *mut _, &mut dst as *mut u64 as *mut _, &mut factor as *mut f32 as *mut _, &mut count_arg as *mut u32 as *mut _];
+        self.gpu.ctx.bind_to_thread()?;
+        // # Safety
+        // 1. flashgen_scale_f32 takes (src, dst, factor, n): two f32 device pointers, an f32 and a u32, which
+        //    `params` points at, in that order.
+        // 2. It touches elements [0, n) of both, which the callers' buffers hold (checked above them).
+        // 3. `stream` belongs to this context, bound to this thread.
+        unsafe { cudarc::driver::result::launch_kernel(f.cu_function(), (count.div_ceil(lse::SCALE_THREADS), 1, 1), (lse::SCALE_THREADS, 1, 1), 0, stream.raw(), &mut params) }?;
+        Ok(())
+    }
+}
