@@ -462,6 +462,9 @@ fn interpreter_follows_python_semantics() {
     assert_eq!(p("score + off[b] + win[h] + slope[h]", 0, 0), 0.5 + 3.0 + 64.0 + 0.125);
     assert_eq!(p("score * min(q_idx, kv_idx) + max(1, 2.5)", 3, 9), 0.5 * 3.0 + 2.5);
     assert_eq!(p("where(q_idx >= kv_idx, score, -inf)", 0, 9), f64::NEG_INFINITY);
+    // f32's range, as the kernel: exp(1000) overflows, so times 0 it is NaN; tiny products flush to 0.
+    assert!(p("score + exp(q_idx * 1.0) * 0.0", 1000, 0).is_nan());
+    assert_eq!(p("score * 1e-20 * 1e-20", 0, 0), 0.0);
     // The document-causal mask of FlexAttention's examples (blocks of 128 tokens).
     let doc = MaskMod::parse("q_idx // 128 == kv_idx // 128 && q_idx >= kv_idx", &[]).unwrap();
     assert!(doc.eval_mask(0, 0, 200, 130, &t));
@@ -889,4 +892,229 @@ fn rendering_takes_microseconds() {
     let t2 = Instant::now();
     let _ = ScoreMod::parse("30.0 * tanh((score + slope[h] * (kv_idx - q_idx)) / 30.0)", &[slope()]).unwrap();
     assert!(t2.elapsed().as_millis() < 5, "parse + check + gradient: {:?}", t2.elapsed());
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The kernel's arithmetic against the interpreter, on a GPU. `cargo test --test mods -- --ignored
+// export_gpu_cases` with FLASHGEN_MODS_GPU_DIR=<dir> writes one PTX module (a kernel per expression that
+// evaluates it at a list of points), the points, the interpreter's values and a runner; on the GPU
+// machine `python3 <dir>/run.py <dir>` launches them through libcuda (torch for the buffers) and compares.
+
+const GPU_POINTS: usize = 512;
+
+/// The runner: loads cases.ptx, launches every case, compares with expected.f32; exits 1 on disagreement.
+const GPU_RUNNER: &str = r#"import ctypes, json, sys, torch
+d = sys.argv[1]
+cuda = ctypes.CDLL("libcuda.so.1")
+torch.zeros(1, device="cuda")  # the primary context, current on this thread
+def check(err, what):
+    if err != 0:
+        raise SystemExit(f"{what}: CUDA error {err}")
+mod = ctypes.c_void_p()
+check(cuda.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(open(f"{d}/cases.ptx", "rb").read() + b"\0")), "load")
+def read(name, dtype):
+    return torch.frombuffer(bytearray(open(f"{d}/{name}", "rb").read()), dtype=dtype).cuda()
+pts, scores = read("points.i32", torch.int32), read("scores.f32", torch.float32)
+tensors = [read("slope.f32", torch.float32), read("off.i32", torch.int32), read("win.i32", torch.int32)]
+expected = read("expected.f32", torch.float32).cpu()
+expected_ranges = read("ranges.i32", torch.int32).cpu()
+range_checks = 0
+cases = json.load(open(f"{d}/cases.json"))
+n = cases["points"]
+bad_cases, worst = [], []
+for k, c in enumerate(cases["cases"]):
+    f = ctypes.c_void_p()
+    check(cuda.cuModuleGetFunction(ctypes.byref(f), mod, c["entry"].encode()), c["entry"])
+    out = torch.full((2 * n,), float("nan"), dtype=torch.float32, device="cuda")
+    args = [ctypes.c_void_p(pts.data_ptr()), ctypes.c_void_p(scores.data_ptr()), ctypes.c_void_p(out.data_ptr()), ctypes.c_int(n)]
+    args += [ctypes.c_void_p(t.data_ptr()) for t in tensors]
+    params = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args])
+    check(cuda.cuLaunchKernel(f, (n + 127) // 128, 1, 1, 128, 1, 1, 0, None, params, None), "launch")
+    torch.cuda.synchronize()
+    got, want = out.cpu().view(n, 2), expected[2 * n * k: 2 * n * (k + 1)].view(n, 2)
+    cols = [0] if c["kind"] == "mask" else [0, 1]
+    misses = 0
+    for col in cols:
+        g, w = got[:, col], want[:, col]
+        same_special = (g.isnan() & w.isnan()) | ((g == w) & g.isinf())
+        # f32 rounding of large positions (up to 2^24) scaled into floats cancels: allow for it
+        scale = 1 + w.abs() + 5e-6 * pts.cpu().view(n, 4)[:, 2:].abs().max(dim=1).values.float()
+        err = ((g - w).abs() / scale).nan_to_num(nan=float("inf"))
+        err = torch.where(same_special, torch.zeros_like(err), err)
+        tol = 0.0 if c["kind"] == "mask" else 4e-3
+        miss = err > tol
+        misses += int(miss.sum())
+        if miss.any():
+            i = int(err.argmax())
+            worst.append((float(err[i]), c["text"], col, pts.cpu().view(n, 4)[i].tolist(), float(scores.cpu()[i]), float(g[i]), float(w[i])))
+    if c["kind"] == "mask":
+        check(cuda.cuModuleGetFunction(ctypes.byref(f), mod, (c["entry"] + "_range").encode()), c["entry"])
+        rng_out = torch.zeros(4 * n, dtype=torch.int32, device="cuda")
+        args = [ctypes.c_void_p(pts.data_ptr()), ctypes.c_void_p(rng_out.data_ptr()), ctypes.c_int(n)] + [ctypes.c_void_p(t.data_ptr()) for t in tensors]
+        params = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args])
+        check(cuda.cuLaunchKernel(f, (n + 127) // 128, 1, 1, 128, 1, 1, 0, None, params, None), "launch range")
+        torch.cuda.synchronize()
+        want_r = expected_ranges[4 * n * c["range_index"]: 4 * n * (c["range_index"] + 1)]
+        bad_r = int((rng_out.cpu() != want_r).sum())
+        if bad_r:
+            bad_cases.append((bad_r, "tile range", c["text"]))
+        range_checks += 1
+    # float masks and float-valued jumps (floor, where on floats) may flip at their edges
+    limit = (0.02 if c["float_compare"] else 0.0) * n * len(cols)
+    if misses > limit:
+        bad_cases.append((misses, c["kind"], c["text"]))
+worst.sort(reverse=True)
+for w in worst[:15]:
+    print("worst: rel err %.3g in %s (col %d) at b,h,q,kv=%s score=%g: kernel %r, interpreter %r" % w)
+print(f"{len(cases['cases'])} cases x {n} points ({range_checks} with tile ranges): {len(bad_cases)} cases disagree")
+for b in bad_cases:
+    print("DISAGREE", b)
+sys.exit(1 if bad_cases else 0)
+"#;
+
+fn has_float_compare(e: &TExpr) -> bool {
+    e.any(&|x| match &x.node {
+        Node::Cmp(_, a, _) => a.ty == Ty::Float,
+        Node::Call(Func::Floor | Func::Ceil, _) => true,
+        _ => false,
+    })
+}
+
+#[test]
+#[ignore = "writes the GPU agreement cases into $FLASHGEN_MODS_GPU_DIR (run.py runs them on a GPU)"]
+fn export_gpu_cases() {
+    let dir = std::path::PathBuf::from(std::env::var("FLASHGEN_MODS_GPU_DIR").expect("FLASHGEN_MODS_GPU_DIR"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = tensors();
+    let mut rng = Rng(4242);
+    let points: Vec<Point> = (0..GPU_POINTS)
+        .map(|i| {
+            let big = i % 16 == 0;
+            let (q, kv) = if big { (rng.range(0, MAX_POSITION - 1), rng.range(0, MAX_POSITION - 1)) } else { (rng.range(0, 400), rng.range(0, 400)) };
+            Point { b: rng.range(0, 3), h: rng.range(0, 3), q_idx: q, kv_idx: kv, score: (rng.unit() * 16.0 - 8.0) as f32 as f64 }
+        })
+        .collect();
+
+    let mut scores: Vec<ScoreMod> = random_score_mods(31, 200);
+    // Every case has the same ABI: the three tensors of decls().
+    scores.extend([30.0, 50.0].map(|cap| ScoreMod::new(&builtins::softcap_expr(cap), &decls()).unwrap()));
+    scores.push(ScoreMod::parse("score + slope[h] * (kv_idx - q_idx)", &decls()).unwrap());
+    scores.push(ScoreMod::parse("score - slope[h] * abs(q_idx + off[b] - kv_idx) + (q_idx - kv_idx) // 7 + (q_idx - kv_idx) % -5", &decls()).unwrap());
+    let mut masks: Vec<MaskMod> = random_masks(32, 200);
+    masks.extend(random_affine_masks(33, 100));
+    masks.push(MaskMod::parse("q_idx // 128 == kv_idx // 128 && q_idx >= kv_idx", &decls()).unwrap());
+
+    let sig: String = decls().iter().enumerate().map(|(i, _)| format!(", ptr addrspace(1) %t{i}")).collect();
+    let ptrs: Vec<String> = (0..decls().len()).map(|i| format!("%t{i}")).collect();
+    let ptr_refs: Vec<&str> = ptrs.iter().map(String::as_str).collect();
+    let mut module = String::from(
+        "target triple = \"nvptx64-nvidia-cuda\"\n\ndeclare i32 @llvm.nvvm.read.ptx.sreg.tid.x()\ndeclare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()\n",
+    );
+    let irs: Vec<(ModIr, bool, String, bool)> = scores
+        .iter()
+        .map(|m| (m.ir_with_grad(), true, m.text().to_string(), has_float_compare(m.expr())))
+        .chain(masks.iter().map(|m| (m.ir(), false, m.text().to_string(), has_float_compare(m.expr()))))
+        .collect();
+    module += &missing_declarations(&irs.iter().map(|x| &x.0).collect::<Vec<_>>(), "");
+    let mut annotations = Vec::new();
+    let mut manifest = Vec::new();
+    let mut expected: Vec<f32> = Vec::new();
+    let (mut ranges, mut range_cases): (Vec<i32>, usize) = (Vec::new(), 0);
+    for (k, (ir, is_score, text, float_compare)) in irs.iter().enumerate() {
+        let pro = ir.render_prologue(&ProgramInputs { b: "%b", h: "%h", tensors: &ptr_refs }, "p").unwrap();
+        let el = ir.render_element(&pro, &ElementInputs { q_idx: "%q", kv_idx: "%kv", score: "%s" }, "e").unwrap();
+        let (value, grad) = if *is_score {
+            (el.value.clone(), el.grad.clone().unwrap())
+        } else {
+            // keep as 1.0 / 0.0
+            ("%keep".to_string(), "0.0".to_string())
+        };
+        let to_float = if *is_score { String::new() } else { format!("  %keep = uitofp i1 {} to float\n", el.value) };
+        module += &format!(
+            "\ndefine void @case{k}(ptr addrspace(1) %pts, ptr addrspace(1) %scores, ptr addrspace(1) %out, i32 %n{sig}) {{\n\
+             entry:\n  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n  %cta = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()\n\
+             \x20 %base = mul i32 %cta, 128\n  %i = add i32 %base, %tid\n  %ok = icmp slt i32 %i, %n\n  br i1 %ok, label %body, label %done\n\
+             body:\n  %i4 = mul i32 %i, 4\n  %pb = getelementptr inbounds i32, ptr addrspace(1) %pts, i32 %i4\n  %b = load i32, ptr addrspace(1) %pb, align 4\n\
+             \x20 %ph = getelementptr inbounds i32, ptr addrspace(1) %pb, i32 1\n  %h = load i32, ptr addrspace(1) %ph, align 4\n\
+             \x20 %pq = getelementptr inbounds i32, ptr addrspace(1) %pb, i32 2\n  %q = load i32, ptr addrspace(1) %pq, align 4\n\
+             \x20 %pk = getelementptr inbounds i32, ptr addrspace(1) %pb, i32 3\n  %kv = load i32, ptr addrspace(1) %pk, align 4\n\
+             \x20 %ps = getelementptr inbounds float, ptr addrspace(1) %scores, i32 %i\n  %s = load float, ptr addrspace(1) %ps, align 4\n\
+             {}{}{to_float}  %i2 = mul i32 %i, 2\n  %po = getelementptr inbounds float, ptr addrspace(1) %out, i32 %i2\n  store float {value}, ptr addrspace(1) %po, align 4\n\
+             \x20 %pg = getelementptr inbounds float, ptr addrspace(1) %po, i32 1\n  store float {grad}, ptr addrspace(1) %pg, align 4\n  br label %done\n\
+             done:\n  ret void\n}}\n",
+            pro.text, el.text
+        );
+        annotations.push(format!("ptr @case{k}"));
+        let mut entry =
+            serde_json::json!({"entry": format!("case{k}"), "kind": if *is_score { "score" } else { "mask" }, "text": text, "float_compare": float_compare});
+        if !*is_score {
+            // the tile [q, q + 63] of every point: needed lo/hi, visible lo/hi (unbounded: i32::MIN/MAX)
+            let pro = ir.render_prologue(&ProgramInputs { b: "%b", h: "%h", tensors: &ptr_refs }, "p").unwrap();
+            let r = ir.render_tile_range(&pro, "%q", "%q1", "r").unwrap();
+            let (vlo, vhi) = r
+                .visible
+                .clone()
+                .map_or(("0".to_string(), "-1".to_string()), |(lo, hi)| (lo.unwrap_or(i32::MIN.to_string()), hi.unwrap_or(i32::MAX.to_string())));
+            let fields = [r.needed_lo.clone().unwrap_or(i32::MIN.to_string()), r.needed_hi.clone().unwrap_or(i32::MAX.to_string()), vlo, vhi];
+            let stores: String = fields
+                .iter()
+                .enumerate()
+                .map(|(j, f)| {
+                    format!("  %o{j} = getelementptr inbounds i32, ptr addrspace(1) %po, i32 {j}\n  store i32 {f}, ptr addrspace(1) %o{j}, align 4\n")
+                })
+                .collect();
+            module += &format!(
+                "\ndefine void @case{k}_range(ptr addrspace(1) %pts, ptr addrspace(1) %out, i32 %n{sig}) {{\n\
+                 entry:\n  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n  %cta = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()\n\
+                 \x20 %base = mul i32 %cta, 128\n  %i = add i32 %base, %tid\n  %ok = icmp slt i32 %i, %n\n  br i1 %ok, label %body, label %done\n\
+                 body:\n  %i4 = mul i32 %i, 4\n  %pb = getelementptr inbounds i32, ptr addrspace(1) %pts, i32 %i4\n  %b = load i32, ptr addrspace(1) %pb, align 4\n\
+                 \x20 %ph = getelementptr inbounds i32, ptr addrspace(1) %pb, i32 1\n  %h = load i32, ptr addrspace(1) %ph, align 4\n\
+                 \x20 %pq = getelementptr inbounds i32, ptr addrspace(1) %pb, i32 2\n  %q = load i32, ptr addrspace(1) %pq, align 4\n  %q1 = add i32 %q, 63\n\
+                 {}{}  %po = getelementptr inbounds i32, ptr addrspace(1) %out, i32 %i4\n{stores}  br label %done\n\
+                 done:\n  ret void\n}}\n",
+                pro.text, r.text
+            );
+            annotations.push(format!("ptr @case{k}_range"));
+            entry["range_index"] = serde_json::json!(range_cases);
+            range_cases += 1;
+            let m = &masks[k - scores.len()];
+            for p in &points {
+                let keys = m.tile_keys((p.q_idx, p.q_idx + 63), p.b, p.h, &t).unwrap();
+                let c = |v: i64| v.clamp(i32::MIN as i64, i32::MAX as i64) as i32;
+                ranges.extend([c(keys.needed.0), c(keys.needed.1), c(keys.visible.0), c(keys.visible.1)]);
+            }
+        }
+        manifest.push(entry);
+        for p in &points {
+            if *is_score {
+                let m = &scores[k];
+                expected.push(m.eval_score(p.b, p.h, p.q_idx, p.kv_idx, p.score, &t) as f32);
+                expected.push(m.eval_grad(p.b, p.h, p.q_idx, p.kv_idx, p.score, &t) as f32);
+            } else {
+                expected.push(masks[k - scores.len()].eval_mask(p.b, p.h, p.q_idx, p.kv_idx, &t) as i32 as f32);
+                expected.push(0.0);
+            }
+        }
+    }
+    module += &format!("\n!nvvm.annotations = !{{{}}}\n", (0..annotations.len()).map(|k| format!("!{k}")).collect::<Vec<_>>().join(", "));
+    for (k, a) in annotations.iter().enumerate() {
+        module += &format!("!{k} = !{{{a}, !\"kernel\", i32 1}}\n");
+    }
+    let ptx = compile_ptx(&module, "sm_90a").unwrap_or_else(|e| panic!("{e}"));
+    let bytes = |v: Vec<[u8; 4]>| v.concat();
+    std::fs::write(dir.join("cases.ptx"), ptx).unwrap();
+    std::fs::write(dir.join("cases.ll"), &module).unwrap();
+    std::fs::write(dir.join("run.py"), GPU_RUNNER).unwrap();
+    std::fs::write(dir.join("cases.json"), serde_json::json!({"points": GPU_POINTS, "cases": manifest}).to_string()).unwrap();
+    std::fs::write(dir.join("points.i32"), bytes(points.iter().flat_map(|p| [p.b, p.h, p.q_idx, p.kv_idx]).map(|v| (v as i32).to_le_bytes()).collect()))
+        .unwrap();
+    std::fs::write(dir.join("scores.f32"), bytes(points.iter().map(|p| (p.score as f32).to_le_bytes()).collect())).unwrap();
+    std::fs::write(dir.join("expected.f32"), bytes(expected.iter().map(|v| v.to_le_bytes()).collect())).unwrap();
+    std::fs::write(dir.join("ranges.i32"), bytes(ranges.iter().map(|v| v.to_le_bytes()).collect())).unwrap();
+    let TensorData::F32(slope) = t.get("slope").unwrap().clone() else { panic!() };
+    let (TensorData::I32(off), TensorData::I32(win)) = (t.get("off").unwrap().clone(), t.get("win").unwrap().clone()) else { panic!() };
+    std::fs::write(dir.join("slope.f32"), bytes(slope.iter().map(|v| v.to_le_bytes()).collect())).unwrap();
+    std::fs::write(dir.join("off.i32"), bytes(off.iter().map(|v| v.to_le_bytes()).collect())).unwrap();
+    std::fs::write(dir.join("win.i32"), bytes(win.iter().map(|v| v.to_le_bytes()).collect())).unwrap();
+    eprintln!("{} cases x {GPU_POINTS} points in {}", irs.len(), dir.display());
 }

@@ -1,9 +1,12 @@
 //! The f64 interpreter: the meaning of an expression, as the CPU reference computes it.
 //!
 //! Integers are exact (i64; the checker proved every intermediate fits i32 under its assumptions, so the
-//! kernel's i32 arithmetic gives the same values). Floats are f64 with exact functions; the kernel's f32
-//! arithmetic and MUFU approximations differ from this by rounding only. `/` is true division, `//` and
-//! `%` are Python's floor division and modulo, min/max return the non-NaN operand (as LLVM's minnum).
+//! kernel's i32 arithmetic gives the same values). Floats are f64 with exact functions, but with f32's
+//! range: a result beyond f32's largest value is infinite and one below its smallest normal value is 0
+//! (the kernel's flush-to-zero), so that the special values agree with the kernel (exp(700) · 0 is NaN in
+//! both, not 0 here and NaN there); what remains between the two is the kernel's rounding and its MUFU
+//! approximations. `/` is true division, `//` and `%` are Python's floor division and modulo, min/max
+//! return the non-NaN operand (as LLVM's minnum).
 
 use super::ast::{BinOp, Func, Var};
 use super::interval::MAX_INT_TENSOR;
@@ -153,6 +156,18 @@ impl Val {
     }
 }
 
+/// f32's range on an f64: overflow to ±inf (where round-to-nearest in f32 would), flush subnormals to 0.
+pub(crate) fn f32_range(v: f64) -> f64 {
+    const OVERFLOW: f64 = f32::MAX as f64 * (1.0 + 1.0 / (1u64 << 25) as f64);
+    if v.abs() >= OVERFLOW {
+        v.signum() * f64::INFINITY
+    } else if v.abs() < f32::MIN_POSITIVE as f64 {
+        0.0 * v.signum()
+    } else {
+        v
+    }
+}
+
 pub(crate) fn floor_div(a: i64, b: i64) -> Option<i64> {
     let q = a.checked_div(b)?;
     Some(if a % b != 0 && ((a < 0) != (b < 0)) { q - 1 } else { q })
@@ -204,14 +219,14 @@ pub(crate) fn eval(e: &TExpr, p: &Point, data: &[&TensorData], decls: &[TensorDe
                 }
             } else {
                 let (x, y) = (x.f(), y.f());
-                Val::F(match op {
+                Val::F(f32_range(match op {
                     BinOp::Add => x + y,
                     BinOp::Sub => x - y,
                     BinOp::Mul => x * y,
                     BinOp::Div => x / y,
                     BinOp::FloorDiv => (x / y).floor(),
                     BinOp::Mod => x - y * (x / y).floor(),
-                })
+                }))
             }
         }
         Node::Cmp(op, a, b) => {
@@ -236,13 +251,14 @@ pub(crate) fn eval(e: &TExpr, p: &Point, data: &[&TensorData], decls: &[TensorDe
         }
         Node::Call(f, args) => {
             let x = ev(&args[0])?;
+            let g = |v: f64| Val::F(f32_range(v));
             match f {
-                Func::Tanh => Val::F(x.f().tanh()),
-                Func::Exp => Val::F(x.f().exp()),
-                Func::Exp2 => Val::F(x.f().exp2()),
-                Func::Log => Val::F(x.f().ln()),
-                Func::Log2 => Val::F(x.f().log2()),
-                Func::Sqrt => Val::F(x.f().sqrt()),
+                Func::Tanh => g(x.f().tanh()),
+                Func::Exp => g(x.f().exp()),
+                Func::Exp2 => g(x.f().exp2()),
+                Func::Log => g(x.f().ln()),
+                Func::Log2 => g(x.f().log2()),
+                Func::Sqrt => g(x.f().sqrt()),
                 Func::Floor => Val::F(x.f().floor()),
                 Func::Ceil => Val::F(x.f().ceil()),
                 Func::Abs => match x {

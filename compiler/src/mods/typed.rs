@@ -168,7 +168,7 @@ impl TExpr {
         self.any(&|e| matches!(e.node, Node::Var(Var::QIdx | Var::KvIdx | Var::Score)))
     }
 
-    /// The untyped tree this prints as (promotions vanish; tensors get their names back).
+    /// The untyped tree this prints as (promotions vanish; tensors get their names back; no spans).
     pub fn to_expr(&self, tensors: &[TensorDecl]) -> Expr {
         let b = |e: &TExpr| Box::new(e.to_expr(tensors));
         let kind = match &self.node {
@@ -190,7 +190,9 @@ impl TExpr {
             Node::Call(f, args) => ExprKind::Call(f.name().into(), args.iter().map(|a| a.to_expr(tensors)).collect()),
             Node::Where(c, x, y) => ExprKind::Call("where".into(), vec![c.to_expr(tensors), x.to_expr(tensors), y.to_expr(tensors)]),
         };
-        Expr { kind, span: self.span }
+        // No spans: they belong to the text this was checked from, and the result is a new tree (printed,
+        // or combined with others, whose errors must not point into the old text).
+        Expr::new(kind)
     }
 
     /// The canonical text: the fewest parentheses, single spaces, shortest round-trip float literals.
