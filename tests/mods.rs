@@ -619,6 +619,19 @@ fn classification_decides_the_common_masks_exactly() {
     assert_eq!(win.classify(&r, None), BlockClass::Partial);
     assert_eq!(win.classify(&Region { h: Some(1), ..r }, Some(&t)), BlockClass::FullyVisible);
     assert_eq!(causal.classify(&Region::new((5, 4), (0, 0)), None), BlockClass::FullyMasked);
+    // The whole grid at once: causal over 3 x 3 blocks of 64 (the last cut at 150).
+    use BlockClass::*;
+    assert_eq!(
+        causal.block_mask((150, 150), (64, 64), None, None, None),
+        vec![Partial, FullyMasked, FullyMasked, FullyVisible, Partial, FullyMasked, FullyVisible, FullyVisible, Partial]
+    );
+    // Per-batch document boundaries from a tensor: known values decide the blocks.
+    let docs = MaskMod::parse("(q_idx < split[b]) == (kv_idx < split[b])", &[TensorDecl::per_batch("split", Scalar::I32)]).unwrap();
+    let t = Tensors::new().i32("split", vec![128]);
+    assert_eq!(docs.block_mask((256, 256), (128, 128), Some(0), None, Some(&t)), vec![FullyVisible, FullyMasked, FullyMasked, FullyVisible]);
+    assert!(builtins::sliding_window(None, None, 0).unwrap().keeps_all());
+    assert!(ScoreMod::parse("(score)", &[]).unwrap().is_identity());
+    assert!(!builtins::softcap(30.0).unwrap().is_identity());
 }
 
 /// Random masks built from affine atoms in kv_idx (what `kv_bounds` understands) mixed with others.
@@ -817,11 +830,17 @@ fn per_head_values_are_loaded_once_in_the_prologue() {
     assert!(pro.text.contains("load float, ptr addrspace(1) %alibi.0, align 4"), "{}", pro.text);
     let el = ir.render_element(&pro, &ElementInputs { q_idx: "%q", kv_idx: "%k", score: "%s" }, "alibi.e").unwrap();
     assert!(!el.text.contains("load"), "{}", el.text);
+    // kv_idx - q_idx is exact in f32: converted per row and column (shared by early-cse), subtracted as floats
     assert_eq!(
         el.text,
-        "  %alibi.e.0 = sub i32 %k, %q\n  %alibi.e.1 = sitofp i32 %alibi.e.0 to float\n  %alibi.e.2 = fmul float %alibi.1, %alibi.e.1\n  %alibi.e.3 = fadd float %s, %alibi.e.2\n"
+        "  %alibi.e.0 = sitofp i32 %k to float\n  %alibi.e.1 = sitofp i32 %q to float\n  %alibi.e.2 = fsub float %alibi.e.0, %alibi.e.1\n  %alibi.e.3 = fmul float %alibi.1, %alibi.e.2\n  %alibi.e.4 = fadd float %s, %alibi.e.3\n"
     );
-    assert_eq!(el.value, "%alibi.e.3");
+    assert_eq!(el.value, "%alibi.e.4");
+    // A sum of two positions may exceed 2^24: converted after the integer addition.
+    let sum = ScoreMod::parse("score + (q_idx + kv_idx) * 0.5", &[]).unwrap().ir();
+    let pro = sum.render_prologue(&ProgramInputs { b: "%b", h: "%h", tensors: &[] }, "s").unwrap();
+    let el = sum.render_element(&pro, &ElementInputs { q_idx: "%q", kv_idx: "%k", score: "%s" }, "s.e").unwrap();
+    assert!(el.text.starts_with("  %s.e.0 = add i32 %q, %k\n  %s.e.1 = sitofp i32 %s.e.0 to float\n"), "{}", el.text);
     // Uniform divisors: the reciprocal is computed once per program.
     let t = ScoreMod::parse("score / max(temp[h], 0.01)", &[TensorDecl::per_head("temp", Scalar::F32)]).unwrap().ir();
     let pro = t.render_prologue(&ProgramInputs { b: "%b", h: "%h", tensors: &["%temp"] }, "t").unwrap();

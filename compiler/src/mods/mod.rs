@@ -180,6 +180,11 @@ impl ScoreMod {
 
     common!();
 
+    /// `score` unchanged: the kernel needs no modifier at all.
+    pub fn is_identity(&self) -> bool {
+        self.c.expr.node == Node::Var(Var::Score)
+    }
+
     /// d(score_mod)/d(score), simplified (`1.0` for ALiBi).
     pub fn grad(&self) -> &TExpr {
         &self.grad
@@ -306,6 +311,35 @@ impl MaskMod {
     pub fn classify(&self, region: &Region, tensors: Option<&Tensors>) -> BlockClass {
         let data = tensors.and_then(|t| t.bind(&self.c.tensors).ok());
         blocks::classify(&self.c.expr, &self.c.tensors, region, data.as_deref())
+    }
+
+    /// `true`: the kernel needs no mask at all.
+    pub fn keeps_all(&self) -> bool {
+        self.c.expr.node == Node::Bool(true)
+    }
+
+    /// FlexAttention's block mask, proved: the class of every (query block, key block) of a program
+    /// (b, h), row-major over `ceil(n_q / block_m)` x `ceil(n_kv / block_n)` blocks (the last ones cut at
+    /// n_q and n_kv). For masks the closed-form bounds cannot express (tensor-driven ones), a runtime
+    /// can compute this per (b, h) once and hand the kernel its lists of blocks.
+    pub fn block_mask(
+        &self,
+        (n_q, n_kv): (i64, i64),
+        (block_m, block_n): (i64, i64),
+        b: Option<i64>,
+        h: Option<i64>,
+        tensors: Option<&Tensors>,
+    ) -> Vec<BlockClass> {
+        let data = tensors.and_then(|t| t.bind(&self.c.tensors).ok());
+        let blocks = |n: i64, size: i64| if size <= 0 { 0 } else { (n.max(0) + size - 1) / size };
+        let mut out = Vec::with_capacity((blocks(n_q, block_m) * blocks(n_kv, block_n)) as usize);
+        for i in 0..blocks(n_q, block_m) {
+            for j in 0..blocks(n_kv, block_n) {
+                let r = Region { q: (i * block_m, ((i + 1) * block_m).min(n_q) - 1), kv: (j * block_n, ((j + 1) * block_n).min(n_kv) - 1), b, h };
+                out.push(blocks::classify(&self.c.expr, &self.c.tensors, &r, data.as_deref()));
+            }
+        }
+        out
     }
 
     /// The closed-form key bounds (see `KvBounds`); `skips_blocks()` says whether there are any.
