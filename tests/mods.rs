@@ -879,14 +879,27 @@ fn tile_ranges_render_as_closed_forms() {
 }
 
 #[test]
+fn block_ranges_render_for_the_k_v_loop() {
+    let w = builtins::sliding_window(Some(1024), Some(0), 0).unwrap().ir();
+    let pro = w.render_prologue(&ProgramInputs { b: "%b", h: "%h", tensors: &[] }, "w").unwrap();
+    let br = w.render_block_range(&pro, "%q0", "%q1", 128, "%n_kv", "w.b").unwrap();
+    // BLOCK_N a power of two: the divisions are shifts after optimization
+    assert!(br.text.contains("udiv i32 %w.b.3, 128"), "{}", br.text);
+    assert!(w.render_block_range(&pro, "%q0", "%q1", 0, "%n", "x").is_err());
+    let ptx = compile_ptx(&module_of(&w), "sm_90a").unwrap();
+    assert!(ptx.contains("shr.u32") || ptx.contains("shr.s32"), "{ptx}");
+}
+
+#[test]
 fn declarations_merge_with_the_templates_own() {
     let a = ScoreMod::parse("exp(score) + max(score, 0.0) + tanh(score)", &[]).unwrap().ir();
     let b = MaskMod::parse("min(q_idx, 5) < kv_idx", &[]).unwrap().ir();
     let template = "declare float @llvm.nvvm.ex2.approx.ftz.f(float)\ndeclare float @llvm.maxnum.f32(float, float)\n";
     let add = missing_declarations(&[&a, &b], template);
-    assert_eq!(add, "declare i32 @llvm.smin.i32(i32, i32)\n");
+    // a mask's block ranges clamp with smin and smax
+    assert_eq!(add, "declare i32 @llvm.smax.i32(i32, i32)\ndeclare i32 @llvm.smin.i32(i32, i32)\n");
     let full = missing_declarations(&[&a, &b], "");
-    assert_eq!(full.lines().count(), 3);
+    assert_eq!(full.lines().count(), 4);
     // tanh is inline asm: nothing to declare
     assert!(!full.contains("tanh"));
     verify_ir(&format!("{template}{add}")).unwrap();
@@ -920,6 +933,8 @@ fn rendering_takes_microseconds() {
 // machine `python3 <dir>/run.py <dir>` launches them through libcuda (torch for the buffers) and compares.
 
 const GPU_POINTS: usize = 512;
+/// Keys per sequence in the block-range check (points reach 2^24: those clamp to an empty range).
+const GPU_N_KV: i64 = 450;
 
 /// The runner: loads cases.ptx, launches every case, compares with expected.f32; exits 1 on disagreement.
 const GPU_RUNNER: &str = r#"import ctypes, json, sys, torch
@@ -968,12 +983,13 @@ for k, c in enumerate(cases["cases"]):
             worst.append((float(err[i]), c["text"], col, pts.cpu().view(n, 4)[i].tolist(), float(scores.cpu()[i]), float(g[i]), float(w[i])))
     if c["kind"] == "mask":
         check(cuda.cuModuleGetFunction(ctypes.byref(f), mod, (c["entry"] + "_range").encode()), c["entry"])
-        rng_out = torch.zeros(4 * n, dtype=torch.int32, device="cuda")
-        args = [ctypes.c_void_p(pts.data_ptr()), ctypes.c_void_p(rng_out.data_ptr()), ctypes.c_int(n)] + [ctypes.c_void_p(t.data_ptr()) for t in tensors]
+        rng_out = torch.zeros(8 * n, dtype=torch.int32, device="cuda")
+        args = [ctypes.c_void_p(pts.data_ptr()), ctypes.c_void_p(rng_out.data_ptr()), ctypes.c_int(n), ctypes.c_int(cases["n_kv"])]
+        args += [ctypes.c_void_p(t.data_ptr()) for t in tensors]
         params = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args])
         check(cuda.cuLaunchKernel(f, (n + 127) // 128, 1, 1, 128, 1, 1, 0, None, params, None), "launch range")
         torch.cuda.synchronize()
-        want_r = expected_ranges[4 * n * c["range_index"]: 4 * n * (c["range_index"] + 1)]
+        want_r = expected_ranges[8 * n * c["range_index"]: 8 * n * (c["range_index"] + 1)]
         bad_r = int((rng_out.cpu() != want_r).sum())
         if bad_r:
             bad_cases.append((bad_r, "tile range", c["text"]))
@@ -1070,11 +1086,21 @@ fn export_gpu_cases() {
             // the tile [q, q + 63] of every point: needed lo/hi, visible lo/hi (unbounded: i32::MIN/MAX)
             let pro = ir.render_prologue(&ProgramInputs { b: "%b", h: "%h", tensors: &ptr_refs }, "p").unwrap();
             let r = ir.render_tile_range(&pro, "%q", "%q1", "r").unwrap();
+            let br = ir.render_block_range(&pro, "%q", "%q1", 64, "%nkv", "br").unwrap();
             let (vlo, vhi) = r
                 .visible
                 .clone()
                 .map_or(("0".to_string(), "-1".to_string()), |(lo, hi)| (lo.unwrap_or(i32::MIN.to_string()), hi.unwrap_or(i32::MAX.to_string())));
-            let fields = [r.needed_lo.clone().unwrap_or(i32::MIN.to_string()), r.needed_hi.clone().unwrap_or(i32::MAX.to_string()), vlo, vhi];
+            let fields = [
+                r.needed_lo.clone().unwrap_or(i32::MIN.to_string()),
+                r.needed_hi.clone().unwrap_or(i32::MAX.to_string()),
+                vlo,
+                vhi,
+                br.first.clone(),
+                br.last.clone(),
+                br.full_first.clone(),
+                br.full_last.clone(),
+            ];
             let stores: String = fields
                 .iter()
                 .enumerate()
@@ -1083,15 +1109,15 @@ fn export_gpu_cases() {
                 })
                 .collect();
             module += &format!(
-                "\ndefine void @case{k}_range(ptr addrspace(1) %pts, ptr addrspace(1) %out, i32 %n{sig}) {{\n\
+                "\ndefine void @case{k}_range(ptr addrspace(1) %pts, ptr addrspace(1) %out, i32 %n, i32 %nkv{sig}) {{\n\
                  entry:\n  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n  %cta = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()\n\
                  \x20 %base = mul i32 %cta, 128\n  %i = add i32 %base, %tid\n  %ok = icmp slt i32 %i, %n\n  br i1 %ok, label %body, label %done\n\
                  body:\n  %i4 = mul i32 %i, 4\n  %pb = getelementptr inbounds i32, ptr addrspace(1) %pts, i32 %i4\n  %b = load i32, ptr addrspace(1) %pb, align 4\n\
                  \x20 %ph = getelementptr inbounds i32, ptr addrspace(1) %pb, i32 1\n  %h = load i32, ptr addrspace(1) %ph, align 4\n\
                  \x20 %pq = getelementptr inbounds i32, ptr addrspace(1) %pb, i32 2\n  %q = load i32, ptr addrspace(1) %pq, align 4\n  %q1 = add i32 %q, 63\n\
-                 {}{}  %po = getelementptr inbounds i32, ptr addrspace(1) %out, i32 %i4\n{stores}  br label %done\n\
+                 {}{}{}  %i8 = mul i32 %i, 8\n  %po = getelementptr inbounds i32, ptr addrspace(1) %out, i32 %i8\n{stores}  br label %done\n\
                  done:\n  ret void\n}}\n",
-                pro.text, r.text
+                pro.text, r.text, br.text
             );
             annotations.push(format!("ptr @case{k}_range"));
             entry["range_index"] = serde_json::json!(range_cases);
@@ -1101,6 +1127,8 @@ fn export_gpu_cases() {
                 let keys = m.tile_keys((p.q_idx, p.q_idx + 63), p.b, p.h, &t).unwrap();
                 let c = |v: i64| v.clamp(i32::MIN as i64, i32::MAX as i64) as i32;
                 ranges.extend([c(keys.needed.0), c(keys.needed.1), c(keys.visible.0), c(keys.visible.1)]);
+                let br = m.blocks((p.q_idx, p.q_idx + 63), 64, GPU_N_KV, p.b, p.h, &t).unwrap();
+                ranges.extend([br.first, br.last, br.full_first, br.full_last].map(c));
             }
         }
         manifest.push(entry);
@@ -1124,7 +1152,7 @@ fn export_gpu_cases() {
     std::fs::write(dir.join("cases.ptx"), ptx).unwrap();
     std::fs::write(dir.join("cases.ll"), &module).unwrap();
     std::fs::write(dir.join("run.py"), GPU_RUNNER).unwrap();
-    std::fs::write(dir.join("cases.json"), serde_json::json!({"points": GPU_POINTS, "cases": manifest}).to_string()).unwrap();
+    std::fs::write(dir.join("cases.json"), serde_json::json!({"points": GPU_POINTS, "n_kv": GPU_N_KV, "cases": manifest}).to_string()).unwrap();
     std::fs::write(dir.join("points.i32"), bytes(points.iter().flat_map(|p| [p.b, p.h, p.q_idx, p.kv_idx]).map(|v| (v as i32).to_le_bytes()).collect()))
         .unwrap();
     std::fs::write(dir.join("scores.f32"), bytes(points.iter().map(|p| (p.score as f32).to_le_bytes()).collect())).unwrap();

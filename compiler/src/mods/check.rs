@@ -312,23 +312,23 @@ impl<'a> Checker<'a> {
         if Func::from_name(n).is_some() {
             return Err(ModError::new(Rule::Syntax, span, format!("`{n}` is a function"), format!("call it: {n}(x)")));
         }
-        let (message, fix) = match n {
-            "and" => ("`and` is Python's spelling".to_string(), "write `a && b`".to_string()),
-            "or" => ("`or` is Python's spelling".into(), "write `a || b`".into()),
-            "not" => ("`not` is Python's spelling".into(), "write `!a`".into()),
-            "True" | "False" => (format!("`{n}` is Python's spelling"), format!("write `{}`", n.to_lowercase())),
+        let python = |word: &str| format!("`{word}` is Python's spelling");
+        let (rule, message, fix) = match n {
+            "and" => (Rule::Syntax, python(n), "write `a && b`".to_string()),
+            "or" => (Rule::Syntax, python(n), "write `a || b`".into()),
+            "not" => (Rule::Syntax, python(n), "write `!a`".into()),
+            "True" | "False" => (Rule::Syntax, python(n), format!("write `{}`", n.to_lowercase())),
             _ => {
                 let known = Var::ALL.iter().map(|v| v.name()).chain(KEYWORDS).chain(self.decls.iter().map(|d| d.name.as_str()));
                 let hint = closest(n, known).map(|c| format!("did you mean `{c}`? ")).unwrap_or_default();
-                (format!("unknown name `{n}`"), format!("{hint}the names are {}; declare other per-head or per-batch values as tensors", self.names()))
+                (
+                    Rule::UnknownName,
+                    format!("unknown name `{n}`"),
+                    format!("{hint}the names are {}; declare other per-head or per-batch values as tensors", self.names()),
+                )
             }
         };
-        Err(ModError::new(
-            if n.starts_with(char::is_uppercase) || ["and", "or", "not"].contains(&n) { Rule::Syntax } else { Rule::UnknownName },
-            span,
-            message,
-            fix,
-        ))
+        Err(ModError::new(rule, span, message, fix))
     }
 
     fn index(&self, n: &str, idx: &Expr, e: &Expr) -> Result<TExpr, ModError> {

@@ -577,14 +577,9 @@ impl ModIr {
         }
 
         let mut declarations: Vec<Declaration> = g.ops.iter().filter_map(declaration).collect();
-        if let Some(b) = &bounds {
-            let mut combos = (false, false);
-            for s in [&b.needed, &b.visible] {
-                if let KvSet::Range { lo, hi } = s {
-                    lo.iter().chain(hi.iter()).for_each(|b| min_max_used(b, &mut combos));
-                }
-            }
-            declarations.extend(combos.0.then_some(SMIN).into_iter().chain(combos.1.then_some(SMAX)));
+        if bounds.is_some() {
+            // tile and block ranges combine bounds and clamp with smin/smax
+            declarations.extend([SMIN, SMAX]);
         }
         declarations.sort();
         declarations.dedup();
@@ -641,14 +636,7 @@ impl ModIr {
         valid_prefix(prefix)?;
         valid_operand("q_idx", inputs.q_idx)?;
         valid_operand("kv_idx", inputs.kv_idx)?;
-        let mut e = Emitter::new(self, prefix);
-        e.seed_program(&pro.b, &pro.h);
-        e.tensors.clone_from(&pro.tensors);
-        for (id, h) in self.hoisted.iter().enumerate() {
-            if let Some(k) = h {
-                e.names[id] = Some(pro.hoisted[*k as usize].clone());
-            }
-        }
+        let mut e = self.emitter(pro, prefix);
         for (id, op) in self.g.ops.iter().enumerate() {
             e.names[id] = match op {
                 Op::Var(Var::QIdx) => Some(inputs.q_idx.into()),
@@ -665,13 +653,8 @@ impl ModIr {
         Ok(Element { text: e.out, value, grad })
     }
 
-    /// For a mask_mod: the key range of the query tile [q_first, q_last] (i32 operands). Errors when the
-    /// IR was not made from a mask.
-    pub fn render_tile_range(&self, pro: &Prologue, q_first: &str, q_last: &str, prefix: &str) -> Result<TileRange, IrError> {
-        let Some(bounds) = &self.bounds else { return Err(IrError("tile ranges exist for mask_mods only".into())) };
-        valid_prefix(prefix)?;
-        valid_operand("q_first", q_first)?;
-        valid_operand("q_last", q_last)?;
+    /// An emitter whose program values are the prologue's.
+    fn emitter<'m>(&'m self, pro: &Prologue, prefix: &'m str) -> Emitter<'m> {
         let mut e = Emitter::new(self, prefix);
         e.seed_program(&pro.b, &pro.h);
         e.tensors.clone_from(&pro.tensors);
@@ -680,41 +663,122 @@ impl ModIr {
                 e.names[id] = Some(pro.hoisted[*k as usize].clone());
             }
         }
+        e
+    }
+
+    /// The four key bounds of a tile into `e` (None: unbounded; visible None: no keys).
+    fn tile_range_in(
+        &self,
+        e: &mut Emitter<'_>,
+        q_first: &str,
+        q_last: &str,
+    ) -> Result<(Option<String>, Option<String>, Option<(Option<String>, Option<String>)>), IrError> {
+        let Some(bounds) = &self.bounds else { return Err(IrError("tile ranges exist for mask_mods only".into())) };
+        valid_operand("q_first", q_first)?;
+        valid_operand("q_last", q_last)?;
         let mut piece = 0usize;
         let mut side =
             |e: &mut Emitter, b: &Option<Bound>, over_max: bool| b.as_ref().map(|b| e.bound(b, over_max, q_first, q_last, &self.bound_roots, &mut piece));
-        let (needed_lo, needed_hi, visible) = match (&bounds.needed, &bounds.visible) {
+        Ok(match (&bounds.needed, &bounds.visible) {
             (KvSet::Empty, _) => (Some("0".to_string()), Some("-1".to_string()), None),
             (KvSet::Range { lo, hi }, vis) => {
-                let nlo = side(&mut e, lo, false);
-                let nhi = side(&mut e, hi, true);
+                let nlo = side(e, lo, false);
+                let nhi = side(e, hi, true);
                 let vis = match vis {
                     KvSet::Empty => None,
                     KvSet::Range { lo, hi } => {
-                        let vlo = side(&mut e, lo, true);
-                        let vhi = side(&mut e, hi, false);
+                        let vlo = side(e, lo, true);
+                        let vhi = side(e, hi, false);
                         Some((vlo, vhi))
                     }
                 };
                 (nlo, nhi, vis)
             }
-        };
+        })
+    }
+
+    /// For a mask_mod: the key range of the query tile [q_first, q_last] (i32 operands). Errors when the
+    /// IR was not made from a mask.
+    pub fn render_tile_range(&self, pro: &Prologue, q_first: &str, q_last: &str, prefix: &str) -> Result<TileRange, IrError> {
+        valid_prefix(prefix)?;
+        let mut e = self.emitter(pro, prefix);
+        let (needed_lo, needed_hi, visible) = self.tile_range_in(&mut e, q_first, q_last)?;
         Ok(TileRange { text: e.out, needed_lo, needed_hi, visible })
+    }
+
+    /// For a mask_mod: the K/V blocks of `block_n` keys the query tile [q_first, q_last] visits, given the
+    /// sequence's key count `n_kv` (an i32 operand): exactly `MaskMod::blocks` in IR, i32 operands
+    /// `first..=last` (none when last < first) and the unmasked `full_first..=full_last` among them.
+    pub fn render_block_range(&self, pro: &Prologue, q_first: &str, q_last: &str, block_n: u32, n_kv: &str, prefix: &str) -> Result<BlockRangeIr, IrError> {
+        valid_prefix(prefix)?;
+        valid_operand("n_kv", n_kv)?;
+        if block_n == 0 || block_n > 1 << 20 {
+            return Err(IrError(format!("block_n {block_n} is not a block size")));
+        }
+        let mut e = self.emitter(pro, prefix);
+        let (lo, hi, vis) = self.tile_range_in(&mut e, q_first, q_last)?;
+        let bn = block_n as i64;
+        let last_key = e.inst(format_args!("add i32 {n_kv}, -1"));
+        let smax = |e: &mut Emitter, a: &str, b: &str| e.inst(format_args!("call i32 @llvm.smax.i32(i32 {a}, i32 {b})"));
+        let smin = |e: &mut Emitter, a: &str, b: &str| e.inst(format_args!("call i32 @llvm.smin.i32(i32 {a}, i32 {b})"));
+        // needed keys, clamped to the sequence
+        let lo = match lo {
+            Some(l) => smax(&mut e, &l, "0"),
+            None => "0".into(),
+        };
+        let hi = match hi {
+            Some(h) => smin(&mut e, &h, &last_key),
+            None => last_key.clone(),
+        };
+        let empty = e.inst(format_args!("icmp sgt i32 {lo}, {hi}"));
+        let first = e.inst(format_args!("udiv i32 {lo}, {bn}"));
+        let last = e.inst(format_args!("sdiv i32 {hi}, {bn}"));
+        // full blocks: [ceil(vlo / BN), (vhi + 1) / BN - 1], the last block full when vhi reaches n_kv - 1
+        let (full_first, full_last) = match vis {
+            None => (first.clone(), "-1".to_string()),
+            Some((vlo, vhi)) => {
+                let ff = match vlo {
+                    Some(v) => {
+                        let v0 = smax(&mut e, &v, "0");
+                        let up = e.inst(format_args!("add i32 {v0}, {}", bn - 1));
+                        let c = e.inst(format_args!("udiv i32 {up}, {bn}"));
+                        smax(&mut e, &c, &first)
+                    }
+                    None => first.clone(),
+                };
+                let fl = match vhi {
+                    Some(v) => {
+                        let t = smin(&mut e, &v, &last_key);
+                        let t = smax(&mut e, &t, "-1");
+                        let reaches = e.inst(format_args!("icmp eq i32 {t}, {last_key}"));
+                        let t1 = e.inst(format_args!("add i32 {t}, 1"));
+                        let q = e.inst(format_args!("udiv i32 {t1}, {bn}"));
+                        let below = e.inst(format_args!("add i32 {q}, -1"));
+                        let fl = e.inst(format_args!("select i1 {reaches}, i32 {last}, i32 {below}"));
+                        smin(&mut e, &fl, &last)
+                    }
+                    None => last.clone(),
+                };
+                (ff, fl)
+            }
+        };
+        let pick = |e: &mut Emitter, v: &str, if_empty: &str| e.inst(format_args!("select i1 {empty}, i32 {if_empty}, i32 {v}"));
+        let first = pick(&mut e, &first, "0");
+        let last = pick(&mut e, &last, "-1");
+        let full_first = pick(&mut e, &full_first, "0");
+        let full_last = pick(&mut e, &full_last, "-1");
+        Ok(BlockRangeIr { text: e.out, first, last, full_first, full_last })
     }
 }
 
-fn min_max_used(b: &Bound, used: &mut (bool, bool)) {
-    match b {
-        Bound::Affine(_) => {}
-        Bound::Min(v) => {
-            used.0 = true;
-            v.iter().for_each(|x| min_max_used(x, used));
-        }
-        Bound::Max(v) => {
-            used.1 = true;
-            v.iter().for_each(|x| min_max_used(x, used));
-        }
-    }
+/// A query tile's K/V blocks as i32 operands (see `ModIr::render_block_range`).
+#[derive(Clone, Debug)]
+pub struct BlockRangeIr {
+    pub text: String,
+    pub first: String,
+    pub last: String,
+    pub full_first: String,
+    pub full_last: String,
 }
 
 fn operands(op: &Op) -> Vec<Id> {
@@ -960,7 +1024,8 @@ impl ModIr {
     /// (float or i1) from (i32 %b, i32 %h, i32 %q_idx, i32 %kv_idx, float %score, one ptr addrspace(1)
     /// per tensor); `@<name>_grad` the gradient when present; for masks `@<name>_range` returns the tile
     /// range {needed lo, needed hi, visible lo, visible hi} of (b, h, q_first, q_last, tensors), with
-    /// i32::MIN / i32::MAX for unbounded sides and {0, -1} for "no visible keys".
+    /// i32::MIN / i32::MAX for unbounded sides and {0, -1} for "no visible keys", and `@<name>_blocks`
+    /// the blocks of 64 keys {first, last, full_first, full_last} of (b, h, q_first, q_last, n_kv, tensors).
     pub fn render_function(&self, name: &str) -> Result<String, IrError> {
         valid_prefix(name)?;
         let ptrs: Vec<String> = (0..self.tensors.len()).map(|i| format!("%t{i}")).collect();
@@ -1000,6 +1065,17 @@ impl ModIr {
             m += &format!(
                 "\ndefine {{i32, i32, i32, i32}} @{name}_range(i32 %b, i32 %h, i32 %q_first, i32 %q_last{params}) {{\nentry:\n{}{}{body}  ret {{i32, i32, i32, i32}} {agg}\n}}\n",
                 pro.text, r.text
+            );
+            let br = self.render_block_range(&pro, "%q_first", "%q_last", 64, "%n_kv", "br")?;
+            let mut body = String::new();
+            let mut agg = "undef".to_string();
+            for (i, f) in [&br.first, &br.last, &br.full_first, &br.full_last].iter().enumerate() {
+                body += &format!("  %blk{i} = insertvalue {{i32, i32, i32, i32}} {agg}, i32 {f}, {i}\n");
+                agg = format!("%blk{i}");
+            }
+            m += &format!(
+                "\ndefine {{i32, i32, i32, i32}} @{name}_blocks(i32 %b, i32 %h, i32 %q_first, i32 %q_last, i32 %n_kv{params}) {{\nentry:\n{}{}{body}  ret {{i32, i32, i32, i32}} {agg}\n}}\n",
+                pro.text, br.text
             );
         }
         Ok(m)

@@ -32,14 +32,19 @@
 //!      with a distinct prefix each time; the result `value` is a float operand (the new score, same
 //!      units as `score`: the kernel multiplies by log2 e afterwards as it does today) or an i1 (true =
 //!      keep); with `ir_with_grad`, `grad` is d(value)/d(score) for the backward's dS;
-//!   3. masks: `render_tile_range(&prologue, q_first, q_last, prefix)` per query tile: the keys the tile
-//!      needs and the keys it sees unmasked (i32 operands), for the K/V loop's bounds;
+//!   3. masks: `render_block_range(&prologue, q_first, q_last, BLOCK_N, n_kv, prefix)` per query tile:
+//!      the K/V blocks `first..=last` the tile visits and the unmasked ones `full_first..=full_last` (i32
+//!      operands; `render_tile_range` gives the same as key bounds);
 //!   4. `missing_declarations(&[&ir, ...], template_text)`: the `declare` lines to add to the module.
-//!   Value names are `%<prefix>.<n>`. Subexpressions that depend on the row only (q_idx) come out
-//!   identical across a row's elements, so LLVM's early-cse shares them.
-//! - CPU reference: `eval_score` / `eval_mask` (f64 interpreter), `eval_grad`.
-//! - Block sparsity: `MaskMod::classify` (one block, proved by interval analysis), `kv_bounds`,
-//!   `tile_keys` and `blocks` (closed-form K/V ranges per query tile when the mask is affine in kv_idx).
+//! - Value names are `%<prefix>.<n>`. Subexpressions of the row (q_idx) or the column (kv_idx) alone come
+//!   out identical across a tile's elements when the template passes one SSA name per row and per
+//!   column, so LLVM's early-cse computes them once.
+//! - Backward: with s the scaled score and m = score_mod(s), dS = P ⊙ (dP − Δ) ⊙ grad, then · sm_scale as
+//!   today; masked elements have P = 0.
+//! - CPU reference: `eval_score` / `eval_mask` (f64 interpreter with f32's range), `eval_grad`.
+//! - Block sparsity: `MaskMod::classify` (one block, proved by interval analysis), `block_mask` (a
+//!   program's grid), `kv_bounds`, `tile_keys` and `blocks` (closed-form K/V ranges per query tile when
+//!   the mask is affine in kv_idx).
 
 mod ast;
 mod blocks;
@@ -59,7 +64,7 @@ pub use blocks::{Affine, BlockClass, BlockRange, Bound, KvBounds, KvSet, Region,
 pub use check::ModKind;
 pub use eval::{EvalError, Point, TensorData, Tensors};
 pub use interval::{MAX_BATCH, MAX_HEADS, MAX_INT_TENSOR, MAX_POSITION};
-pub use ir::{missing_declarations, Declaration, Element, ElementInputs, IrError, ModIr, ProgramInputs, Prologue, TileRange};
+pub use ir::{missing_declarations, BlockRangeIr, Declaration, Element, ElementInputs, IrError, ModIr, ProgramInputs, Prologue, TileRange};
 pub use parse::{MAX_DEPTH, MAX_SOURCE_LEN};
 pub use typed::{Node, PerIndex, Scalar, TExpr, TensorDecl, Ty};
 #[cfg(feature = "llvm")]
