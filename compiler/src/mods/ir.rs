@@ -667,19 +667,15 @@ impl ModIr {
     }
 
     /// The four key bounds of a tile into `e` (None: unbounded; visible None: no keys).
-    fn tile_range_in(
-        &self,
-        e: &mut Emitter<'_>,
-        q_first: &str,
-        q_last: &str,
-    ) -> Result<(Option<String>, Option<String>, Option<(Option<String>, Option<String>)>), IrError> {
+    /// The four key bounds of a tile into `e` (a TileRange without its text).
+    fn tile_range_in(&self, e: &mut Emitter<'_>, q_first: &str, q_last: &str) -> Result<TileRange, IrError> {
         let Some(bounds) = &self.bounds else { return Err(IrError("tile ranges exist for mask_mods only".into())) };
         valid_operand("q_first", q_first)?;
         valid_operand("q_last", q_last)?;
         let mut piece = 0usize;
         let mut side =
             |e: &mut Emitter, b: &Option<Bound>, over_max: bool| b.as_ref().map(|b| e.bound(b, over_max, q_first, q_last, &self.bound_roots, &mut piece));
-        Ok(match (&bounds.needed, &bounds.visible) {
+        let (needed_lo, needed_hi, visible) = match (&bounds.needed, &bounds.visible) {
             (KvSet::Empty, _) => (Some("0".to_string()), Some("-1".to_string()), None),
             (KvSet::Range { lo, hi }, vis) => {
                 let nlo = side(e, lo, false);
@@ -694,7 +690,8 @@ impl ModIr {
                 };
                 (nlo, nhi, vis)
             }
-        })
+        };
+        Ok(TileRange { text: String::new(), needed_lo, needed_hi, visible })
     }
 
     /// For a mask_mod: the key range of the query tile [q_first, q_last] (i32 operands). Errors when the
@@ -702,8 +699,8 @@ impl ModIr {
     pub fn render_tile_range(&self, pro: &Prologue, q_first: &str, q_last: &str, prefix: &str) -> Result<TileRange, IrError> {
         valid_prefix(prefix)?;
         let mut e = self.emitter(pro, prefix);
-        let (needed_lo, needed_hi, visible) = self.tile_range_in(&mut e, q_first, q_last)?;
-        Ok(TileRange { text: e.out, needed_lo, needed_hi, visible })
+        let r = self.tile_range_in(&mut e, q_first, q_last)?;
+        Ok(TileRange { text: e.out, ..r })
     }
 
     /// For a mask_mod: the K/V blocks of `block_n` keys the query tile [q_first, q_last] visits, given the
@@ -716,7 +713,7 @@ impl ModIr {
             return Err(IrError(format!("block_n {block_n} is not a block size")));
         }
         let mut e = self.emitter(pro, prefix);
-        let (lo, hi, vis) = self.tile_range_in(&mut e, q_first, q_last)?;
+        let TileRange { needed_lo: lo, needed_hi: hi, visible: vis, .. } = self.tile_range_in(&mut e, q_first, q_last)?;
         let bn = block_n as i64;
         let last_key = e.inst(format_args!("add i32 {n_kv}, -1"));
         let smax = |e: &mut Emitter, a: &str, b: &str| e.inst(format_args!("call i32 @llvm.smax.i32(i32 {a}, i32 {b})"));
