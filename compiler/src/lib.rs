@@ -10,6 +10,7 @@ pub mod artifact;
 pub mod build;
 #[cfg(feature = "llvm")]
 pub mod codegen;
+pub mod mods;
 pub mod numeric;
 pub mod plan;
 pub mod reference;
