@@ -14,6 +14,7 @@ pub mod cache;
 pub mod call;
 pub mod env;
 pub mod forward;
+pub mod geometry;
 pub mod jit;
 pub mod kernel;
 pub mod layout;
@@ -26,6 +27,7 @@ pub mod view;
 pub use api::{Flash, ForwardOutput, Gradients, RowStats};
 pub use call::{BackwardCall, ForwardCall, StatsIn, StatsOut};
 pub use stream::Stream;
+pub use geometry::{CausalAlign, Geometry, VarLen};
 /// The cudarc this runtime is built on (its `CudaSlice`s are what the owned API takes).
 pub use cudarc;
 pub use flashgen::{BackwardPath, Plan, PlanOptions, Problem};
