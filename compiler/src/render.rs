@@ -490,3 +490,27 @@ pub fn render(spec: &KernelSpec) -> Result<String, RenderError> {
         .render(template, &ctx)
         .map_err(|e| RenderError { template, spec: spec.name(), detail: describe(&e) })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names `seq` gives the templates are the ABI's geometry parameters (every kind has them), so the
+    /// geometry seam has one list: abi::geometry.
+    #[test]
+    fn sequence_names_are_abi_geometry_parameters() {
+        let geometry: Vec<String> = crate::abi::geometry().iter().map(|p| format!("%{}", p.name)).collect();
+        let spec = KernelSpec::backward_preprocess(crate::spec::Arch::Sm80, DType::Bf16, 64);
+        let names = SequenceNames::of(&spec);
+        for name in [names.batch, names.heads, names.q_len, names.kv_len] {
+            assert!(geometry.iter().any(|g| g == name), "seq name {name} is not a parameter of abi::geometry");
+        }
+        for kind in KernelKind::ALL {
+            let params = crate::abi::kernel_parameters(kind);
+            for g in crate::abi::geometry() {
+                assert!(crate::abi::index_of(params, g.name).is_some(), "{} lacks the geometry parameter {}", kind.name(), g.name);
+            }
+        }
+    }
+}
+
