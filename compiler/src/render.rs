@@ -6,21 +6,31 @@ use std::sync::OnceLock;
 
 /// The templates, embedded at build time so that a built binary needs no template files.
 pub const TEMPLATES: &[(&str, &str)] = &[
+    // one top-level template per kernel kind (`template_for`)
     ("fa2_fwd.ll.tera", include_str!("../../templates/fa2_fwd.ll.tera")),
-    ("lib/verbs.ll.tera", include_str!("../../templates/lib/verbs.ll.tera")),
-    ("lib/fwd_block.ll.tera", include_str!("../../templates/lib/fwd_block.ll.tera")),
-    ("lib/gemm.ll.tera", include_str!("../../templates/lib/gemm.ll.tera")),
-    ("lib/wgmma.ll.tera", include_str!("../../templates/lib/wgmma.ll.tera")),
-    ("lib/stream.ll.tera", include_str!("../../templates/lib/stream.ll.tera")),
-    ("lib/ws.ll.tera", include_str!("../../templates/lib/ws.ll.tera")),
-    ("lib/pingpong.ll.tera", include_str!("../../templates/lib/pingpong.ll.tera")),
+    ("fa2_fwd_wgmma.ll.tera", include_str!("../../templates/fa2_fwd_wgmma.ll.tera")),
     ("fa2_fwd_ws.ll.tera", include_str!("../../templates/fa2_fwd_ws.ll.tera")),
     ("fa2_fwd_ws_persistent.ll.tera", include_str!("../../templates/fa2_fwd_ws_persistent.ll.tera")),
     ("fa2_bwd_pre.ll.tera", include_str!("../../templates/fa2_bwd_pre.ll.tera")),
     ("fa2_bwd_dkdv.ll.tera", include_str!("../../templates/fa2_bwd_dkdv.ll.tera")),
+    ("fa2_bwd_dkdv_wgmma.ll.tera", include_str!("../../templates/fa2_bwd_dkdv_wgmma.ll.tera")),
+    ("fa2_bwd_fused.ll.tera", include_str!("../../templates/fa2_bwd_fused.ll.tera")),
     ("fa2_bwd_dq.ll.tera", include_str!("../../templates/fa2_bwd_dq.ll.tera")),
+    ("fa2_bwd_dq_wgmma.ll.tera", include_str!("../../templates/fa2_bwd_dq_wgmma.ll.tera")),
+    // lib/: the verbs, one file per concept (templates/README.md)
+    ("lib/intrinsics.ll.tera", include_str!("../../templates/lib/intrinsics.ll.tera")),
+    ("lib/seqinfo.ll.tera", include_str!("../../templates/lib/seqinfo.ll.tera")),
+    ("lib/scheduler.ll.tera", include_str!("../../templates/lib/scheduler.ll.tera")),
+    ("lib/barriers.ll.tera", include_str!("../../templates/lib/barriers.ll.tera")),
+    ("lib/cp_async.ll.tera", include_str!("../../templates/lib/cp_async.ll.tera")),
+    ("lib/tma.ll.tera", include_str!("../../templates/lib/tma.ll.tera")),
+    ("lib/mma_sync.ll.tera", include_str!("../../templates/lib/mma_sync.ll.tera")),
+    ("lib/wgmma.ll.tera", include_str!("../../templates/lib/wgmma.ll.tera")),
+    ("lib/masks.ll.tera", include_str!("../../templates/lib/masks.ll.tera")),
+    ("lib/softmax.ll.tera", include_str!("../../templates/lib/softmax.ll.tera")),
+    ("lib/epilogue.ll.tera", include_str!("../../templates/lib/epilogue.ll.tera")),
+    ("lib/pingpong.ll.tera", include_str!("../../templates/lib/pingpong.ll.tera")),
     ("lib/dq_fused.ll.tera", include_str!("../../templates/lib/dq_fused.ll.tera")),
-    ("lib/tma_ring.ll.tera", include_str!("../../templates/lib/tma_ring.ll.tera")),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -45,27 +55,53 @@ fn rcp_ln2_literal() -> String {
 }
 
 /// The constants a template sees as `k.*`: the spec's parameters and the tile arithmetic derived from them,
-/// computed here once so that templates only index and never divide.
+/// computed here once so that templates only index and never divide. Names say what they count: rows and
+/// tiles of the mma shapes (m16 row tiles, n8 column tiles, k16 reduction steps), bytes, copies per thread.
+/// The groups a kind has no use for are absent (`None`: their fields are not in `k`), so a template that
+/// reads a constant of another kind fails to render instead of reading a meaningless value.
+#[derive(Serialize)]
+struct KernelConstants {
+    #[serde(flatten)]
+    common: Common,
+    /// The forward kinds (fwd, fwd_wgmma, fwd_ws, fwd_ws_persistent).
+    #[serde(flatten)]
+    forward: Option<Forward>,
+    /// The warp-specialized forwards (fwd_ws, fwd_ws_persistent).
+    #[serde(flatten)]
+    warp_specialized: Option<WarpSpecialized>,
+    /// The kinds whose warpgroups hand registers to each other (setmaxnreg): fwd_ws*, the fused backward.
+    #[serde(flatten)]
+    registers: Option<RegisterSplit>,
+    /// dK/dV and dQ (all their kinds).
+    #[serde(flatten)]
+    backward: Option<Backward>,
+    /// The preprocess.
+    #[serde(flatten)]
+    preprocess: Option<Preprocess>,
+    /// The wgmma kinds (sm_90a).
+    #[serde(flatten)]
+    wgmma: Option<Wgmma>,
+    /// The fused backward kinds (dQ inside dK/dV).
+    #[serde(flatten)]
+    fused: Option<FusedDq>,
+}
+
+/// Every kind's constants.
 #[derive(Serialize)]
 #[allow(non_snake_case)]
-struct KernelConstants {
+struct Common {
     name: String,
     dtype: &'static str,
+    /// The LLVM element type of Q, K, V, O (bfloat, half), and whether it is bf16.
     elem: &'static str,
     is_bf16: bool,
-    /// LLVM type of one packed mma operand register, and the mma intrinsic that takes it.
+    /// LLVM type of one packed mma operand register (two elements), and the mma.sync intrinsic taking it.
     operand_type: &'static str,
     mma_intrinsic: &'static str,
     causal: bool,
-    /// The resident tile's fragments (the forward's Q, dK/dV's K and V, dQ's Q and dO) live in registers
-    /// across the loop (else re-read from shared memory per block).
-    RESIDENT_IN_REGISTERS: bool,
-    /// The Hopper kernels: wgmma from shared-memory descriptors, tiles in 128B-swizzle panels.
-    WGMMA: bool,
-    /// fwd_wgmma with 3+ stages: S of block j+1 in flight during the softmax of block j.
-    OVERLAP_NEXT_S: bool,
+    /// Triton's kernel-level STAGE: 3 causal, 1 non-causal.
     STAGE: u32,
-    /// The mask of the blocks j >= n_full: "causal" (inner stage 2) or "edge" (N_CTX bound only).
+    /// The mask of the blocks j >= n_full: "causal" (inner stage 2) or "edge" (the sequence's end only).
     MASK: &'static str,
     HEAD_DIM: u32,
     BLOCK_M: u32,
@@ -75,26 +111,94 @@ struct KernelConstants {
     THREADS: u32,
     /// The threads that copy tiles and compute: all but a helper warpgroup (the fused backward's writer).
     COPY_THREADS: u32,
+    /// Rows of the resident tile per computing warp, in m16 tiles.
     ROWS_PER_WARP: u32,
     M_TILES_PER_WARP: u32,
-    BLOCK_N_N8_TILES: u32,
+    /// Reductions over HEAD_DIM (S = Q·Kᵀ and the backward's like products): k16 steps, and k32 pairs of
+    /// them (one ldmatrix.x4 of the B operand feeds two).
     HEAD_DIM_K16_STEPS: u32,
     HEAD_DIM_K32_STEPS: u32,
-    BLOCK_N_K16_STEPS: u32,
-    HEAD_DIM_N8_PAIRS: u32,
+    /// Accumulators over HEAD_DIM (O, dQ, dK, dV): n8 tiles, and pairs of them (one ldmatrix.x4.trans).
     HEAD_DIM_N8_TILES: u32,
+    HEAD_DIM_N8_PAIRS: u32,
+    /// A row of HEAD_DIM elements: its 16-byte chunks (the unit of every copy and swizzle) and bytes.
     CHUNKS_PER_ROW: u32,
     LOG2_CHUNKS_PER_ROW: u32,
     ROW_BYTES: u32,
+    /// Bytes of one slot of the ring (the streamed tiles of one block, and dK/dV's M and Δ).
+    SLOT_BYTES: u32,
+    /// RCP_LN2 = 1/ln 2 = log2(e) as an LLVM double literal of the f32 value: qk_scale = sm_scale·RCP_LN2.
+    RCP_LN2: String,
+    /// The resident tile's fragments (the forward's Q, dK/dV's K and V, dQ's Q and dO) live in registers
+    /// across the loop (else re-read from shared memory per block); mma.sync kinds only.
+    RESIDENT_IN_REGISTERS: bool,
+}
+
+#[derive(Serialize)]
+#[allow(non_snake_case)]
+struct Forward {
+    /// S's columns (a K/V block): n8 tiles; P·V's reduction over the block: k16 steps.
+    BLOCK_N_N8_TILES: u32,
+    BLOCK_N_K16_STEPS: u32,
+    /// 16-byte copies per thread of the Q tile and of a K/V tile.
     Q_COPIES_PER_THREAD: u32,
     KV_COPIES_PER_THREAD: u32,
+    /// The K/V ring's offset from the tiles' base (after the Q buffers), and V's within a slot.
     KV_RING_OFFSET: u32,
     V_OFFSET: u32,
-    SLOT_BYTES: u32,
-    RCP_LN2: String,
+    /// fwd_wgmma with 3+ stages: S of block j+1 in flight during the softmax of block j.
+    OVERLAP_NEXT_S: bool,
     /// See `spec::LAZY_RESCALE_LOG2`.
     LAZY_RESCALE_LOG2: u32,
-    // ---- the backward kernels: a program owns RESIDENT_ROWS rows (split over warps) and streams blocks of STREAMED_ROWS rows ----
+    /// The epilogue's l_i, 1/l_i and M under the tile's last P·V, the reciprocal and log2 approximate and
+    /// flush-to-zero (`KernelSpec::early_row_norm`).
+    EARLY_ROW_NORM: bool,
+}
+
+#[derive(Serialize)]
+#[allow(non_snake_case)]
+struct WarpSpecialized {
+    CONSUMER_WARPGROUPS: u32,
+    /// Consumers take turns issuing (ping-pong), P·V of block j-1 with S_j (`KernelSpec::ping_pong`).
+    PING_PONG: bool,
+    /// The ping-pong tile's S = Q·Kᵀ on wgmma with Q from registers (`KernelSpec::q_from_registers`).
+    Q_FROM_REGISTERS: bool,
+    /// The ping-pong tile's lazy rescaling (`KernelSpec::lazy_rescale`).
+    LAZY_RESCALE: bool,
+    /// The causal eager softmax on half of a masked block (`KernelSpec::half_block_softmax`).
+    HALF_BLOCK_SOFTMAX: bool,
+    /// The Q buffers (`KernelSpec::q_buffers`: 1 or 2).
+    Q_BUFFERS: u32,
+    /// The persistent forward runs across tiles (`KernelSpec::cross_tile`), with one copy of its last turn
+    /// and epilogue (`KernelSpec::single_tail`).
+    CROSS_TILE: bool,
+    SINGLE_TAIL: bool,
+    /// The causal tile's last P·V over half the block where the warpgroup keeps no more
+    /// (`KernelSpec::narrow_last_product`).
+    NARROW_LAST_PRODUCT: bool,
+    /// Each consumer runs the blocks its own rows reach, and empty turns for the rest (`KernelSpec::own_blocks`).
+    OWN_BLOCKS: bool,
+    /// The mbarriers' offset from the tiles, and the bytes the TMA loads of Q and of one K/V block bring.
+    BARRIERS_OFFSET: u32,
+    Q_TILE_BYTES: u32,
+    KV_BLOCK_BYTES: u32,
+    /// See `spec::L2_GROUP_BYTES` (the persistent causal tile order).
+    L2_GROUP_BYTES: u32,
+}
+
+#[derive(Serialize)]
+#[allow(non_snake_case)]
+struct RegisterSplit {
+    /// The registers the kernel is launched with (its maxnreg), and what setmaxnreg gives each role.
+    LAUNCH_REGISTERS: u32,
+    PRODUCER_REGISTERS: u32,
+    CONSUMER_REGISTERS: u32,
+}
+
+/// A backward program owns RESIDENT_ROWS rows (split over its warps) and streams blocks of STREAMED_ROWS.
+#[derive(Serialize)]
+#[allow(non_snake_case)]
+struct Backward {
     RESIDENT_ROWS: u32,
     STREAMED_ROWS: u32,
     /// n8 tiles and k16 steps of one streamed block.
@@ -107,87 +211,68 @@ struct KernelConstants {
     RESIDENT_TILE_BYTES: u32,
     STREAMED_TILE_BYTES: u32,
     RING_OFFSET: u32,
-    /// dK/dV slots carry the block's M and Δ (STREAMED_ROWS f32 each) after the two tiles: 4-byte copies per thread.
+    /// dK/dV slots carry the block's M and Δ (STREAMED_ROWS f32 each) after the two tiles: 4-byte copies
+    /// per thread.
     STAT_COPIES_PER_THREAD: u32,
-    /// Preprocess: 16-byte chunks of O (and dO) per thread.
+}
+
+#[derive(Serialize)]
+#[allow(non_snake_case)]
+struct Preprocess {
+    /// 16-byte chunks of O (and dO) per thread.
     PRE_COPIES_PER_THREAD: u32,
-    // ---- wgmma (sm_90a): the constant fields of the shared-memory descriptors (SBO = 1024 B, 128B
-    // swizzle) with the LBO field of K-major operands (unused: 1) and of MN-major ones, the streamed tiles
-    // read transposed (the next 64-column panel: streamed rows·128 B), as decimal i64 literals; the ptx type
-    // of the operands ----
+}
+
+/// The constant fields of the shared-memory matrix descriptors (SBO = 1024 B, 128B swizzle) as decimal
+/// i64 literals, with the LBO field of K-major operands (unused: 1) and of MN-major ones (the next
+/// 64-column panel: streamed rows·128 B, or resident rows·128 B: bwd_fused reads K transposed for
+/// dQ = dS·K); the PTX type of the operands.
+#[derive(Serialize)]
+#[allow(non_snake_case)]
+struct Wgmma {
     DESC_K_MAJOR: String,
     DESC_MN_MAJOR: String,
-    /// MN-major descriptor of the resident tiles (the next panel: resident rows·128 B): bwd_fused reads K
-    /// transposed for dQ = dS·K.
     DESC_MN_MAJOR_RESIDENT: String,
-    // ---- bwd_fused: dQ inside dK/dV (lib/dq_fused.ll.tera): MMA_WARPGROUPS, warpgroup w computes dQ's
-    // columns w·DQ_PANEL_COLUMNS .. (64: one K panel), one lock each; then the writer warpgroup. The dSᵀ tile's
-    // offset from the tiles (after the ring) and the staging buffers' (after it) ----
-    FUSED_DQ: bool,
+    WGMMA_TYPES: &'static str,
+    /// 64-column panels (128B-swizzle atoms, TMA boxes) per row.
+    PANELS_PER_ROW: u32,
+}
+
+/// bwd_fused: dQ inside dK/dV (lib/dq_fused.ll.tera): MMA_WARPGROUPS, warpgroup w computes dQ's columns
+/// w·DQ_PANEL_COLUMNS .. (64: one K panel), one lock each; then the writer warpgroup.
+#[derive(Serialize)]
+#[allow(non_snake_case)]
+struct FusedDq {
+    /// bwd_fused_atomic: additions in arrival order; bwd_fused_up: the Q blocks run up from the diagonal,
+    /// the programs last first, and each block's additions go from its highest program down.
     DQ_ATOMIC: bool,
-    /// bwd_fused_up: the Q blocks run up from the diagonal, the programs last first, and each block's
-    /// additions go from its highest program down (lib/dq_fused.ll.tera)
     DQ_UP: bool,
     MMA_WARPGROUPS: u32,
     DQ_PANEL_COLUMNS: u32,
+    /// The dSᵀ tile's offset from the tiles (after the ring), the staging buffers' (after it) and the
+    /// ring's mbarriers' (after them).
     DS_TILE_OFFSET: u32,
     DQ_STAGING_OFFSET: u32,
-    /// staging buffers (`KernelSpec::staging_buffers`): step j stages in buffer j % DQ_STAGING_BUFFERS
-    DQ_STAGING_BUFFERS: u32,
-    /// the dQ sum pass's threads per block (`spec::DQ_SUM_THREADS`)
-    DQ_SUM_THREADS: u32,
-    /// bwd_fused: the ring's mbarriers (after the dSᵀ tile and the dQ staging)
     RING_BARRIERS_OFFSET: u32,
-    WGMMA_TYPES: &'static str,
-    // ---- fwd_ws: consumer warpgroups, 64-column panels per row, the mbarriers' offset from the tiles,
-    // bytes the TMA loads of Q and of one K/V block bring, and the registers of each warpgroup role ----
-    CONSUMER_WARPGROUPS: u32,
-    /// fwd_ws with 3+ stages: consumers take turns issuing (ping-pong), P·V of block j-1 with S_j.
-    PING_PONG: bool,
-    /// The ping-pong tile's S = Q·Kᵀ on wgmma with Q from registers (read once a tile with ldmatrix).
-    Q_FROM_REGISTERS: bool,
-    /// The ping-pong tile's lazy rescaling (`KernelSpec::lazy_rescale`).
-    LAZY_RESCALE: bool,
-    /// The causal eager softmax on half of a masked block (`KernelSpec::half_block_softmax`).
-    HALF_BLOCK_SOFTMAX: bool,
-    /// The forward's Q buffers (`KernelSpec::q_buffers`: 1 or 2).
-    Q_BUFFERS: u32,
-    /// The persistent forward runs across tiles (`KernelSpec::cross_tile`).
-    CROSS_TILE: bool,
-    /// The causal ping-pong tile's last P·V over half the block where the warpgroup keeps no more (`KernelSpec::narrow_last_product`).
-    NARROW_LAST_PRODUCT: bool,
-    /// Each consumer runs the blocks its own rows reach, and empty turns for the rest (`KernelSpec::own_blocks`).
-    OWN_BLOCKS: bool,
-    /// One copy of the cross-tile kernel's last turn and epilogue (`KernelSpec::single_tail`).
-    SINGLE_TAIL: bool,
-    /// The ping-pong tile computes the epilogue's l_i, 1/l_i and M under its last P·V, the reciprocal and
-    /// log2 approximate and flush-to-zero (`KernelSpec::early_row_norm`).
-    EARLY_ROW_NORM: bool,
-    PANELS_PER_ROW: u32,
-    BARRIERS_OFFSET: u32,
-    Q_TILE_BYTES: u32,
-    KV_BLOCK_BYTES: u32,
-    LAUNCH_REGISTERS: u32,
-    L2_GROUP_BYTES: u32,
-    PRODUCER_REGISTERS: u32,
-    CONSUMER_REGISTERS: u32,
+    /// Staging buffers (`KernelSpec::staging_buffers`): step j stages in buffer j % DQ_STAGING_BUFFERS.
+    DQ_STAGING_BUFFERS: u32,
+    /// The dQ sum pass's threads per block (`spec::DQ_SUM_THREADS`).
+    DQ_SUM_THREADS: u32,
 }
 
 impl KernelConstants {
     fn of(spec: &KernelSpec) -> KernelConstants {
+        let kind = spec.kind();
         let d = spec.head_dim();
         let (bm, bn) = (spec.block_m(), spec.block_n());
         let threads = spec.threads();
         let copy_threads = 32 * spec.mma_warps();
-        let cpr = d / 8;
+        let chunks = d / 8;
         let row_bytes = d * spec.dtype().bytes();
-        let mt = spec.rows_per_warp() / 16;
-        let (br, bs) = (spec.resident_rows(), spec.streamed_rows());
-        // bwd_fused: the dSᵀ tile, the dQ staging buffers and the ring's mbarriers after K, V and the ring
-        let fused = spec.fused_layout();
+        let (resident, streamed) = (spec.resident_rows(), spec.streamed_rows());
         // the forward's Q tile (BLOCK_M rows), double-buffered by a persistent kernel that reads Q through shared memory
         let q_bytes = spec.q_buffers() * bm * row_bytes;
-        KernelConstants {
+        let common = Common {
             name: spec.name(),
             dtype: spec.dtype().name(),
             elem: match spec.dtype() {
@@ -204,9 +289,6 @@ impl KernelConstants {
                 DType::F16 => "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
             },
             causal: spec.causal(),
-            RESIDENT_IN_REGISTERS: spec.q_in_registers(),
-            WGMMA: spec.kind().uses_wgmma(),
-            OVERLAP_NEXT_S: spec.overlaps_softmax(),
             STAGE: spec.stage() as u32,
             MASK: if spec.causal() { "causal" } else { "edge" },
             HEAD_DIM: d,
@@ -217,51 +299,30 @@ impl KernelConstants {
             THREADS: threads,
             COPY_THREADS: copy_threads,
             ROWS_PER_WARP: spec.rows_per_warp(),
-            M_TILES_PER_WARP: mt,
-            BLOCK_N_N8_TILES: bn / 8,
+            M_TILES_PER_WARP: spec.rows_per_warp() / 16,
             HEAD_DIM_K16_STEPS: d / 16,
             HEAD_DIM_K32_STEPS: d / 32,
-            BLOCK_N_K16_STEPS: bn / 16,
-            HEAD_DIM_N8_PAIRS: d / 16,
             HEAD_DIM_N8_TILES: d / 8,
-            CHUNKS_PER_ROW: cpr,
-            LOG2_CHUNKS_PER_ROW: cpr.trailing_zeros(),
+            HEAD_DIM_N8_PAIRS: d / 16,
+            CHUNKS_PER_ROW: chunks,
+            LOG2_CHUNKS_PER_ROW: chunks.trailing_zeros(),
             ROW_BYTES: row_bytes,
-            Q_COPIES_PER_THREAD: bm * cpr / threads,
-            KV_COPIES_PER_THREAD: bn * cpr / threads,
-            KV_RING_OFFSET: q_bytes,
-            V_OFFSET: bn * row_bytes,
             SLOT_BYTES: spec.slot_bytes(),
             RCP_LN2: rcp_ln2_literal(),
+            RESIDENT_IN_REGISTERS: spec.q_in_registers(),
+        };
+        let forward = (kind.role() == KernelKind::Fwd).then(|| Forward {
+            BLOCK_N_N8_TILES: bn / 8,
+            BLOCK_N_K16_STEPS: bn / 16,
+            Q_COPIES_PER_THREAD: bm * chunks / threads,
+            KV_COPIES_PER_THREAD: bn * chunks / threads,
+            KV_RING_OFFSET: q_bytes,
+            V_OFFSET: bn * row_bytes,
+            OVERLAP_NEXT_S: spec.overlaps_softmax(),
             LAZY_RESCALE_LOG2: crate::spec::LAZY_RESCALE_LOG2,
-            RESIDENT_ROWS: br,
-            STREAMED_ROWS: bs,
-            STREAMED_N8_TILES: bs / 8,
-            STREAMED_K16_STEPS: bs / 16,
-            RESIDENT_COPIES_PER_THREAD: br * cpr / copy_threads,
-            STREAMED_COPIES_PER_THREAD: bs * cpr / copy_threads,
-            RESIDENT_TILE_BYTES: br * row_bytes,
-            STREAMED_TILE_BYTES: bs * row_bytes,
-            RING_OFFSET: 2 * br * row_bytes,
-            STAT_COPIES_PER_THREAD: (2 * bs).div_ceil(threads),
-            PRE_COPIES_PER_THREAD: bm * cpr / threads,
-            DESC_K_MAJOR: descriptor_constant(1).to_string(),
-            DESC_MN_MAJOR: descriptor_constant(bs * 128 / 16).to_string(),
-            DESC_MN_MAJOR_RESIDENT: descriptor_constant(br * 128 / 16).to_string(),
-            FUSED_DQ: spec.kind().fuses_dq(),
-            DQ_ATOMIC: spec.kind().dq_atomics(),
-            DQ_UP: spec.kind().dq_up(),
-            MMA_WARPGROUPS: (spec.mma_warps() / 4).max(1),
-            DQ_PANEL_COLUMNS: 64,
-            DS_TILE_OFFSET: fused.ds_tile,
-            DQ_STAGING_OFFSET: fused.staging,
-            DQ_STAGING_BUFFERS: spec.staging_buffers(),
-            DQ_SUM_THREADS: crate::spec::DQ_SUM_THREADS,
-            RING_BARRIERS_OFFSET: fused.mbarriers,
-            WGMMA_TYPES: match spec.dtype() {
-                DType::Bf16 => "bf16.bf16",
-                DType::F16 => "f16.f16",
-            },
+            EARLY_ROW_NORM: spec.early_row_norm(),
+        });
+        let warp_specialized = kind.warp_specialized_forward().then(|| WarpSpecialized {
             CONSUMER_WARPGROUPS: spec.consumer_warpgroups(),
             PING_PONG: spec.ping_pong(),
             Q_FROM_REGISTERS: spec.q_from_registers(),
@@ -272,16 +333,76 @@ impl KernelConstants {
             SINGLE_TAIL: spec.single_tail(),
             NARROW_LAST_PRODUCT: spec.narrow_last_product(),
             OWN_BLOCKS: spec.own_blocks(),
-            EARLY_ROW_NORM: spec.early_row_norm(),
-            PANELS_PER_ROW: d / 64,
             BARRIERS_OFFSET: q_bytes + spec.num_stages() * spec.slot_bytes(),
             Q_TILE_BYTES: bm * row_bytes,
             KV_BLOCK_BYTES: 2 * bn * row_bytes,
-            LAUNCH_REGISTERS: spec.registers().launch,
             L2_GROUP_BYTES: crate::spec::L2_GROUP_BYTES,
+        });
+        let registers = (kind.warp_specialized_forward() || kind.fuses_dq()).then(|| RegisterSplit {
+            LAUNCH_REGISTERS: spec.registers().launch,
             PRODUCER_REGISTERS: spec.registers().producer,
             CONSUMER_REGISTERS: spec.registers().consumer,
-        }
+        });
+        let backward = matches!(kind.role(), KernelKind::BwdDkdv | KernelKind::BwdDq).then(|| Backward {
+            RESIDENT_ROWS: resident,
+            STREAMED_ROWS: streamed,
+            STREAMED_N8_TILES: streamed / 8,
+            STREAMED_K16_STEPS: streamed / 16,
+            RESIDENT_COPIES_PER_THREAD: resident * chunks / copy_threads,
+            STREAMED_COPIES_PER_THREAD: streamed * chunks / copy_threads,
+            RESIDENT_TILE_BYTES: resident * row_bytes,
+            STREAMED_TILE_BYTES: streamed * row_bytes,
+            RING_OFFSET: 2 * resident * row_bytes,
+            STAT_COPIES_PER_THREAD: (2 * streamed).div_ceil(threads),
+        });
+        let preprocess = (kind == KernelKind::BwdPre).then(|| Preprocess { PRE_COPIES_PER_THREAD: bm * chunks / threads });
+        let wgmma = kind.uses_wgmma().then(|| Wgmma {
+            DESC_K_MAJOR: descriptor_constant(1).to_string(),
+            DESC_MN_MAJOR: descriptor_constant(streamed * 128 / 16).to_string(),
+            DESC_MN_MAJOR_RESIDENT: descriptor_constant(resident * 128 / 16).to_string(),
+            WGMMA_TYPES: match spec.dtype() {
+                DType::Bf16 => "bf16.bf16",
+                DType::F16 => "f16.f16",
+            },
+            PANELS_PER_ROW: d / 64,
+        });
+        let fused = kind.fuses_dq().then(|| {
+            // the dSᵀ tile, the dQ staging buffers and the ring's mbarriers after K, V and the ring
+            let layout = spec.fused_layout();
+            FusedDq {
+                DQ_ATOMIC: kind.dq_atomics(),
+                DQ_UP: kind.dq_up(),
+                MMA_WARPGROUPS: (spec.mma_warps() / 4).max(1),
+                DQ_PANEL_COLUMNS: 64,
+                DS_TILE_OFFSET: layout.ds_tile,
+                DQ_STAGING_OFFSET: layout.staging,
+                RING_BARRIERS_OFFSET: layout.mbarriers,
+                DQ_STAGING_BUFFERS: spec.staging_buffers(),
+                DQ_SUM_THREADS: crate::spec::DQ_SUM_THREADS,
+            }
+        });
+        KernelConstants { common, forward, warp_specialized, registers, backward, preprocess, wgmma, fused }
+    }
+}
+
+/// The IR names under which the templates find the problem's geometry (the ABI's geometry group,
+/// `abi::geometry`), as `seq.*`: no template writes %Z, %H or %N_CTX itself, it passes these to the
+/// sequence-info, block-range and scheduler macros (lib/seqinfo.ll.tera, lib/scheduler.ll.tera) and to
+/// the verbs that bound rows. Today queries and keys share one length N_CTX; unequal and packed lengths
+/// and K/V heads change these names, the ABI's geometry group and those macros, not the kernels.
+#[derive(Serialize)]
+struct SequenceNames {
+    /// Batch size Z and heads per batch H (a program's head row is z·H + h).
+    batch: &'static str,
+    heads: &'static str,
+    /// The length of the program's query sequence and of its key/value sequence.
+    q_len: &'static str,
+    kv_len: &'static str,
+}
+
+impl SequenceNames {
+    fn of(_spec: &KernelSpec) -> SequenceNames {
+        SequenceNames { batch: "%Z", heads: "%H", q_len: "%N_CTX", kv_len: "%N_CTX" }
     }
 }
 
@@ -348,12 +469,16 @@ fn describe(e: &tera::Error) -> String {
 pub fn template_for(kind: KernelKind) -> &'static str {
     // a wgmma kind shares its role's template (its own branches are under k.WGMMA)
     match kind {
-        KernelKind::Fwd | KernelKind::FwdWgmma => "fa2_fwd.ll.tera",
+        KernelKind::Fwd => "fa2_fwd.ll.tera",
+        KernelKind::FwdWgmma => "fa2_fwd_wgmma.ll.tera",
         KernelKind::FwdWs => "fa2_fwd_ws.ll.tera",
         KernelKind::FwdWsPersistent => "fa2_fwd_ws_persistent.ll.tera",
         KernelKind::BwdPre => "fa2_bwd_pre.ll.tera",
-        KernelKind::BwdDkdv | KernelKind::BwdDkdvWgmma | KernelKind::BwdFused | KernelKind::BwdFusedAtomic | KernelKind::BwdFusedUp => "fa2_bwd_dkdv.ll.tera",
-        KernelKind::BwdDq | KernelKind::BwdDqWgmma => "fa2_bwd_dq.ll.tera",
+        KernelKind::BwdDkdv => "fa2_bwd_dkdv.ll.tera",
+        KernelKind::BwdDkdvWgmma => "fa2_bwd_dkdv_wgmma.ll.tera",
+        KernelKind::BwdFused | KernelKind::BwdFusedAtomic | KernelKind::BwdFusedUp => "fa2_bwd_fused.ll.tera",
+        KernelKind::BwdDq => "fa2_bwd_dq.ll.tera",
+        KernelKind::BwdDqWgmma => "fa2_bwd_dq_wgmma.ll.tera",
     }
 }
 
@@ -364,7 +489,32 @@ pub fn render(spec: &KernelSpec) -> Result<String, RenderError> {
     ctx.insert("k", &KernelConstants::of(spec));
     // the parameter lists and indices (compiler/src/abi.rs): `define` lines and TMA descriptor addresses
     ctx.insert("abi", &crate::abi::AbiContext::of(spec));
+    ctx.insert("seq", &SequenceNames::of(spec));
     engine()?
         .render(template, &ctx)
         .map_err(|e| RenderError { template, spec: spec.name(), detail: describe(&e) })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names `seq` gives the templates are the ABI's geometry parameters (every kind has them), so the
+    /// geometry seam has one list: abi::geometry.
+    #[test]
+    fn sequence_names_are_abi_geometry_parameters() {
+        let geometry: Vec<String> = crate::abi::geometry().iter().map(|p| format!("%{}", p.name)).collect();
+        let spec = KernelSpec::backward_preprocess(crate::spec::Arch::Sm80, DType::Bf16, 64);
+        let names = SequenceNames::of(&spec);
+        for name in [names.batch, names.heads, names.q_len, names.kv_len] {
+            assert!(geometry.iter().any(|g| g == name), "seq name {name} is not a parameter of abi::geometry");
+        }
+        for kind in KernelKind::ALL {
+            let params = crate::abi::kernel_parameters(kind);
+            for g in crate::abi::geometry() {
+                assert!(crate::abi::index_of(params, g.name).is_some(), "{} lacks the geometry parameter {}", kind.name(), g.name);
+            }
+        }
+    }
+}
+
