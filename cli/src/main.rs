@@ -30,6 +30,8 @@ enum Command {
     Autotune(autotune::AutotuneArgs),
     /// Time a fresh process's first attention call (context, cache lookup or compile, JIT, launch).
     FirstCall,
+    /// Print the kernels' parameter tables (flashgen::abi; docs/ABI.md's generated block).
+    Abi,
 }
 
 #[derive(Args)]
@@ -211,6 +213,10 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench::run(a),
         Command::FirstCall => first_call(),
         Command::Autotune(a) => autotune::run(a),
+        Command::Abi => {
+            println!("{}", flashgen::abi::markdown());
+            Ok(())
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -108,7 +108,7 @@ impl KernelSpec {
     /// The fused backward's shared memory, in bytes from the 1024-aligned tile base: the resident K and V,
     /// the ring, the dSᵀ tile (one 128-byte row of 64 queries per key row), per staging buffer a 64×64 f32
     /// piece per 64 columns of dQ (the bulk reductions' source), and the Q/dO ring's mbarriers
-    /// (lib/tma_ring.ll.tera), one per slot.
+    /// (lib/tma.ll.tera, `ring_*`), one per slot.
     pub fn fused_layout(&self) -> FusedLayout {
         self.fused_layout_with(self.staging_buffers())
     }
