@@ -71,6 +71,7 @@ fn supply(params: &[abi::Param]) -> Vec<(&'static str, ValueKind)> {
             ParamType::Pointer { elem: abi::Elem::DType, .. } => ValueKind::Tensor,
             ParamType::Pointer { elem: abi::Elem::F32, .. } => ValueKind::F32s,
             ParamType::Pointer { elem: abi::Elem::U32, .. } => ValueKind::U32s,
+            ParamType::Pointer { elem: abi::Elem::I32, .. } => ValueKind::I32s,
             ParamType::F32 => ValueKind::F32,
             ParamType::I32 => ValueKind::I32,
             ParamType::TensorMap { .. } => ValueKind::Map,
@@ -103,7 +104,8 @@ fn the_runtime_pushes_in_the_lists_order() {
     let all = supply(params);
     let without: Vec<_> = all.iter().copied().filter(|(n, _)| *n != "tmap_k").collect();
     let e = argument_order("fwd_ws_persistent", params, &without).unwrap_err().to_string();
-    assert!(e.contains("#26 `tmap_k`") && e.contains("has no value"), "{e}");
+    let index = abi::index_of(params, "tmap_k").unwrap();
+    assert!(e.contains(&format!("#{index} `tmap_k`")) && e.contains("has no value"), "{e}");
     let mistyped: Vec<_> = all.iter().map(|&(n, v)| if n == "M" { (n, ValueKind::Tensor) } else { (n, v) }).collect();
     let e = argument_order("fwd_ws_persistent", params, &mistyped).unwrap_err().to_string();
     assert!(e.contains("`M` takes an f32 buffer"), "{e}");

@@ -106,17 +106,17 @@ fn rand_suffix() -> u64 {
 
 /// The default plan (flashgen::plan with the default options, no tuning) of one problem.
 pub fn plan_at(arch: flashgen::Arch, dtype: flashgen::DType, head_dim: u32, causal: bool, seqlen: usize) -> flashgen::Plan {
-    let problem = flashgen::Problem { dtype, head_dim, causal, seqlen };
+    let problem = flashgen::Problem::new(dtype, head_dim, causal, seqlen);
     flashgen::plan(arch, &problem, &flashgen::PlanOptions::default(), &flashgen::plan::NoTuning).unwrap()
 }
 
 /// The default backward pass of the family of `kind` (Δ and the table's kernels of that family).
 pub fn family(kind: flashgen::KernelKind, arch: flashgen::Arch, dtype: flashgen::DType, head_dim: u32, causal: bool) -> flashgen::BackwardSpecs {
-    flashgen::plan::backward_family(kind, arch, &flashgen::Problem { dtype, head_dim, causal, seqlen: 1024 }).unwrap()
+    flashgen::plan::backward_family(kind, arch, &flashgen::Problem::new(dtype, head_dim, causal, 1024)).unwrap()
 }
 
 /// What runs instead of `spec` where TMA cannot describe a layout (flashgen::plan::without_tma).
 pub fn fallback(spec: &flashgen::KernelSpec) -> flashgen::KernelSpec {
-    let problem = flashgen::Problem { dtype: spec.dtype(), head_dim: spec.head_dim(), causal: spec.causal(), seqlen: 1024 };
+    let problem = flashgen::Problem::new(spec.dtype(), spec.head_dim(), spec.causal(), 1024);
     flashgen::plan::without_tma(spec, &problem).unwrap()
 }

@@ -5,7 +5,7 @@ use flashgen::spec::defaults::{self, BACKWARD_KINDS, FORWARD_KINDS, TILES};
 use flashgen::{plan, Arch, BackwardPath, DType, KernelKind, KernelSpec, PlanOptions, Problem, ScheduleOverrides, SpecParams};
 
 fn problem(head_dim: u32, causal: bool, seqlen: usize) -> Problem {
-    Problem { dtype: DType::Bf16, head_dim, causal, seqlen }
+    Problem::new(DType::Bf16, head_dim, causal, seqlen)
 }
 
 #[test]
@@ -144,7 +144,7 @@ fn the_default_set_is_every_kernel_the_plans_run() {
                 for causal in [false, true] {
                     for n in [1, 100, 1024, 1500, 2048, 3000, 4096, 5000, 16384, 1 << 20] {
                         for backward in BackwardPath::ALL {
-                            let p = plan(arch, &Problem { dtype, head_dim: d, causal, seqlen: n }, &PlanOptions { backward, ..PlanOptions::default() }, &NoTuning).unwrap();
+                            let p = plan(arch, &Problem::new(dtype, d, causal, n), &PlanOptions { backward, ..PlanOptions::default() }, &NoTuning).unwrap();
                             for spec in [p.forward, p.forward_without_tma].into_iter().chain(p.backward.kernels()).chain(p.backward_without_tma.iter().flat_map(|b| b.kernels())) {
                                 assert!(set.contains(&spec), "{} (N={n}, {backward:?}) is not in the default set", spec.name());
                             }
@@ -239,4 +239,30 @@ fn a_schedule_override_changes_the_generated_code() {
     assert!(eager.ptx.contains(".entry fa2_fwd_ws_persistent_bf16_d64_st3_bm256_bn64_w20_ns8_sm90a_lazy0("));
     let body = |ptx: &str| ptx.split_once(".entry").unwrap().1.split_once('(').unwrap().1.to_string();
     assert_ne!(body(&derived.ptx), body(&eager.ptx));
+}
+
+#[test]
+fn geometry_features_reach_the_kernels_names() {
+    let options = PlanOptions::default();
+    let at = |p: Problem| plan(Arch::Sm90a, &p, &options, &NoTuning).unwrap();
+    // more queries than keys, causal bottom-right: the first rows see nothing, so the kernels guard them
+    let starved = Problem { seqlen_k: 512, ..problem(128, true, 1024) };
+    let p = at(starved);
+    assert!(p.forward.features().empty_rows && !p.forward.features().varlen);
+    assert!(p.forward.name().ends_with("_emptyrows"), "{}", p.forward.name());
+    assert!(p.backward.kernels().iter().filter(|s| s.kind() != KernelKind::BwdPre).all(|s| s.features().empty_rows));
+    assert!(p.forward_without_tma.features().empty_rows);
+    // more keys than queries, or top-left, or not causal: every row sees a key, the plain kernels run
+    for p in [Problem { seqlen_k: 2048, ..problem(128, true, 1024) }, Problem { seqlen_k: 512, bottom_right: false, ..problem(128, true, 1024) }, Problem { seqlen_k: 512, ..problem(128, false, 1024) }] {
+        assert!(at(p).forward.features().is_none(), "{p:?}");
+    }
+    // packed sequences: varlen kernels, and causal ones guard (only the GPU knows each sequence's lengths)
+    let varlen = at(Problem { varlen: true, ..problem(64, true, 4096) });
+    assert!(varlen.forward.features().varlen && varlen.forward.features().empty_rows);
+    assert_eq!(varlen.backward.preprocess.features(), flashgen::Features { varlen: true, empty_rows: false });
+    let json = serde_json::to_string(&varlen.forward).unwrap();
+    assert!(json.contains("\"features\":{\"varlen\":true,\"empty_rows\":true}"), "{json}");
+    assert_eq!(serde_json::from_str::<KernelSpec>(&json).unwrap(), varlen.forward);
+    // and the plain MHA plans are what they were: no features, no suffix
+    assert!(at(problem(64, true, 1024)).forward.features().is_none());
 }

@@ -283,7 +283,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             let mut m = st.alloc_zeros::<f32>(z * h * n_us).map_err(dr)?;
             let mut json = json.as_mut();
             for causal in [false, true].into_iter().filter(|&c| masks.contains(&(c as u32))) {
-                let problem = Problem { dtype: DType::Bf16, head_dim: d, causal, seqlen: n as usize };
+                let problem = Problem::new(DType::Bf16, d, causal, n as usize);
                 let planned = |options: PlanOptions| flashgen::plan(gpu.arch, &problem, &options, &NoTuning).map_err(|e| e.to_string());
                 let family = |kind| flashgen::plan::backward_family(kind, gpu.arch, &problem).map_err(|e| e.to_string());
                 let default = planned(PlanOptions::default())?;

@@ -27,6 +27,8 @@ pub enum Elem {
     F32,
     /// u32 words: locks and counters.
     U32,
+    /// i32 values: the packed sequences' offsets (cu_seqlens).
+    I32,
 }
 
 /// The type of one parameter, with the attributes the IR declares on it.
@@ -152,15 +154,22 @@ fn strides(tensors: &[&'static str]) -> Vec<Param> {
     out
 }
 
-/// The geometry of the problem, as every kernel takes it (the last of the core parameters): batch Z,
-/// heads H, and one sequence length N_CTX for queries and keys. The geometry seam: K/V heads, unequal
-/// query and key lengths and packed variable-length batches extend this group (and the template macros
-/// of lib/seqinfo.ll.tera that read it), not the kernels.
+/// The geometry of the problem, as every kernel takes it (the last of the core parameters): the batch,
+/// query and K/V heads, query and key lengths, where a causal diagonal lies when they differ, and for packed
+/// variable-length batches each sequence's offsets. The geometry seam: these parameters reach the kernels'
+/// template macros (lib/seqinfo.ll.tera, lib/scheduler.ll.tera) through render.rs's `seq` names, and the
+/// runtime fills them from one struct (flashgen_runtime::Geometry).
 pub fn geometry() -> Vec<Param> {
+    let offsets = |name, meaning: &str| Param { name, ty: ParamType::Pointer { elem: Elem::I32, read_only: true, align: 4 }, meaning: meaning.into(), added_by: None };
     vec![
-        scalar_i32("Z", "batch"),
-        scalar_i32("H", "heads"),
-        scalar_i32("N_CTX", "sequence length (queries = keys)"),
+        scalar_i32("Z", "batch (packed sequences: their number B)"),
+        scalar_i32("H", "query heads"),
+        scalar_i32("H_KV", "K/V heads (H a multiple of it: query head h reads K/V head h / (H / H_KV))"),
+        scalar_i32("N_Q", "query rows per sequence (packed sequences: the longest)"),
+        scalar_i32("N_KV", "key rows per sequence (packed sequences: the longest)"),
+        scalar_i32("ALIGN", "causal alignment when a sequence's lengths differ: 1 bottom-right (query i sees key j iff j <= i + N_kv - N_q), 0 top-left (j <= i)"),
+        offsets("CU_SEQLENS_Q", "packed sequences (varlen kernels): B + 1 offsets of each sequence's first query row; other kernels ignore it (0)"),
+        offsets("CU_SEQLENS_K", "packed sequences (varlen kernels): B + 1 offsets of each sequence's first key row; other kernels ignore it (0)"),
     ]
 }
 
@@ -327,6 +336,7 @@ fn type_cell(ty: ParamType) -> (String, &'static str) {
                 Elem::DType => "dtype",
                 Elem::F32 => "f32",
                 Elem::U32 => "u32",
+                Elem::I32 => "i32",
             };
             (format!("{e}* ({}, align {align})", if read_only { "read-only" } else { "written" }), ".u64")
         }

@@ -3,16 +3,38 @@
 //! runtime's calls, `flashgen emit --defaults`, `check`, `bench` and `autotune` all ask it.
 
 use crate::spec::defaults::{self, BACKWARD_KINDS, FORWARD_KINDS};
-use crate::spec::{Arch, BackwardSpecs, DType, KernelKind, KernelSpec, SpecError, SpecParams, HEAD_DIMS};
+use crate::spec::{Arch, BackwardSpecs, DType, Features, KernelKind, KernelSpec, SpecError, SpecParams, HEAD_DIMS};
 
-/// What is computed: the attention problem as the kernels see it.
+/// What is computed: the attention problem as the kernel choice sees it (the heads and the batch are
+/// runtime geometry: they choose nothing but the autotuner's inputs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Problem {
     pub dtype: DType,
     pub head_dim: u32,
     pub causal: bool,
-    /// Tokens per sequence (N_CTX).
+    /// Query tokens per sequence (packed sequences: the longest). The tables' lengths are these.
     pub seqlen: usize,
+    /// Key tokens per sequence (packed sequences: the longest).
+    pub seqlen_k: usize,
+    /// Packed variable-length sequences (cu_seqlens).
+    pub varlen: bool,
+    /// A causal diagonal aligned bottom-right when lengths differ (FlashAttention's), else top-left.
+    pub bottom_right: bool,
+}
+
+impl Problem {
+    /// Sequences of `seqlen` queries and as many keys.
+    pub fn new(dtype: DType, head_dim: u32, causal: bool, seqlen: usize) -> Problem {
+        Problem { dtype, head_dim, causal, seqlen, seqlen_k: seqlen, varlen: false, bottom_right: true }
+    }
+
+    /// What the problem needs of its kernels beyond fixed-length attention: packed sequences, and the guard
+    /// for rows that see no key (causal bottom-right with more queries than keys; packed sequences, whose
+    /// lengths only the GPU knows).
+    pub fn features(&self) -> Features {
+        let starved = self.causal && (self.varlen || (self.bottom_right && self.seqlen > self.seqlen_k));
+        Features { varlen: self.varlen, empty_rows: starved }
+    }
 }
 
 /// Which backward runs where the GPU has wgmma (FLASHGEN_BACKWARD=default|split|fused|fused-atomic).
@@ -97,12 +119,18 @@ fn hopper(arch: Arch, options: &PlanOptions) -> bool {
     options.wgmma && arch.has_wgmma()
 }
 
-/// The tuned spec of `kind` when the caller has one, else the table's.
+/// The tuned spec of `kind` when the caller has one, else the table's, with the problem's features.
 fn chosen(kind: KernelKind, arch: Arch, problem: &Problem, tuned: &dyn Tuned) -> Result<KernelSpec, SpecError> {
-    match tuned.winner(kind, arch, problem).map_err(SpecError)? {
-        Some(spec) => Ok(spec),
-        None => defaults::spec(kind, arch, problem.dtype, problem.head_dim, problem.causal, problem.seqlen),
-    }
+    let spec = match tuned.winner(kind, arch, problem).map_err(SpecError)? {
+        Some(spec) => spec,
+        None => defaults::spec(kind, arch, problem.dtype, problem.head_dim, problem.causal, problem.seqlen)?,
+    };
+    with_features(&spec, problem.features())
+}
+
+/// `spec` computing `features`.
+pub fn with_features(spec: &KernelSpec, features: Features) -> Result<KernelSpec, SpecError> {
+    KernelSpec::with_features(*spec.params(), *spec.schedule_overrides(), features)
 }
 
 /// The forward kind a problem runs (`FORWARD_KINDS` on Hopper, fwd elsewhere).
@@ -135,7 +163,8 @@ fn backward_specs(kinds: &[KernelKind], arch: Arch, problem: &Problem, tuned: &d
         Some(&kind) => Some(chosen(kind, arch, problem, tuned)?),
         None => None,
     };
-    Ok(BackwardSpecs { preprocess: KernelSpec::backward_preprocess(arch, problem.dtype, problem.head_dim), dkdv, dq })
+    let preprocess = with_features(&KernelSpec::backward_preprocess(arch, problem.dtype, problem.head_dim), problem.features())?;
+    Ok(BackwardSpecs { preprocess, dkdv, dq })
 }
 
 /// The default backward pass that runs `kind` (a dK/dV or dQ kind): Δ and the table's kernels of its family.
@@ -158,7 +187,8 @@ pub fn without_tma(forward: &KernelSpec, problem: &Problem) -> Result<KernelSpec
     }
     let p = forward.params();
     let same_tiles = SpecParams { kind: KernelKind::FwdWgmma, num_warps: p.num_warps - 4, ..*p };
-    KernelSpec::new(same_tiles).or_else(|_| defaults::spec(KernelKind::FwdWgmma, p.arch, p.dtype, p.head_dim, forward.causal(), problem.seqlen))
+    let fallback = KernelSpec::new(same_tiles).or_else(|_| defaults::spec(KernelKind::FwdWgmma, p.arch, p.dtype, p.head_dim, forward.causal(), problem.seqlen))?;
+    with_features(&fallback, forward.features())
 }
 
 /// The chains a fused kernel of `kind` adds dQ in, given the caller's choice (see `Plan::dq_chains`).
@@ -197,7 +227,7 @@ pub fn default_set() -> Vec<KernelSpec> {
             for head_dim in HEAD_DIMS {
                 for causal in [false, true] {
                     for seqlen in defaults::length_boundaries() {
-                        let problem = Problem { dtype, head_dim, causal, seqlen };
+                        let problem = Problem::new(dtype, head_dim, causal, seqlen);
                         for backward in BackwardPath::ALL {
                             let options = PlanOptions { backward, ..PlanOptions::default() };
                             let p = plan(arch, &problem, &options, &NoTuning).expect("every tabled problem plans");

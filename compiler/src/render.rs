@@ -395,14 +395,30 @@ struct SequenceNames {
     /// Batch size Z and heads per batch H (a program's head row is z·H + h).
     batch: &'static str,
     heads: &'static str,
+    /// K/V heads (query head h reads K/V head h / (H / kv_heads)).
+    kv_heads: &'static str,
     /// The length of the program's query sequence and of its key/value sequence.
     q_len: &'static str,
     kv_len: &'static str,
+    /// 1: a causal diagonal aligned bottom-right (offset kv_len - q_len), 0: top-left.
+    align: &'static str,
+    /// Packed sequences' offsets (i32 pointers; read by varlen kernels only).
+    cu_seqlens_q: &'static str,
+    cu_seqlens_k: &'static str,
 }
 
 impl SequenceNames {
     fn of(_spec: &KernelSpec) -> SequenceNames {
-        SequenceNames { batch: "%Z", heads: "%H", q_len: "%N_CTX", kv_len: "%N_CTX" }
+        SequenceNames {
+            batch: "%Z",
+            heads: "%H",
+            kv_heads: "%H_KV",
+            q_len: "%N_Q",
+            kv_len: "%N_KV",
+            align: "%ALIGN",
+            cu_seqlens_q: "%CU_SEQLENS_Q",
+            cu_seqlens_k: "%CU_SEQLENS_K",
+        }
     }
 }
 
@@ -506,7 +522,7 @@ mod tests {
         let geometry: Vec<String> = crate::abi::geometry().iter().map(|p| format!("%{}", p.name)).collect();
         let spec = KernelSpec::backward_preprocess(crate::spec::Arch::Sm80, DType::Bf16, 64);
         let names = SequenceNames::of(&spec);
-        for name in [names.batch, names.heads, names.q_len, names.kv_len] {
+        for name in [names.batch, names.heads, names.kv_heads, names.q_len, names.kv_len, names.align, names.cu_seqlens_q, names.cu_seqlens_k] {
             assert!(geometry.iter().any(|g| g == name), "seq name {name} is not a parameter of abi::geometry");
         }
         for kind in KernelKind::ALL {

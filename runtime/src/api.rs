@@ -190,7 +190,7 @@ impl Flash {
 
     /// The forward kind calls with this head dim, causality and sequence length use (`flashgen::plan::forward_kind`).
     pub fn forward_kind(&self, head_dim: u32, causal: bool, n_ctx: usize) -> Result<KernelKind, RuntimeError> {
-        let problem = Problem { dtype: DType::Bf16, head_dim, causal, seqlen: n_ctx };
+        let problem = Problem::new(DType::Bf16, head_dim, causal, n_ctx);
         flashgen::plan::forward_kind(self.gpu.arch, &problem, &self.plan_options()).map_err(|e| RuntimeError::Argument(e.to_string()))
     }
 
@@ -223,7 +223,7 @@ impl Flash {
 
     /// The problem a call with a Q of this dtype and [Z, H, N, D] shape computes.
     pub(crate) fn problem_of_shape(dtype: DType, shape: [usize; 4], causal: bool) -> Problem {
-        Problem { dtype, head_dim: shape[3] as u32, causal, seqlen: shape[2] }
+        Problem::new(dtype, shape[3] as u32, causal, shape[2])
     }
 
     /// The kernels a call on these inputs runs (`flashgen::plan`): the tuned winners where stored (tuned
@@ -334,7 +334,7 @@ impl Flash {
     /// The backward kernels a call with this dtype, head dim, causality and length runs before tuning.
     pub fn untuned_backward(&self, dtype: DType, d: u32, causal: bool, n: usize) -> Result<BackwardSpecs, RuntimeError> {
         self.check_backward_env()?;
-        Ok(self.plan_with(&Problem { dtype, head_dim: d, causal, seqlen: n }, &NoTuning)?.backward)
+        Ok(self.plan_with(&Problem::new(dtype, d, causal, n), &NoTuning)?.backward)
     }
 
     /// Gradients of softmax(Q·Kᵀ·sm_scale [causal])·V with respect to Q, K and V, given the forward's O and

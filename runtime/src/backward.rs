@@ -2,7 +2,7 @@
 //! then bwd_fused (dK, dV and dQ in one kernel, dQ's partial sums meeting in an f32 buffer), then its dQ
 //! sum pass (the module's second entry) over that buffer.
 
-use crate::kernel::{check_problem, expect_kind, launch_config, KernelArgs, LoadedKernel};
+use crate::kernel::{check_problem, expect_kind, launch_config, KernelArgs, KernelGeometry, LoadedKernel};
 use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
 use crate::{Gpu, RuntimeError};
 use cudarc::driver::{sys, LaunchConfig};
@@ -138,7 +138,7 @@ impl BackwardKernels<'_> {
     fn launch_preprocess(&self, stream: sys::CUstream, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
         let k = self.preprocess;
         let mut args = KernelArgs::new();
-        args.tensor("O", &a.o).tensor("DO", &a.d_o).f32s_mut("Delta", &mut a.delta).geometry((z, h, n));
+        args.tensor("O", &a.o).tensor("DO", &a.d_o).f32s_mut("Delta", &mut a.delta).geometry(&KernelGeometry::square(z, h, n));
         // # Safety
         // 1. The arguments are the preprocess's parameter list (flashgen::abi, its `define` line's source;
         //    docs/ABI.md) in its order, each of its parameter's type (`launch_args` checks): O, dO, Delta,
@@ -174,7 +174,7 @@ impl BackwardKernels<'_> {
         let delta = a.delta.as_view();
         args.tensor("Q", &a.q).tensor("K", &a.k).tensor("V", &a.v).f32("sm_scale", a.sm_scale);
         args.tensor("DO", &a.d_o).tensor_mut("DK", &mut a.dk).tensor_mut("DV", &mut a.dv);
-        args.f32s("M", &a.m).f32s("Delta", &delta).geometry((z, h, n));
+        args.f32s("M", &a.m).f32s("Delta", &delta).geometry(&KernelGeometry::square(z, h, n));
         if let (Some(f), Some([map_q, map_do])) = (a.fused.as_mut(), maps) {
             args.tensor_mut("DQ", &mut a.dq).f32s_mut("DQ_PARTIAL", &mut f.dq_partial).u32s_mut("LOCKS", &mut f.locks).i32("CHAINS", chains);
             args.map("tmap_q", map_q).map("tmap_do", map_do);
@@ -192,7 +192,7 @@ impl BackwardKernels<'_> {
         if let (Some(sum), Some(f)) = (&k.dq_sum, a.fused.as_mut()) {
             let partial = f.dq_partial.as_view();
             let mut args = KernelArgs::new();
-            args.f32s("DQ_PARTIAL", &partial).tensor_mut("DQ", &mut a.dq).f32("sm_scale", a.sm_scale).i32("CHAINS", chains).geometry((z, h, n));
+            args.f32s("DQ_PARTIAL", &partial).tensor_mut("DQ", &mut a.dq).f32("sm_scale", a.sm_scale).i32("CHAINS", chains).geometry(&KernelGeometry::square(z, h, n));
             let entry = k.spec.dq_sum_entry().unwrap_or_default();
             let grid = (n.div_ceil(64) as u32, (z * h) as u32, 1);
             // # Safety
@@ -215,7 +215,7 @@ impl BackwardKernels<'_> {
         let delta = a.delta.as_view();
         let mut args = KernelArgs::new();
         args.tensor("Q", &a.q).tensor("K", &a.k).tensor("V", &a.v).f32("sm_scale", a.sm_scale);
-        args.tensor("DO", &a.d_o).tensor_mut("DQ", &mut a.dq).f32s("M", &a.m).f32s("Delta", &delta).geometry((z, h, n));
+        args.tensor("DO", &a.d_o).tensor_mut("DQ", &mut a.dq).f32s("M", &a.m).f32s("Delta", &delta).geometry(&KernelGeometry::square(z, h, n));
         // # Safety
         // 1. The arguments are the dQ kernel's parameter list (flashgen::abi, its `define` line's source;
         //    docs/ABI.md) in its order, each of its parameter's type (`launch_args` checks): Q, K, V,

@@ -1,6 +1,6 @@
 //! Launching one forward specialization.
 
-use crate::kernel::{check_problem, expect_kind, launch_config, KernelArgs, LoadedKernel};
+use crate::kernel::{check_problem, expect_kind, launch_config, KernelArgs, KernelGeometry, LoadedKernel};
 use crate::tma::ForwardMaps;
 use crate::view::{BufferViewMut, TensorView, TensorViewMut};
 use crate::{Gpu, RuntimeError};
@@ -37,7 +37,7 @@ impl LoadedKernel {
         let (q, k, v): (TensorView<'_>, TensorView<'_>, TensorView<'_>) = (a.q, a.k, a.v);
         let mut args = KernelArgs::new();
         args.tensor("Q", &q).tensor("K", &k).tensor("V", &v).f32("sm_scale", a.sm_scale);
-        args.f32s_mut("M", &mut a.m).tensor_mut("Out", &mut a.o).geometry((z, h, n));
+        args.f32s_mut("M", &mut a.m).tensor_mut("Out", &mut a.o).geometry(&KernelGeometry::square(z, h, n));
         if let Some(ForwardMaps([map_q, map_k, map_v])) = a.maps {
             args.map("tmap_q", map_q).map("tmap_k", map_k).map("tmap_v", map_v);
         }

@@ -87,6 +87,27 @@ pub fn strides(l: &Layout) -> [i64; 4] {
     l.strides.map(|s| s as i64)
 }
 
+/// The geometry group of a launch (`flashgen::abi::geometry`), with 32-bit counts checked by the callers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelGeometry {
+    pub batch: usize,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub seqlen_q: usize,
+    pub seqlen_k: usize,
+    pub bottom_right: bool,
+    /// Device addresses of the packed sequences' offsets (i32, B + 1 each); 0 for fixed lengths.
+    pub cu_seqlens_q: u64,
+    pub cu_seqlens_k: u64,
+}
+
+impl KernelGeometry {
+    /// Z·H heads of N rows, queries and keys alike (what the equal-length MHA calls pass).
+    pub fn square(z: usize, h: usize, n: usize) -> KernelGeometry {
+        KernelGeometry { batch: z, heads: h, kv_heads: h, seqlen_q: n, seqlen_k: n, bottom_right: true, cu_seqlens_q: 0, cu_seqlens_k: 0 }
+    }
+}
+
 /// One named value of a launch: device addresses (of views the caller holds for the launch), scalars, maps.
 enum Value {
     /// A [Z, H, N, D] tensor of the kernel's dtype: its address and its strides (the tensor's stride
@@ -129,6 +150,7 @@ impl ValueKind {
             ParamType::Pointer { elem: Elem::DType, .. } | ParamType::Stride { .. } => ValueKind::Tensor,
             ParamType::Pointer { elem: Elem::F32, .. } => ValueKind::F32s,
             ParamType::Pointer { elem: Elem::U32, .. } => ValueKind::U32s,
+            ParamType::Pointer { elem: Elem::I32, .. } => ValueKind::I32s,
             ParamType::F32 => ValueKind::F32,
             ParamType::I32 => ValueKind::I32,
             ParamType::TensorMap { .. } => ValueKind::Map,
@@ -226,9 +248,12 @@ impl<'a> KernelArgs<'a> {
     pub fn map(&mut self, name: &'static str, map: TensorMap) -> &mut Self {
         self.put(name, Value::Map(map))
     }
-    /// The problem's geometry (`flashgen::abi::geometry`): batch, heads, sequence length.
-    pub fn geometry(&mut self, (z, h, n): (usize, usize, usize)) -> &mut Self {
-        self.i32("Z", z as i32).i32("H", h as i32).i32("N_CTX", n as i32)
+    /// The problem's geometry (`flashgen::abi::geometry`): batch, query and K/V heads, lengths, the causal
+    /// alignment and the packed sequences' offsets (0 for fixed lengths).
+    pub fn geometry(&mut self, g: &KernelGeometry) -> &mut Self {
+        self.i32("Z", g.batch as i32).i32("H", g.heads as i32).i32("H_KV", g.kv_heads as i32);
+        self.i32("N_Q", g.seqlen_q as i32).i32("N_KV", g.seqlen_k as i32).i32("ALIGN", g.bottom_right as i32);
+        self.put("CU_SEQLENS_Q", Value::Buffer(g.cu_seqlens_q, ValueKind::I32s)).put("CU_SEQLENS_K", Value::Buffer(g.cu_seqlens_k, ValueKind::I32s))
     }
 
     /// Launch `function` (of `entry`, which names it in errors) on `stream` with these values in the order of

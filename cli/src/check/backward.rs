@@ -46,7 +46,7 @@ fn backward_spec_sets(arch: flashgen::Arch, dtype: DType, d: u32, causal: bool, 
     use flashgen::KernelKind::*;
     let e = |x: flashgen::SpecError| x.to_string();
     // the long sequences' plan (the fused backward at HEAD_DIM 128 on sm_90a)
-    let problem = flashgen::Problem { dtype, head_dim: d, causal, seqlen: usize::MAX };
+    let problem = flashgen::Problem::new(dtype, d, causal, usize::MAX);
     let options = flashgen::PlanOptions { wgmma: !a.mma_sync, ..flashgen::PlanOptions::default() };
     let plan = flashgen::plan(arch, &problem, &options, &flashgen::plan::NoTuning).map_err(e)?;
     let mut sets = vec![plan.backward];
@@ -84,7 +84,7 @@ fn run_case(flash: &Flash, dtype: DType, d: usize, causal: bool, specs: &flashge
     let scale = 1.0 / (d as f64).sqrt();
     let up = |x: &[f32]| Tensor::from_f32(gpu, x, dtype, layout).map_err(e);
     let (tq, tk, tv, tdo) = (up(&q)?, up(&k)?, up(&v)?, up(&d_o)?);
-    let problem = flashgen::Problem { dtype, head_dim: d as u32, causal, seqlen: c.n };
+    let problem = flashgen::Problem::new(dtype, d as u32, causal, c.n);
     let fwd = flashgen::plan(gpu.arch, &problem, &flashgen::PlanOptions::default(), &flashgen::plan::NoTuning).map_err(|x| x.to_string())?.forward;
     let out = flash.attention_forward_spec(&fwd, &tq, &tk, &tv, Some(scale as f32)).map_err(e)?;
     let poisoned = || -> Result<Tensor, String> { Ok(Tensor { data: gpu.stream.clone_htod(&vec![nan_bits(dtype); layout.extent() + GUARD]).map_err(dr)?, dtype, layout }) };

@@ -182,7 +182,7 @@ pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>)
                 let mut forwards = Vec::new();
                 let options = flashgen::PlanOptions { wgmma: hopper, ..flashgen::PlanOptions::default() };
                 for n in (0..=16).map(|p| 1usize << p).chain([usize::MAX]) {
-                    let problem = flashgen::Problem { dtype, head_dim: d, causal, seqlen: n };
+                    let problem = flashgen::Problem::new(dtype, d, causal, n);
                     let spec = flashgen::plan(gpu.arch, &problem, &options, &flashgen::plan::NoTuning).map_err(|e| e.to_string())?.forward;
                     if !forwards.contains(&spec) {
                         forwards.push(spec);
@@ -198,7 +198,7 @@ pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>)
                         // with BLOCK_N 64 where the default's wider block does not fit 3 stages
                         let mut kernels = vec![spec];
                         if spec.kind().warp_specialized_forward() {
-                            let problem = flashgen::Problem { dtype, head_dim: d, causal, seqlen: 1024 };
+                            let problem = flashgen::Problem::new(dtype, d, causal, 1024);
                             let fallback = flashgen::plan::without_tma(&spec, &problem).map_err(|e| e.to_string())?;
                             kernels.push(fallback);
                             specs.push(fallback);

@@ -30,27 +30,67 @@ pub struct KernelSpec {
     schedule: Schedule,
     /// The switches set explicitly that differ from their derived values (in the name and the record).
     overrides: ScheduleOverrides,
+    features: Features,
 }
 
-/// A spec as files carry it: the parameters, and the schedule overrides when there are any.
+/// What a kernel computes beyond softmax attention over fixed-length sequences: compile-time properties of
+/// the problem (not of the schedule: they change the result's definition or its inputs), in the kernel's
+/// name and cache key. Grouped-query heads and unequal lengths need none: they are runtime geometry
+/// (flashgen::abi::geometry).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Features {
+    /// Packed variable-length sequences: each program reads its sequence's offsets and lengths from
+    /// cu_seqlens (the ABI's CU_SEQLENS_Q/K); the row statistics are [H, total_q].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub varlen: bool,
+    /// Rows may see no key (causal with more queries than keys aligned bottom-right, packed sequences): the
+    /// online softmax guards a row maximum of −∞ (exp2 against 0, not −∞ − −∞), such rows write O = 0 and
+    /// M = −∞, and the backward takes M = −∞ as +∞ (P = 0).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub empty_rows: bool,
+}
+
+impl Features {
+    pub const NONE: Features = Features { varlen: false, empty_rows: false };
+
+    pub fn is_none(&self) -> bool {
+        *self == Features::NONE
+    }
+
+    /// `_varlen`, `_emptyrows` (empty for none).
+    pub fn name_suffix(&self) -> String {
+        let mut s = String::new();
+        if self.varlen {
+            s.push_str("_varlen");
+        }
+        if self.empty_rows {
+            s.push_str("_emptyrows");
+        }
+        s
+    }
+}
+
+/// A spec as files carry it: the parameters, and the schedule overrides and features when there are any.
 #[derive(Clone, Copy, Serialize, Deserialize)]
 struct SpecRecord {
     #[serde(flatten)]
     params: SpecParams,
     #[serde(default, skip_serializing_if = "ScheduleOverrides::is_empty")]
     schedule: ScheduleOverrides,
+    #[serde(default, skip_serializing_if = "Features::is_none")]
+    features: Features,
 }
 
 impl TryFrom<SpecRecord> for KernelSpec {
     type Error = SpecError;
     fn try_from(r: SpecRecord) -> Result<KernelSpec, SpecError> {
-        KernelSpec::with_schedule(r.params, r.schedule)
+        KernelSpec::with_features(r.params, r.schedule, r.features)
     }
 }
 
 impl From<KernelSpec> for SpecRecord {
     fn from(s: KernelSpec) -> SpecRecord {
-        SpecRecord { params: s.params, schedule: s.overrides }
+        SpecRecord { params: s.params, schedule: s.overrides, features: s.features }
     }
 }
 
@@ -72,6 +112,10 @@ impl KernelSpec {
     /// The switches set explicitly that differ from their derived values.
     pub fn schedule_overrides(&self) -> &ScheduleOverrides {
         &self.overrides
+    }
+    /// What the kernel computes beyond fixed-length attention (`Features`).
+    pub fn features(&self) -> Features {
+        self.features
     }
     pub fn kind(&self) -> KernelKind {
         self.params.kind
@@ -174,7 +218,7 @@ impl KernelSpec {
     /// 4 warps; its other parameters are fixed (it has no tiles to tune and does not depend on causality).
     pub fn backward_preprocess(arch: Arch, dtype: DType, head_dim: u32) -> KernelSpec {
         let params = SpecParams { kind: KernelKind::BwdPre, dtype, head_dim, block_m: 64, block_n: 0, stage: 1, num_warps: 4, num_stages: 1, arch };
-        KernelSpec { params, schedule: Schedule::PLAIN, overrides: ScheduleOverrides::NONE }
+        KernelSpec { params, schedule: Schedule::PLAIN, overrides: ScheduleOverrides::NONE, features: Features::NONE }
     }
 
     /// The module's second entry, which the runtime launches after the kernel (the fused kinds: dQ =
@@ -199,7 +243,7 @@ impl KernelSpec {
             p.num_stages,
             p.arch.name().replace('_', ""),
             self.overrides.name_suffix()
-        )
+        ) + &self.features.name_suffix()
     }
 
     /// Launch grid for a problem: (cdiv(N_CTX, resident rows), Z·H, 1), i.e. cdiv(N_CTX, BLOCK_M) for

@@ -3,7 +3,7 @@
 
 use super::schedule::{Schedule, ScheduleOverrides, Shape};
 use super::types::*;
-use super::KernelSpec;
+use super::{Features, KernelSpec};
 
 pub(crate) fn rule(ok: bool, msg: impl FnOnce() -> String) -> Result<(), SpecError> {
     if ok {
@@ -17,6 +17,14 @@ impl KernelSpec {
     /// A spec with every schedule switch derived (see `with_schedule`).
     pub fn new(p: SpecParams) -> Result<KernelSpec, SpecError> {
         KernelSpec::with_schedule(p, ScheduleOverrides::NONE)
+    }
+
+    /// `with_schedule` for a kernel with `features` (packed sequences, rows that see no key). The
+    /// preprocess computes Δ row by row, so only the layout of its rows (varlen) concerns it.
+    pub fn with_features(p: SpecParams, overrides: ScheduleOverrides, features: Features) -> Result<KernelSpec, SpecError> {
+        let spec = KernelSpec::with_schedule(p, overrides)?;
+        let features = if p.kind == KernelKind::BwdPre { Features { empty_rows: false, ..features } } else { features };
+        Ok(KernelSpec { features, ..spec })
     }
 
     /// The one validation point: the parameters, then the schedule switches `overrides` sets (the rest
@@ -86,7 +94,7 @@ impl KernelSpec {
 
     /// A spec of a kind without schedule switches, before its resource rules.
     fn unscheduled(p: SpecParams) -> KernelSpec {
-        KernelSpec { params: p, schedule: Schedule::PLAIN, overrides: ScheduleOverrides::NONE }
+        KernelSpec { params: p, schedule: Schedule::PLAIN, overrides: ScheduleOverrides::NONE, features: Features::NONE }
     }
 
     /// A spec with its switches resolved (`Schedule::resolve`), before its resource rules.
@@ -94,7 +102,7 @@ impl KernelSpec {
         let ping_pong = p.kind.warp_specialized_forward() && p.num_stages >= 3;
         let consumer_warpgroups = if p.kind.helper_warps() > 0 { (p.num_warps / 4).saturating_sub(1) } else { 0 };
         let (schedule, overrides) = Schedule::resolve(&Shape { params: p, ping_pong, consumer_warpgroups }, overrides)?;
-        Ok(KernelSpec { params: p, schedule, overrides })
+        Ok(KernelSpec { params: p, schedule, overrides, features: Features::NONE })
     }
 
     /// The shared-memory rule: the kernel's layout within its target's limit; `fix` says what to lower.

@@ -18,7 +18,7 @@ fn the_binary_contains_the_ptx() {
     use flashgen::{Arch, DType, PlanOptions, Problem};
     // the H200's default causal forward (a wgmma kernel) and the A100's
     for arch in [Arch::Sm90a, Arch::Sm80] {
-        let problem = Problem { dtype: DType::Bf16, head_dim: 128, causal: true, seqlen: 16384 };
+        let problem = Problem::new(DType::Bf16, 128, true, 16384);
         let name = flashgen::plan(arch, &problem, &PlanOptions::default(), &flashgen::plan::NoTuning).unwrap().forward.name();
         let needle = format!(".entry {name}(");
         assert!(bin.windows(needle.len()).any(|w| w == needle.as_bytes()), "the PTX of {name} is not embedded in the binary");

@@ -100,7 +100,7 @@ impl TuneKey {
 
     /// The problem this key stands for (its length the bucket's).
     pub fn problem(&self) -> Problem {
-        Problem { dtype: self.dtype, head_dim: self.head_dim, causal: self.causal, seqlen: self.n_bucket as usize }
+        Problem::new(self.dtype, self.head_dim, self.causal, self.n_bucket as usize)
     }
 
     /// The spec of `config` under this key.
