@@ -352,7 +352,9 @@ fn views_of_a_packed_qkv_on_a_callers_stream_match_the_owned_api() {
             o: TensorViewMut::of_slice("O", &mut o, 0, DType::Bf16, o_layout).unwrap(),
             stats: StatsOut::Lse(BufferViewMut::of(&mut lse)),
             causal,
+            align: flashgen_runtime::CausalAlign::BottomRight,
             sm_scale: None,
+            varlen: None,
         };
         f.forward(call, stream).unwrap();
         theirs.synchronize().unwrap();
@@ -377,7 +379,9 @@ fn views_of_a_packed_qkv_on_a_callers_stream_match_the_owned_api() {
             dk: TensorViewMut::of_slice("dK", gk, 0, DType::Bf16, Layout::contiguous(z, h, n, d)).unwrap(),
             dv: TensorViewMut::of_slice("dV", gv, 0, DType::Bf16, Layout::contiguous(z, h, n, d)).unwrap(),
             causal,
+            align: flashgen_runtime::CausalAlign::BottomRight,
             sm_scale: None,
+            varlen: None,
         };
         f.backward(call, stream).unwrap();
         theirs.synchronize().unwrap();

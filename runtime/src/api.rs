@@ -6,7 +6,7 @@ use crate::call::{BackwardCall, ForwardCall, StatsIn, StatsOut};
 use crate::kernel::LoadedKernel;
 use crate::stream::ScratchPool;
 use crate::view::{BufferView, BufferViewMut};
-use crate::{Gpu, Layout, RuntimeError, Tensor};
+use crate::{CausalAlign, Gpu, Layout, RuntimeError, Tensor};
 use cudarc::driver::{CudaFunction, CudaSlice};
 use flashgen::plan::{NoTuning, Tuned};
 use flashgen::{Arch, BackwardPath, BackwardSpecs, DType, KernelKind, KernelSpec, Plan, PlanOptions, Problem};
@@ -221,20 +221,22 @@ impl Flash {
         Ok(result)
     }
 
-    /// The problem a call with a Q of this dtype and [Z, H, N, D] shape computes.
+    /// The problem an equal-length call with a Q of this dtype and [Z, H, N, D] shape computes.
     pub(crate) fn problem_of_shape(dtype: DType, shape: [usize; 4], causal: bool) -> Problem {
         Problem::new(dtype, shape[3] as u32, causal, shape[2])
     }
 
-    /// The kernels a call on these inputs runs (`flashgen::plan`): the tuned winners where stored (tuned
-    /// first on a miss if autotuning is on), else the defaults.
+    /// The kernels an equal-length call on these inputs runs (`flashgen::plan`): the tuned winners where
+    /// stored (tuned first on a miss if autotuning is on), else the defaults. Other geometries:
+    /// `plan_for`.
     pub fn plan(&self, q: &Tensor, causal: bool) -> Result<Plan, RuntimeError> {
-        self.plan_shape(q.dtype, q.layout.shape, causal)
+        self.plan_problem(&Flash::problem_of_shape(q.dtype, q.layout.shape, causal), q.layout.shape[0] * q.layout.shape[1])
     }
 
-    pub(crate) fn plan_shape(&self, dtype: DType, shape: [usize; 4], causal: bool) -> Result<Plan, RuntimeError> {
-        let tunes = StoredTunes { flash: self, heads: Some(shape[0] * shape[1]) };
-        self.plan_with(&Flash::problem_of_shape(dtype, shape, causal), &tunes)
+    /// The plan of `problem`, tuning (if on) on inputs of `heads` = batch × heads.
+    pub(crate) fn plan_problem(&self, problem: &Problem, heads: usize) -> Result<Plan, RuntimeError> {
+        let tunes = StoredTunes { flash: self, heads: Some(heads) };
+        self.plan_with(problem, &tunes)
     }
 
     fn plan_with(&self, problem: &Problem, tuned: &dyn Tuned) -> Result<Plan, RuntimeError> {
@@ -314,7 +316,7 @@ impl Flash {
     /// Launch into caller-provided outputs (O of any valid layout, M of Z·H·N floats) on the Flash's stream.
     /// Every check of the operands happens before anything is compiled or launched (`forward_with`).
     pub fn forward_into(&self, spec: &KernelSpec, q: &Tensor, k: &Tensor, v: &Tensor, sm_scale: Option<f32>, o: &mut Tensor, m: &mut CudaSlice<f32>) -> Result<(), RuntimeError> {
-        let call = ForwardCall { q: q.view("Q")?, k: k.view("K")?, v: v.view("V")?, o: o.view_mut("O")?, stats: StatsOut::M(BufferViewMut::of(m)), causal: spec.causal(), sm_scale };
+        let call = ForwardCall { q: q.view("Q")?, k: k.view("K")?, v: v.view("V")?, o: o.view_mut("O")?, stats: StatsOut::M(BufferViewMut::of(m)), causal: spec.causal(), align: CausalAlign::BottomRight, sm_scale, varlen: None };
         self.forward_with(spec, call, self.own_stream())
     }
 
@@ -355,7 +357,9 @@ impl Flash {
             dk: g.dk.view_mut("dK")?,
             dv: g.dv.view_mut("dV")?,
             causal,
+            align: CausalAlign::BottomRight,
             sm_scale,
+            varlen: None,
         };
         self.backward(call, self.own_stream())?;
         Ok(g)
@@ -377,7 +381,9 @@ impl Flash {
             dk: dk.view_mut("dK")?,
             dv: dv.view_mut("dV")?,
             causal: specs.dkdv.causal(),
+            align: CausalAlign::BottomRight,
             sm_scale,
+            varlen: None,
         };
         self.backward_with(specs, call, self.own_stream())
     }

@@ -6,6 +6,7 @@ use crate::backward::{BackwardArgs, BackwardKernels, FusedScratch};
 use crate::forward::ForwardArgs;
 use crate::stream::{grow, Stream};
 use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
+use crate::geometry::{CausalAlign, Geometry, VarLen};
 use crate::{lse, Flash, LayoutError, RuntimeError};
 use flashgen::{BackwardSpecs, KernelSpec, Plan};
 
@@ -24,7 +25,9 @@ pub enum StatsIn<'a> {
     Lse(BufferView<'a, f32>),
 }
 
-/// One forward call: O = softmax(Q·Kᵀ·sm_scale [causal])·V and its row statistics.
+/// One forward call: O = softmax(Q·Kᵀ·sm_scale [causal])·V and its row statistics. Q and O are
+/// [B, H, N_q, D], K and V [B, H_kv, N_kv, D] (grouped-query attention when H_kv < H), or packed sequences
+/// (`varlen`: [1, H, total, D] views, `geometry.rs`); the statistics [B, H, N_q] or [H, total_q].
 pub struct ForwardCall<'a> {
     pub q: TensorView<'a>,
     pub k: TensorView<'a>,
@@ -32,11 +35,16 @@ pub struct ForwardCall<'a> {
     pub o: TensorViewMut<'a>,
     pub stats: StatsOut<'a>,
     pub causal: bool,
+    /// Where the causal diagonal lies when a sequence has N_q ≠ N_kv (default bottom-right).
+    pub align: CausalAlign,
     /// Default 1/sqrt(HEAD_DIM).
     pub sm_scale: Option<f32>,
+    /// Packed variable-length sequences.
+    pub varlen: Option<VarLen<'a>>,
 }
 
-/// One backward call: dQ, dK, dV of the forward with these inputs, its O and statistics, and dO.
+/// One backward call: dQ, dK, dV of the forward with these inputs, its O and statistics, and dO (dQ shaped
+/// like Q, dK and dV like K and V: the gradients of each K/V head summed over its query heads).
 pub struct BackwardCall<'a> {
     pub q: TensorView<'a>,
     pub k: TensorView<'a>,
@@ -48,8 +56,10 @@ pub struct BackwardCall<'a> {
     pub dk: TensorViewMut<'a>,
     pub dv: TensorViewMut<'a>,
     pub causal: bool,
+    pub align: CausalAlign,
     /// Default 1/sqrt(HEAD_DIM); must be the forward's.
     pub sm_scale: Option<f32>,
+    pub varlen: Option<VarLen<'a>>,
 }
 
 fn same_dtype(q: &TensorView<'_>, others: &[(&str, flashgen::DType)], what: &str) -> Result<(), RuntimeError> {
@@ -65,6 +75,44 @@ fn sm_scale_of(q: &TensorView<'_>, sm_scale: Option<f32>) -> f32 {
     sm_scale.unwrap_or(1.0 / (q.layout.shape[3] as f32).sqrt())
 }
 
+/// The problem the plan sees for a call of this geometry.
+pub(crate) fn problem_of(dtype: flashgen::DType, g: &Geometry, causal: bool, align: CausalAlign) -> flashgen::Problem {
+    flashgen::Problem {
+        seqlen_k: g.seqlen_k,
+        varlen: g.varlen,
+        bottom_right: align == CausalAlign::BottomRight,
+        ..flashgen::Problem::new(dtype, g.head_dim as u32, causal, g.seqlen_q)
+    }
+}
+
+/// A kernel runs a call of its dtype and causality, and one of packed sequences only if it reads them.
+fn check_kernel(spec: &KernelSpec, dtype: flashgen::DType, causal: bool, g: &Geometry) -> Result<(), RuntimeError> {
+    if dtype != spec.dtype() {
+        return Err(RuntimeError::Argument(format!("tensor Q is {} but kernel {} takes {}", dtype.name(), spec.name(), spec.dtype().name())));
+    }
+    if causal != spec.causal() {
+        return Err(RuntimeError::Argument(format!("the call is {}causal but kernel {} is not", if causal { "" } else { "not " }, spec.name())));
+    }
+    if g.varlen != spec.features().varlen {
+        let (call, kernel) = if g.varlen { ("packs variable-length sequences", "does not read cu_seqlens") } else { ("has fixed lengths", "reads packed sequences") };
+        return Err(RuntimeError::Argument(format!("the call {call} but kernel {} {kernel}: plan it for this geometry (Flash::plan_for)", spec.name())));
+    }
+    Ok(())
+}
+
+/// What the kernels of this build compute: equal-length heads of equal count. (Grouped-query heads,
+/// unequal lengths and packed sequences are refused here, before anything runs, until the kernels read
+/// them from the ABI's geometry group.)
+fn not_yet(g: &Geometry, spec: &KernelSpec) -> Result<(), RuntimeError> {
+    if g.kv_heads != g.heads || g.seqlen_q != g.seqlen_k || g.varlen {
+        return Err(RuntimeError::Argument(format!(
+            "{}: grouped-query heads (H {} on H_kv {}), unequal lengths (N_q {} vs N_kv {}) and packed sequences are not supported by this build's kernels yet",
+            spec.name(), g.heads, g.kv_heads, g.seqlen_q, g.seqlen_k
+        )));
+    }
+    Ok(())
+}
+
 impl Flash {
     /// The Flash's own stream (the one `attention_forward` and `attention_backward` use).
     pub fn own_stream(&self) -> Stream {
@@ -72,50 +120,39 @@ impl Flash {
         unsafe { Stream::from_raw(self.gpu.stream.cu_stream()) }
     }
 
-    /// The kernels a call with this Q runs (`flashgen::plan`, with this Flash's tuning results).
-    pub fn plan_for(&self, q: &TensorView<'_>, causal: bool) -> Result<Plan, RuntimeError> {
-        self.plan_shape(q.dtype, q.layout.shape, causal)
+    /// The kernels a call of this geometry runs (`flashgen::plan`, with this Flash's tuning results).
+    pub fn plan_for(&self, dtype: flashgen::DType, g: &Geometry, causal: bool, align: CausalAlign) -> Result<Plan, RuntimeError> {
+        self.plan_problem(&problem_of(dtype, g, causal, align), g.batch * g.heads)
     }
 
     /// The forward on `stream`, with the kernel the plan chooses.
     pub fn forward(&self, call: ForwardCall<'_>, stream: Stream) -> Result<(), RuntimeError> {
-        let spec = self.plan_for(&call.q, call.causal)?.forward;
+        let g = Geometry::of(&call.q, &call.k, &call.v, call.varlen.as_ref())?;
+        let spec = self.plan_for(call.q.dtype, &g, call.causal, call.align)?.forward;
         self.forward_with(&spec, call, stream)
     }
 
     /// The forward on `stream` with an explicit kernel.
     pub fn forward_with(&self, spec: &KernelSpec, call: ForwardCall<'_>, stream: Stream) -> Result<(), RuntimeError> {
-        let ForwardCall { q, k, v, o, stats, causal, sm_scale } = call;
+        let ForwardCall { q, k, v, o, stats, causal, align, sm_scale, varlen } = call;
         same_dtype(&q, &[("K", k.dtype), ("V", v.dtype), ("O", o.dtype)], "all four must share one dtype")?;
-        if q.dtype != spec.dtype() {
-            return Err(RuntimeError::Argument(format!("tensor Q is {} but kernel {} takes {}", q.dtype.name(), spec.name(), spec.dtype().name())));
+        let g = Geometry::of(&q, &k, &v, varlen.as_ref())?;
+        if o.layout.shape != q.layout.shape {
+            return Err(RuntimeError::Argument(format!("tensor O has shape {:?} but Q has {:?}: O is shaped like Q", o.layout.shape, q.layout.shape)));
         }
-        if causal != spec.causal() {
-            return Err(RuntimeError::Argument(format!("the call is {}causal but kernel {} is not", if causal { "" } else { "not " }, spec.name())));
-        }
-        if k.layout.shape[2] != q.layout.shape[2] {
-            return Err(RuntimeError::Argument(format!(
-                "tensor K has {} keys but Q has {} queries: this kernel needs equal sequence lengths (N_CTX)",
-                k.layout.shape[2], q.layout.shape[2]
-            )));
-        }
+        check_kernel(spec, q.dtype, causal, &g)?;
         let sm_scale = sm_scale_of(&q, sm_scale);
-        if q.layout.shape.contains(&0) {
-            // an empty batch, head count or sequence: nothing to compute, nothing to launch
-            return if [k.layout.shape, v.layout.shape, o.layout.shape].iter().all(|s| *s == q.layout.shape) {
-                Ok(())
-            } else {
-                Err(RuntimeError::Argument(format!("tensors Q, K, V, O must share one shape; Q is {:?}", q.layout.shape)))
-            };
+        if g.is_empty() {
+            return Ok(()); // an empty batch, head count or sequence: nothing to compute, nothing to launch
         }
+        not_yet(&g, spec)?;
         // fwd_ws reads Q, K and V through TMA descriptors; a layout the driver cannot describe (a stride of 0
         // for a broadcast head, say) runs the same tiles on fwd_wgmma's cp.async loads instead
         let (spec, maps) = match spec.kind() {
             kind if kind.warp_specialized_forward() => match crate::tma::forward_maps(spec, &q, &k, &v) {
                 Ok(maps) => (*spec, Some(maps)),
                 Err(why) => {
-                    let problem = Flash::problem_of_shape(q.dtype, q.layout.shape, causal);
-                    let instead = flashgen::plan::without_tma(spec, &problem).map_err(|e| RuntimeError::Argument(e.to_string()))?;
+                    let instead = flashgen::plan::without_tma(spec, &problem_of(q.dtype, &g, causal, align)).map_err(|e| RuntimeError::Argument(e.to_string()))?;
                     self.cache.warn(format!("{}: {why}; running {} instead", spec.name(), instead.name()));
                     (instead, None)
                 }
@@ -127,7 +164,10 @@ impl Flash {
             StatsOut::M(m) => (m, None),
             StatsOut::Lse(lse) => (lse, Some(std::f32::consts::LN_2)),
         };
-        let rows = m.len();
+        let stat_rows = g.stat_rows();
+        if m.len() < stat_rows {
+            return Err(LayoutError { tensor: "M", rule: format!("holds {} floats, needs {stat_rows} (one per query row and head)", m.len()) }.into());
+        }
         let addr = m.addr();
         let scratch = self.scratch.of(stream);
         let mut scratch = scratch.lock().unwrap_or_else(|p| p.into_inner());
@@ -138,9 +178,8 @@ impl Flash {
         };
         kernel.launch(&self.gpu, stream.raw(), ForwardArgs { q, k, v, o, m, sm_scale, maps, tile_counter })?;
         if let Some(factor) = lse_factor {
-            let [z, h, n, _] = q.layout.shape;
-            // the kernel wrote M into the caller's buffer: scale its Z·H·N rows in place
-            self.scale(addr, addr, factor, (z * h * n).min(rows), stream)?;
+            // the kernel wrote M into the caller's buffer: scale its rows in place
+            self.scale(addr, addr, factor, stat_rows, stream)?;
         }
         Ok(())
     }
@@ -149,7 +188,8 @@ impl Flash {
     /// fused kernel's TMA cannot describe Q or dO).
     pub fn backward(&self, call: BackwardCall<'_>, stream: Stream) -> Result<(), RuntimeError> {
         self.check_backward_env()?;
-        let plan = self.plan_for(&call.q, call.causal)?;
+        let g = Geometry::of(&call.q, &call.k, &call.v, call.varlen.as_ref())?;
+        let plan = self.plan_for(call.q.dtype, &g, call.causal, call.align)?;
         let mut specs = plan.backward;
         if let Some(split) = plan.backward_without_tma {
             if let Err(why) = crate::tma::fused_backward_maps(&specs.dkdv, &call.q, &call.d_o) {
@@ -162,33 +202,30 @@ impl Flash {
 
     /// The backward on `stream` with explicit kernels.
     pub fn backward_with(&self, specs: &BackwardSpecs, call: BackwardCall<'_>, stream: Stream) -> Result<(), RuntimeError> {
-        let BackwardCall { q, k, v, o, d_o, stats, dq, dk, dv, causal, sm_scale } = call;
-        let named = [("K", k.dtype, k.layout.shape), ("V", v.dtype, v.layout.shape), ("O", o.dtype, o.layout.shape), ("dO", d_o.dtype, d_o.layout.shape), ("dQ", dq.dtype, dq.layout.shape), ("dK", dk.dtype, dk.layout.shape), ("dV", dv.dtype, dv.layout.shape)];
-        for (name, dtype, shape) in named {
-            if dtype != q.dtype {
-                return Err(RuntimeError::Argument(format!("tensor {name} is {} but Q is {}: all tensors of the backward share one dtype", dtype.name(), q.dtype.name())));
-            }
-            if shape != q.layout.shape {
-                let what = if shape[2] != q.layout.shape[2] { ": the backward kernels need equal query and key lengths (N_CTX)" } else { "" };
-                return Err(RuntimeError::Argument(format!("tensor {name} has shape {shape:?} but Q has {:?}{what}", q.layout.shape)));
+        let BackwardCall { q, k, v, o, d_o, stats, dq, dk, dv, causal, align: _, sm_scale, varlen } = call;
+        let g = Geometry::of(&q, &k, &v, varlen.as_ref())?;
+        let named = [("O", o.dtype, o.layout.shape, q.layout.shape), ("dO", d_o.dtype, d_o.layout.shape, q.layout.shape), ("dQ", dq.dtype, dq.layout.shape, q.layout.shape), ("dK", dk.dtype, dk.layout.shape, k.layout.shape), ("dV", dv.dtype, dv.layout.shape, k.layout.shape)];
+        same_dtype(&q, &[("K", k.dtype), ("V", v.dtype)], "all tensors of the backward share one dtype")?;
+        for (name, dtype, shape, like) in named {
+            same_dtype(&q, &[(name, dtype)], "all tensors of the backward share one dtype")?;
+            if shape != like {
+                return Err(RuntimeError::Argument(format!("tensor {name} has shape {shape:?} but must be {like:?} (dQ, O, dO like Q; dK, dV like K)")));
             }
         }
         if let Some(dq) = specs.dq.filter(|dq| dq.causal() != specs.dkdv.causal()) {
             return Err(RuntimeError::Argument(format!("{} and {} disagree on causality: use one plan's BackwardSpecs", specs.dkdv.name(), dq.name())));
         }
-        if specs.dkdv.causal() != causal {
-            return Err(RuntimeError::Argument(format!("the call is {}causal but kernel {} is not", if causal { "" } else { "not " }, specs.dkdv.name())));
-        }
         for spec in specs.kernels() {
-            if q.dtype != spec.dtype() {
-                return Err(RuntimeError::Argument(format!("tensor Q is {} but kernel {} takes {}", q.dtype.name(), spec.name(), spec.dtype().name())));
-            }
+            // (the preprocess, Δ row by row, is the same kernel for causal and non-causal calls)
+            let causal = if spec.kind() == flashgen::KernelKind::BwdPre { spec.causal() } else { causal };
+            check_kernel(&spec, q.dtype, causal, &g)?;
         }
-        let [z, h, n, _] = q.layout.shape;
-        if z == 0 || h == 0 || n == 0 {
+        if g.is_empty() {
             return Ok(()); // nothing to compute, nothing to launch
         }
-        let rows = z * h * n;
+        not_yet(&g, &specs.dkdv)?;
+        let [z, h, n, _] = q.layout.shape;
+        let rows = g.stat_rows();
         let sm_scale = sm_scale_of(&q, sm_scale);
         let (pre, dkdv) = (self.kernel(&specs.preprocess)?, self.kernel(&specs.dkdv)?);
         let dq_kernel = match specs.dq {
@@ -203,7 +240,7 @@ impl Flash {
             StatsIn::M(m) => m,
             StatsIn::Lse(lse) => {
                 if lse.len() < rows {
-                    return Err(LayoutError { tensor: "LSE", rule: format!("holds {} floats, needs Z·H·N = {rows}", lse.len()) }.into());
+                    return Err(LayoutError { tensor: "LSE", rule: format!("holds {} floats, needs {rows} (one per query row and head)", lse.len()) }.into());
                 }
                 let converted = grow(&self.gpu, stream, &mut scratch.m, rows)?;
                 self.scale(lse.addr(), converted.addr(), std::f32::consts::LOG2_E, rows, stream)?;
