@@ -234,7 +234,7 @@ impl Flash {
     }
 
     /// The plan of `problem`, tuning (if on) on inputs of `heads` = batch × heads.
-    pub(crate) fn plan_problem(&self, problem: &Problem, heads: usize) -> Result<Plan, RuntimeError> {
+    pub fn plan_problem(&self, problem: &Problem, heads: usize) -> Result<Plan, RuntimeError> {
         let tunes = StoredTunes { flash: self, heads: Some(heads) };
         self.plan_with(problem, &tunes)
     }

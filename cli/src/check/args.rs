@@ -25,6 +25,9 @@ pub struct CheckArgs {
     /// Skip the backward checks.
     #[arg(long)]
     pub forward_only: bool,
+    /// Skip the geometry cases (grouped-query heads, unequal lengths, packed sequences).
+    #[arg(long)]
+    pub skip_geometry: bool,
     /// On sm_90a, check the mma.sync kernels (the kinds FLASHGEN_WGMMA=0 selects) instead of the default
     /// wgmma ones; elsewhere the mma.sync kernels are the defaults.
     #[arg(long)]

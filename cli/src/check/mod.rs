@@ -7,6 +7,7 @@ mod backward;
 mod common;
 mod cpu;
 mod forward;
+mod geometry;
 
 pub use args::CheckArgs;
 
@@ -44,6 +45,11 @@ fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
     let (mut passed, mut failed) = forward::gpu_check(flash, a, &mut json)?;
     if !a.forward_only {
         let (p, f) = backward::gpu_check(flash, a, &mut json)?;
+        passed += p;
+        failed += f;
+    }
+    if !a.skip_geometry {
+        let (p, f) = geometry::gpu_check(flash, a, &mut json)?;
         passed += p;
         failed += f;
     }

@@ -1,0 +1,127 @@
+//! What `flashgen bench` times: the anchors' table shapes, grouped-query shapes, or fa4_bench.py's packed
+//! variable-length batch, each with the FLOP count and the JSON keys fa4_bench.py writes for it, so that
+//! our rows and FlashAttention-4's match key for key.
+
+use flashgen::{DType, Problem};
+use flashgen_runtime::Layout;
+
+/// One timed shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workload {
+    pub b: usize,
+    pub h: usize,
+    pub hkv: usize,
+    /// Query tokens per sequence; packed: the total.
+    pub n: usize,
+    /// Key tokens per sequence.
+    pub nk: usize,
+    pub d: usize,
+    /// fa4_bench.py's packed sequences: the seed and the lengths (each sequence's queries = its keys).
+    pub varlen: Option<(u64, Vec<usize>)>,
+    /// Rows carry HKV (fa4_bench.py's gqa mode has the key; its table mode does not).
+    pub gqa_key: bool,
+    /// BSHD tensors (FlashAttention's layout: the gqa and varlen modes), else contiguous [B, H, N, D] (the
+    /// anchors' table).
+    pub bshd: bool,
+}
+
+impl Workload {
+    /// The anchors' table: 16384 tokens per batch, H·D = 2048.
+    pub fn table(n: usize, d: usize) -> Workload {
+        let (b, h) = (16384 / n, 2048 / d);
+        Workload { b, h, hkv: h, n, nk: n, d, varlen: None, gqa_key: false, bshd: false }
+    }
+
+    /// fa4_bench.py's gqa mode: B sequences of N tokens, H query heads on H_kv K/V heads.
+    pub fn grouped(b: usize, h: usize, hkv: usize, n: usize, d: usize) -> Workload {
+        Workload { b, h, hkv, n, nk: n, d, varlen: None, gqa_key: true, bshd: true }
+    }
+
+    /// fa4_bench.py's varlen mode: the seed's lengths packed into one batch, H heads.
+    pub fn packed(seed: u64, lens: Vec<usize>, h: usize, hkv: usize, d: usize) -> Workload {
+        let total = lens.iter().sum();
+        Workload { b: lens.len(), h, hkv, n: total, nk: total, d, varlen: Some((seed, lens)), gqa_key: hkv != h, bshd: true }
+    }
+
+    /// fa4_bench.py's FLOP count: 2·B·H·N·N_k·(D + D_v), ×0.5 causal, ×2.5 backward; packed batches
+    /// sequence by sequence.
+    pub fn flops(&self, kind: &str, causal: bool) -> f64 {
+        let mask = if causal { 0.5 } else { 1.0 };
+        let pass = if kind == "bwd" { 2.5 } else { 1.0 };
+        let pairs = match &self.varlen {
+            Some((_, lens)) => lens.iter().map(|&n| (n * n) as f64).sum::<f64>(),
+            None => self.b as f64 * self.n as f64 * self.nk as f64,
+        };
+        2.0 * self.h as f64 * pairs * (2 * self.d) as f64 * mask * pass
+    }
+
+    /// The shape keys of the JSON row, as fa4_bench.py writes them.
+    pub fn json_keys(&self, causal: bool) -> String {
+        let hkv = if self.gqa_key { format!("\"HKV\": {}, ", self.hkv) } else { String::new() };
+        let varlen = match &self.varlen {
+            Some((seed, _)) => format!(", \"varlen\": true, \"lens_seed\": {seed}"),
+            None => String::new(),
+        };
+        format!("\"B\": {}, \"H\": {}, {hkv}\"N\": {}, \"D\": {}, \"causal\": {causal}{varlen}", self.b, self.h, self.n, self.d)
+    }
+
+    /// Q's (and O's) and K's (and V's) layouts: packed sequences are one [total, H, D] tensor (Z = 1).
+    pub fn layouts(&self) -> (Layout, Layout) {
+        let lay = |z, h, n| if self.bshd { Layout::bshd(z, h, n, self.d) } else { Layout::contiguous(z, h, n, self.d) };
+        match self.varlen {
+            Some(_) => (lay(1, self.h, self.n), lay(1, self.hkv, self.nk)),
+            None => (lay(self.b, self.h, self.n), lay(self.b, self.hkv, self.nk)),
+        }
+    }
+
+    /// Each sequence's first token in the packed tensors, and the end (B + 1 offsets).
+    pub fn cu_seqlens(&self) -> Option<Vec<i32>> {
+        self.varlen.as_ref().map(|(_, lens)| std::iter::once(0).chain(lens.iter().scan(0i32, |acc, &n| {
+            *acc += n as i32;
+            Some(*acc)
+        })).collect())
+    }
+
+    /// The problem the plan sees.
+    pub fn problem(&self, causal: bool) -> Problem {
+        let longest = self.varlen.as_ref().map_or(self.n, |(_, lens)| lens.iter().copied().max().unwrap_or(0));
+        Problem { seqlen_k: self.varlen.as_ref().map_or(self.nk, |_| longest), varlen: self.varlen.is_some(), ..Problem::new(DType::Bf16, self.d as u32, causal, longest) }
+    }
+
+    /// Rows of the row statistics: [B, H, N], or [H, total] for packed sequences.
+    pub fn stat_rows(&self) -> usize {
+        match self.varlen {
+            Some(_) => self.h * self.n,
+            None => self.b * self.h * self.n,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flops_and_keys_match_fa4_bench() {
+        // table: 4·Z·H·N²·D (the anchors'), no HKV key
+        let t = Workload::table(4096, 128);
+        assert_eq!(t.flops("fwd", false), 4.0 * 4.0 * 16.0 * 4096.0 * 4096.0 * 128.0);
+        assert_eq!(t.flops("bwd", true), t.flops("fwd", false) * 0.5 * 2.5);
+        assert_eq!(t.json_keys(true), "\"B\": 4, \"H\": 16, \"N\": 4096, \"D\": 128, \"causal\": true");
+        // gqa: the HKV key, BSHD tensors
+        let g = Workload::grouped(1, 64, 8, 16384, 128);
+        assert_eq!(g.json_keys(false), "\"B\": 1, \"H\": 64, \"HKV\": 8, \"N\": 16384, \"D\": 128, \"causal\": false");
+        assert_eq!(g.layouts().1, Layout::bshd(1, 8, 16384, 128));
+        // varlen: B = the sequences, N = the total tokens, sequence by sequence FLOPs
+        let lens = crate::fa4_lengths::lengths(0);
+        let v = Workload::packed(0, lens.clone(), 16, 16, 128);
+        assert_eq!(v.json_keys(true), "\"B\": 7, \"H\": 16, \"N\": 16384, \"D\": 128, \"causal\": true, \"varlen\": true, \"lens_seed\": 0");
+        let want: f64 = lens.iter().map(|&n| 4.0 * 16.0 * (n * n) as f64 * 128.0 * 0.5).sum();
+        assert_eq!(v.flops("fwd", true), want);
+        assert_eq!(v.cu_seqlens().unwrap(), [0, 3714, 5547, 8907, 12809, 14787, 15208, 16384]);
+        assert_eq!(v.problem(true).seqlen, 3902);
+        assert!(v.problem(true).varlen);
+        assert_eq!(v.layouts().0, Layout::bshd(1, 16, 16384, 128));
+        assert_eq!(v.stat_rows(), 16 * 16384);
+    }
+}

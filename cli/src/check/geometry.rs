@@ -1,0 +1,261 @@
+//! The geometry cases on the GPU against flashgen::reference (f64): grouped-query heads (H_kv 1, 2, 8 of H
+//! 8..64), unequal query and key lengths both ways (ragged, causal aligned bottom-right and top-left),
+//! packed variable-length sequences (seeded lengths 0..4097 with empty ones, both dtypes, D 64 and 128,
+//! causal or not), forward and backward, through the view-level calls with poisoned outputs and guard
+//! zones (every element written, nothing past the end).
+
+use super::args::CheckArgs;
+use super::common::{nan_bits, GRAD_TOL, GUARD, M_TOL, O_TOL};
+use flashgen::numeric::SplitMix;
+use flashgen::reference::{self, relative_error, relative_error_lse, Alignment, Qkv, RefProblem, TensorOrder};
+use flashgen::DType;
+use flashgen_runtime::tensor::{from_bits, to_bits};
+use flashgen_runtime::{BackwardCall, BufferView, BufferViewMut, CausalAlign, Flash, ForwardCall, Layout, StatsIn, StatsOut, TensorView, TensorViewMut, VarLen};
+use std::io::Write;
+
+/// One geometry case: the problem (BSHD tensors, FlashAttention's layout; packed: THD).
+struct Case {
+    label: String,
+    dtype: DType,
+    problem: RefProblem,
+}
+
+/// Lengths 0..=max, a few of them zero, from `rng`.
+fn lengths(rng: &mut SplitMix, batch: usize, max: usize) -> Vec<usize> {
+    (0..batch).map(|_| if rng.next_u64() % 6 == 0 { 0 } else { (rng.next_u64() % (max as u64 + 1)) as usize }).collect()
+}
+
+fn cases(a: &CheckArgs, seed: u64) -> Vec<Case> {
+    let mut rng = SplitMix(seed ^ 0x6e0);
+    let mut out = Vec::new();
+    let mut push = |label: String, dtype: DType, problem: RefProblem| out.push(Case { label, dtype, problem });
+    let long = if a.quick { 1100 } else { 4097 };
+    for (dtype, d) in [(DType::Bf16, 128), (DType::F16, 64)] {
+        for causal in [false, true] {
+            // grouped-query heads
+            for (h, hkv, n) in [(8, 1, 257), (16, 2, 200), (64, 8, 130)] {
+                let p = RefProblem::new(1, h, n, d).kv_heads(hkv).causal(causal).order(TensorOrder::Bshd);
+                push(format!("gqa H{h}/{hkv} N{n}"), dtype, p);
+            }
+            // unequal lengths, both alignments
+            for (nq, nkv) in [(100, 300), (300, 100), (1, 513), (513, 1), (1000, 1023)] {
+                for align in [Alignment::BottomRight, Alignment::TopLeft] {
+                    if !causal && align == Alignment::TopLeft {
+                        continue; // the alignment only moves a causal mask
+                    }
+                    let p = RefProblem::new(2, 4, nq, d).kv_heads(2).seqlens(nq, nkv).causal(causal).alignment(align).order(TensorOrder::Bshd);
+                    push(format!("N_q {nq} N_kv {nkv} {align:?}"), dtype, p);
+                }
+            }
+            // packed sequences: equal query and key lengths per sequence, then unequal ones
+            let (lq, lk) = (lengths(&mut rng, 5, long), lengths(&mut rng, 5, long));
+            let p = RefProblem::new(5, 4, 1, d).kv_heads(2).varlen_from_lengths(&lq, &lq).causal(causal).order(TensorOrder::Bshd);
+            push(format!("varlen {lq:?}"), dtype, p);
+            let p = RefProblem::new(5, 4, 1, d).varlen_from_lengths(&lq, &lk).causal(causal).order(TensorOrder::Bshd);
+            push(format!("varlen q {lq:?} k {lk:?}"), dtype, p);
+        }
+    }
+    out
+}
+
+/// The f64 forward with its rows split over all cores.
+fn forward_parallel(p: &RefProblem, x: &Qkv<'_>) -> (Vec<f64>, Vec<f64>) {
+    let l = p.layouts();
+    let rows: Vec<_> = p.rows().collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per = rows.len().div_ceil(threads).max(1);
+    let parts: Vec<Vec<(usize, usize, Vec<f64>, f64)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = rows
+            .chunks(per)
+            .map(|chunk| {
+                s.spawn(|| {
+                    chunk
+                        .iter()
+                        .map(|&row| {
+                            let mut o = vec![0f64; p.d_v];
+                            let lse = reference::forward_row(p, x, row, &mut o);
+                            (p.o_offset(&l, row), p.lse_offset(&l, row), o, lse)
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+    });
+    let (mut o, mut lse) = (vec![0f64; p.o_len()], vec![0f64; p.lse_len()]);
+    for (at, lat, row, l) in parts.into_iter().flatten() {
+        o[at..at + row.len()].copy_from_slice(&row);
+        lse[lat] = l;
+    }
+    (o, lse)
+}
+
+/// The f64 backward with its (sequence, K/V head) groups split over all cores.
+fn backward_parallel(p: &RefProblem, x: &Qkv<'_>, d_o: &[f32]) -> reference::Gradients<f64> {
+    let l = p.layouts();
+    let groups: Vec<(usize, usize)> = (0..p.sequences()).flat_map(|b| (0..p.kv_heads).map(move |h| (b, h))).collect();
+    let done: Vec<reference::GroupGradients> = std::thread::scope(|s| {
+        let handles: Vec<_> = groups.iter().map(|&(b, h)| s.spawn(move || reference::backward_group(p, x, d_o, b, h))).collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    });
+    let mut g = reference::Gradients { dq: vec![0.0; p.q_len()], dk: vec![0.0; p.k_len()], dv: vec![0.0; p.v_len()] };
+    for gg in done {
+        gg.scatter(p, &l, &mut g);
+    }
+    g
+}
+
+/// The runtime's [Z, H, N, D] layout of a reference tensor in BSHD (packed: THD, Z = 1).
+fn layout(p: &RefProblem, heads: usize, tokens: usize, batch: usize) -> Layout {
+    if matches!(p.lengths, reference::Lengths::Varlen { .. }) {
+        Layout::bshd(1, heads, tokens, p.d_qk)
+    } else {
+        Layout::bshd(batch, heads, tokens / batch.max(1), p.d_qk)
+    }
+}
+
+/// Run one case forward and backward; returns (worst O/LSE/gradient errors, guards intact).
+fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<([f64; 5], bool), String> {
+    let e = |x: flashgen_runtime::RuntimeError| x.to_string();
+    let le = |x: flashgen_runtime::LayoutError| x.to_string();
+    let dr = |x: flashgen_runtime::cudarc::driver::DriverError| x.to_string();
+    let gpu = &flash.gpu;
+    let p = &c.problem;
+    let dtype = c.dtype;
+    let mut rng = SplitMix(seed);
+    let round = |x: f32| from_bits(dtype, to_bits(dtype, x));
+    let mut gen = |n: usize| -> Vec<f32> { (0..n).map(|_| round(rng.normal())).collect() };
+    let (q, k, v, d_o) = (gen(p.q_len()), gen(p.k_len()), gen(p.v_len()), gen(p.o_len()));
+    let x = Qkv { q: &q, k: &k, v: &v };
+    let (varlen, batch, total_q, total_k) = match &p.lengths {
+        reference::Lengths::Varlen { cu_q, cu_k } => (Some((cu_q.clone(), cu_k.clone())), 1, *cu_q.last().unwrap_or(&0), *cu_k.last().unwrap_or(&0)),
+        reference::Lengths::Fixed { q: nq, kv: nkv } => (None, p.batch, p.batch * nq, p.batch * nkv),
+    };
+    let (lq, lk) = (layout(p, p.heads, total_q, batch), layout(p, p.kv_heads, total_k, batch));
+    let up = |vals: &[f32]| -> Result<_, String> { gpu.stream.clone_htod(&vals.iter().map(|&x| to_bits(dtype, x)).collect::<Vec<u16>>()).map_err(dr) };
+    let poisoned = |n: usize| -> Result<_, String> { gpu.stream.clone_htod(&vec![nan_bits(dtype); n + GUARD]).map_err(dr) };
+    let (dq_in, dk_in, dv_in, ddo) = (up(&q)?, up(&k)?, up(&v)?, up(&d_o)?);
+    let mut o = poisoned(p.o_len())?;
+    let mut lse = gpu.stream.clone_htod(&vec![f32::NAN; p.lse_len().max(1) + GUARD]).map_err(dr)?;
+    let cu = match &varlen {
+        Some((cq, ck)) => {
+            let i32s = |v: &[usize]| v.iter().map(|&x| x as i32).collect::<Vec<i32>>();
+            Some((i32s(cq), i32s(ck)))
+        }
+        None => None,
+    };
+    let cu_dev = match &cu {
+        Some((cq, ck)) => Some((gpu.stream.clone_htod(cq).map_err(dr)?, gpu.stream.clone_htod(ck).map_err(dr)?)),
+        None => None,
+    };
+    let max_len = |cu: &[usize]| cu.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+    let var = match (&varlen, &cu, &cu_dev) {
+        (Some((cq, ck)), Some((hq, hk)), Some((dq, dk))) => Some(VarLen {
+            cu_seqlens_q: BufferView::of(dq),
+            cu_seqlens_k: BufferView::of(dk),
+            max_seqlen_q: max_len(cq),
+            max_seqlen_k: max_len(ck),
+            host_cu_seqlens_q: Some(hq),
+            host_cu_seqlens_k: Some(hk),
+        }),
+        _ => None,
+    };
+    let align = match p.rules.mask.alignment {
+        Alignment::BottomRight => CausalAlign::BottomRight,
+        Alignment::TopLeft => CausalAlign::TopLeft,
+    };
+    let causal = p.rules.mask.causal;
+    let view = |name, buf, l| TensorView::of_slice(name, buf, 0, dtype, l).map_err(le);
+    let stream = flash.own_stream();
+    let call = ForwardCall {
+        q: view("Q", &dq_in, lq)?,
+        k: view("K", &dk_in, lk)?,
+        v: view("V", &dv_in, lk)?,
+        o: TensorViewMut::of_slice("O", &mut o, 0, dtype, lq).map_err(le)?,
+        stats: StatsOut::Lse(BufferViewMut::of(&mut lse)),
+        causal,
+        align,
+        sm_scale: Some(p.rules.sm_scale as f32),
+        varlen: var,
+    };
+    flash.forward(call, stream).map_err(e)?;
+    let mut grads: Vec<_> = [p.q_len(), p.k_len(), p.v_len()].into_iter().map(poisoned).collect::<Result<_, _>>()?;
+    {
+        let [gq, gk, gv] = &mut grads[..] else { return Err("three gradients".into()) };
+        let call = BackwardCall {
+            q: view("Q", &dq_in, lq)?,
+            k: view("K", &dk_in, lk)?,
+            v: view("V", &dv_in, lk)?,
+            o: view("O", &o, lq)?,
+            d_o: view("dO", &ddo, lq)?,
+            stats: StatsIn::Lse(BufferView::of(&lse)),
+            dq: TensorViewMut::of_slice("dQ", gq, 0, dtype, lq).map_err(le)?,
+            dk: TensorViewMut::of_slice("dK", gk, 0, dtype, lk).map_err(le)?,
+            dv: TensorViewMut::of_slice("dV", gv, 0, dtype, lk).map_err(le)?,
+            causal,
+            align,
+            sm_scale: Some(p.rules.sm_scale as f32),
+            varlen: var,
+        };
+        flash.backward(call, stream).map_err(e)?;
+    }
+    gpu.stream.synchronize().map_err(dr)?;
+    let down = |buf: &flashgen_runtime::cudarc::driver::CudaSlice<u16>, n: usize| -> Result<(Vec<f32>, bool), String> {
+        let all: Vec<u16> = gpu.stream.clone_dtoh(buf).map_err(dr)?;
+        Ok((all[..n].iter().map(|&b| from_bits(dtype, b)).collect(), all[n..].iter().all(|&b| b == nan_bits(dtype))))
+    };
+    let (got_o, o_guard) = down(&o, p.o_len())?;
+    let all_lse: Vec<f32> = gpu.stream.clone_dtoh(&lse).map_err(dr)?;
+    let lse_guard = all_lse[p.lse_len().max(1)..].iter().all(|x| x.is_nan());
+    let (want_o, want_lse) = forward_parallel(p, &x);
+    let g = backward_parallel(p, &x, &d_o);
+    let (gq, gq_guard) = down(&grads[0], p.q_len())?;
+    let (gk, gk_guard) = down(&grads[1], p.k_len())?;
+    let (gv, gv_guard) = down(&grads[2], p.v_len())?;
+    // dV's norm floors the gradients' denominators, as in the MHA backward check
+    let floor = g.dv.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let grad_err = |got: &[f32], want: &[f64]| {
+        let num = got.iter().zip(want).map(|(&a, &b)| (a as f64 - b).powi(2)).sum::<f64>().sqrt();
+        let den = want.iter().map(|x| x * x).sum::<f64>().sqrt().max(floor).max(f64::MIN_POSITIVE);
+        if got.iter().any(|x| !x.is_finite()) { f64::INFINITY } else { num / den }
+    };
+    let errs = [relative_error(&got_o, &want_o), relative_error_lse(&all_lse[..p.lse_len()], &want_lse), grad_err(&gq, &g.dq), grad_err(&gk, &g.dk), grad_err(&gv, &g.dv)];
+    Ok((errs, o_guard && lse_guard && gq_guard && gk_guard && gv_guard))
+}
+
+/// Every geometry case; returns (passed, failed).
+pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>) -> Result<(usize, usize), String> {
+    let (mut passed, mut failed) = (0, 0);
+    let mut seed = a.seed ^ 0x6e0;
+    for c in cases(a, a.seed) {
+        if a.filter.as_ref().is_some_and(|f| !c.label.contains(f.as_str())) {
+            continue;
+        }
+        seed = seed.wrapping_add(0x9E37_79B9);
+        let causal = c.problem.rules.mask.causal;
+        let d = c.problem.d_qk;
+        let (result, errs, guards) = match run_case(flash, &c, seed) {
+            Ok((errs, guards)) => {
+                let ok = errs[0] <= O_TOL && errs[1] <= M_TOL && errs[2..].iter().all(|&x| x <= GRAD_TOL) && guards;
+                (if ok { "pass" } else { "FAIL" }, errs, guards)
+            }
+            Err(why) => {
+                println!("FAIL geometry {} d{d} causal={} {}: {why}", c.dtype.name(), causal as u8, c.label);
+                ("error", [f64::INFINITY; 5], false)
+            }
+        };
+        if result == "pass" { passed += 1 } else { failed += 1 }
+        let line = format!(
+            "{{\"kind\":\"check_geometry\",\"case\":\"{}\",\"dtype\":\"{}\",\"D\":{d},\"causal\":{causal},\"rel_err_o\":{:.3e},\"rel_err_lse\":{:.3e},\"rel_err_dq\":{:.3e},\"rel_err_dk\":{:.3e},\"rel_err_dv\":{:.3e},\"guards_intact\":{guards},\"pass\":{}}}",
+            c.label, c.dtype.name(), errs[0], errs[1], errs[2], errs[3], errs[4], result == "pass"
+        );
+        if result == "FAIL" {
+            println!("FAIL {line}");
+        }
+        if let Some(f) = json.as_mut() {
+            writeln!(f, "{line}").map_err(|e| e.to_string())?;
+        }
+    }
+    println!("geometry: {passed} passed, {failed} failed");
+    Ok((passed, failed))
+}
