@@ -171,8 +171,11 @@ def flash_attn_func(q: Tensor, k: Tensor, v: Tensor, dropout_p: float = 0.0, sof
     if compiling:
         out, lse = torch.ops.flashgen.fwd(q, k, v, scale, bool(causal), window_size[0], window_size[1], float(softcap),
                                           alibi_slopes, bool(deterministic))
-    else:
+    elif torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         out, lse = FlashAttnFunc.apply(q, k, v, scale, bool(causal), window_size, float(softcap), alibi_slopes, bool(deterministic))
+    else:
+        # nothing to differentiate (inference, torch.no_grad): the autograd.Function's few microseconds are skipped
+        out, lse = _forward(q, k, v, scale, bool(causal), window_size, float(softcap), alibi_slopes)
     return (out, lse) if return_lse else out
 
 

@@ -254,8 +254,11 @@ def test_threads_share_the_device(gpu):
 def test_the_op_path_equals_the_eager_path(gpu):
     q, k, v = inputs(2, 256, 4, 64, torch.bfloat16, gpu)
     out_op, lse_op = torch.ops.flashgen.fwd(q, k, v, 0.125, True, -1, -1, 0.0, None, False)
-    out, lse = flash_attn_func(q, k, v, causal=True, return_lse=True)
+    out, lse = flash_attn_func(q, k, v, causal=True, return_lse=True)  # no grad: the direct path
     assert torch.equal(out, out_op) and torch.equal(lse, lse_op)
+    qg, kg, vg = (x.clone().requires_grad_() for x in (q, k, v))
+    out_g, lse_g = flash_attn_func(qg, kg, vg, causal=True, return_lse=True)  # the autograd.Function
+    assert torch.equal(out_g.detach(), out) and torch.equal(lse_g, lse) and out_g.requires_grad
 
 
 def test_opcheck(gpu):

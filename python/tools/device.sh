@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The Python package (and the candle op) on the H200, in one device call each, from the repository root:
+#
+#     bash python/tools/device.sh tests      # FLASHGEN_REQUIRE_GPU=1 pytest python/tests (CPU + torch + GPU tests)
+#     bash python/tools/device.sh timing     # the Rust bench's rows, then the same rows and the small-call overhead through Python
+#     bash python/tools/device.sh candle     # the candle op's GPU test and its training example
+#     bash python/tools/device.sh tests candle   # several in one call, in order
+#
+# Carry (built here, see python/README.md): .carry/flashgen-*.whl, .carry/pywheels/ (pytest and its
+# dependencies, pure-Python wheels, used only where the machine's Python has no pytest), and for `timing`
+# .carry/flashgen.xz (the CLI of the same commit), for `candle` .carry/candle_gpu_test.xz and
+# .carry/candle_train.xz. The wheel is unpacked (a wheel is a zip) onto PYTHONPATH, beside the machine's torch;
+# nothing is installed. Results go to $OUT (the device tool's folder), or /tmp/flashgen-out.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT="${OUT:-/tmp/flashgen-out}"
+mkdir -p "$OUT"
+SITE=/tmp/flashgen-site
+rm -rf "$SITE" && mkdir -p "$SITE"
+wheel="$(ls .carry/flashgen-*.whl 2>/dev/null | head -1)"
+[ -n "$wheel" ] || { echo "no .carry/flashgen-*.whl" >&2; exit 2; }
+python3 -m zipfile -e "$wheel" "$SITE"
+if ! python3 -c 'import pytest' 2>/dev/null; then
+  for w in .carry/pywheels/*.whl; do python3 -m zipfile -e "$w" "$SITE"; done
+fi
+export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+{ date; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; python3 -c 'import torch, flashgen, sys; print(sys.version.split()[0], "torch", torch.__version__, "flashgen", flashgen.__version__, flashgen.device_info(0))'; cat .carry/build.txt 2>/dev/null; } > "$OUT/env.txt" 2>&1
+cat "$OUT/env.txt"
+status=0
+for what in "${@:-tests}"; do
+  case "$what" in
+    tests)
+      FLASHGEN_REQUIRE_GPU=1 timeout 500 python3 -m pytest python/tests -p no:cacheprovider -rs --durations=10 \
+        --junitxml="$OUT/pytest.xml" 2>&1 | tee "$OUT/pytest.log" | tail -60
+      status=$((status | ${PIPESTATUS[0]})) ;;
+    timing)
+      xz -dc .carry/flashgen.xz > /tmp/flashgen-cli && chmod +x /tmp/flashgen-cli
+      # the Rust rows first (they compile the kernels into the shared cache), then the same rows through Python
+      timeout 240 /tmp/flashgen-cli bench --backward --timing do-bench --json "$OUT/rust.jsonl" > "$OUT/rust.log" 2>&1
+      status=$((status | $?)); tail -30 "$OUT/rust.log"
+      timeout 200 python3 python/tools/timing.py table --rust "$OUT/rust.jsonl" --out "$OUT/python.jsonl" 2>&1 | tee "$OUT/python_table.log"
+      status=$((status | ${PIPESTATUS[0]}))
+      timeout 100 python3 python/tools/timing.py overhead --out "$OUT/python.jsonl" 2>&1 | tee "$OUT/python_overhead.log"
+      status=$((status | ${PIPESTATUS[0]})) ;;
+    candle)
+      for bin in candle_gpu_test candle_train; do
+        xz -dc ".carry/$bin.xz" > "/tmp/$bin" && chmod +x "/tmp/$bin"
+      done
+      timeout 200 /tmp/candle_gpu_test --ignored --test-threads 1 2>&1 | tee "$OUT/candle_gpu_test.log" | tail -30
+      status=$((status | ${PIPESTATUS[0]}))
+      timeout 200 /tmp/candle_train 2>&1 | tee "$OUT/candle_train.log" | tail -30
+      status=$((status | ${PIPESTATUS[0]})) ;;
+    *) echo "unknown step $what (tests, timing, candle)" >&2; status=2 ;;
+  esac
+done
+echo "device.sh: exit $status"
+exit "$status"
