@@ -1,0 +1,112 @@
+//! On a GPU (the H200): flashgen-candle's forward and backward against candle's own attention in f32,
+//! softmax(Q·Kᵀ·scale [causal])·V written with candle ops, on the same bf16-rounded inputs. Ignored by
+//! default, as the repository's other GPU tests: `cargo test -p flashgen-candle --features cuda -- --ignored`.
+
+use candle_core::{DType, Device, Result, Tensor, Var, D};
+use flashgen_candle::{flash_attn, flash_attn_lse};
+
+fn device() -> Device {
+    Device::new_cuda(0).expect("a CUDA device")
+}
+
+/// candle's attention in f32, in and out in (B, N, H, D).
+fn reference(q: &Tensor, k: &Tensor, v: &Tensor, scale: f64, causal: bool) -> Result<Tensor> {
+    let (q, k, v) = (q.transpose(1, 2)?.contiguous()?, k.transpose(1, 2)?.contiguous()?, v.transpose(1, 2)?.contiguous()?);
+    let mut s = (q.matmul(&k.t()?)? * scale)?;
+    if causal {
+        let n = s.dim(D::Minus1)?;
+        let mask: Vec<f32> = (0..n * n).map(|i| if i % n > i / n { f32::NEG_INFINITY } else { 0.0 }).collect();
+        s = s.broadcast_add(&Tensor::from_vec(mask, (n, n), s.device())?)?;
+    }
+    candle_nn::ops::softmax_last_dim(&s)?.matmul(&v)?.transpose(1, 2)?.contiguous()
+}
+
+fn max_abs(t: &Tensor) -> Result<f32> {
+    t.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()
+}
+
+/// max |a - b| <= rel · max |b|
+fn close(name: &str, a: &Tensor, b: &Tensor, rel: f32) -> Result<()> {
+    let (e, m) = (max_abs(&(a - b)?)?, max_abs(b)?);
+    assert!(e <= rel * m, "{name}: max error {e:.3e} > {rel} x max {m:.3e}");
+    Ok(())
+}
+
+fn check(n: usize, d: usize, causal: bool, dtype: DType) -> Result<()> {
+    let dev = device();
+    let (b, h) = (2, 3);
+    let scale = 1.0 / (d as f64).sqrt();
+    // f32 leaves rounded to the half type, so both sides see the same inputs
+    let leaf = || -> Result<Var> {
+        let x = Tensor::randn(0f32, 1.0, (b, n, h, d), &dev)?;
+        Var::from_tensor(&x.to_dtype(dtype)?.to_dtype(DType::F32)?)
+    };
+    let (q, k, v) = (leaf()?, leaf()?, leaf()?);
+    let dout = Tensor::randn(0f32, 1.0, (b, n, h, d), &dev)?;
+
+    let ours = flash_attn(&q.to_dtype(dtype)?, &k.to_dtype(dtype)?, &v.to_dtype(dtype)?, scale as f32, causal)?.to_dtype(DType::F32)?;
+    let expected = reference(q.as_tensor(), k.as_tensor(), v.as_tensor(), scale, causal)?;
+    close("out", &ours, &expected, 0.02)?;
+
+    let g_ours = (&ours * &dout)?.sum_all()?.backward()?;
+    let g_ref = (&expected * &dout)?.sum_all()?.backward()?;
+    for (name, var) in [("dq", &q), ("dk", &k), ("dv", &v)] {
+        let (a, r) = (g_ours.get(var.as_tensor()).expect("a gradient"), g_ref.get(var.as_tensor()).expect("a gradient"));
+        close(name, a, r, 0.03)?;
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn forward_and_backward_match_candle_attention() -> Result<()> {
+    for dtype in [DType::BF16, DType::F16] {
+        for d in [64, 128] {
+            for causal in [false, true] {
+                for n in [128, 333, 1024] {
+                    check(n, d, causal, dtype).map_err(|e| candle_core::Error::Msg(format!("{dtype:?} d{d} causal={causal} n{n}: {e}")))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn packed_qkv_views_and_the_lse() -> Result<()> {
+    let dev = device();
+    let (b, n, h, d) = (2, 256, 4, 64);
+    let qkv = Tensor::randn(0f32, 1.0, (b, n, 3, h, d), &dev)?.to_dtype(DType::BF16)?;
+    let part = |i| qkv.narrow(2, i, 1).and_then(|t| t.squeeze(2));
+    let (q, k, v) = (part(0)?, part(1)?, part(2)?);
+    assert!(!q.is_contiguous());
+    let (out, lse) = flash_attn_lse(&q, &k, &v, 0.125, true)?;
+    let copies = flash_attn(&q.contiguous()?, &k.contiguous()?, &v.contiguous()?, 0.125, true)?;
+    assert_eq!(max_abs(&(out.to_dtype(DType::F32)? - copies.to_dtype(DType::F32)?)?)?, 0.0);
+    assert_eq!(lse.dims(), &[b, h, n]);
+    // lse = log Σ exp(s) over the visible keys, against candle in f32
+    let (qf, kf) = (q.to_dtype(DType::F32)?.transpose(1, 2)?.contiguous()?, k.to_dtype(DType::F32)?.transpose(1, 2)?.contiguous()?);
+    let s = (qf.matmul(&kf.t()?)? * 0.125)?;
+    let mask: Vec<f32> = (0..n * n).map(|i| if i % n > i / n { f32::NEG_INFINITY } else { 0.0 }).collect();
+    let s = s.broadcast_add(&Tensor::from_vec(mask, (n, n), &dev)?)?;
+    let m = s.max_keepdim(D::Minus1)?;
+    let expected = (s.broadcast_sub(&m)?.exp()?.sum_keepdim(D::Minus1)?.log()? + m)?.squeeze(D::Minus1)?;
+    assert!(max_abs(&(lse - expected)?)? < 2e-3);
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_misaligned_view_is_an_error_and_the_gpu_lives_on() -> Result<()> {
+    let dev = device();
+    let (b, n, h, d) = (1, 128, 2, 64);
+    let flat = Tensor::zeros(b * n * h * d + 8, DType::BF16, &dev)?;
+    let bad = flat.narrow(0, 1, b * n * h * d)?.reshape((b, n, h, d))?;
+    let good = Tensor::randn(0f32, 1.0, (b, n, h, d), &dev)?.to_dtype(DType::BF16)?;
+    let e = flash_attn(&bad, &good, &good, 0.125, false).unwrap_err().to_string();
+    assert!(e.contains("not 16-byte aligned"), "{e}");
+    let out = flash_attn(&good, &good, &good, 0.125, false)?;
+    let expected = reference(&good.to_dtype(DType::F32)?, &good.to_dtype(DType::F32)?, &good.to_dtype(DType::F32)?, 0.125, false)?;
+    close("out", &out.to_dtype(DType::F32)?, &expected, 0.02)
+}
