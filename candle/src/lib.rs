@@ -36,6 +36,35 @@ pub fn flash_attn_lse(q: &Tensor, k: &Tensor, v: &Tensor, softmax_scale: f32, ca
     Ok((out, lse))
 }
 
+/// The backward alone: dq, dk, dv of `flash_attn_lse(q, k, v, softmax_scale, causal)` given its out and lse
+/// and the output gradient dout (what candle's autograd calls; public for callers that keep their own graph,
+/// and for timing).
+pub fn flash_attn_bwd(q: &Tensor, k: &Tensor, v: &Tensor, out: &Tensor, dout: &Tensor, lse: &Tensor, softmax_scale: f32, causal: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    check(q, k, v, softmax_scale)?;
+    for (name, t) in [("out", out), ("dout", dout)] {
+        if t.dims() != q.dims() || t.dtype() != q.dtype() {
+            return Err(err(format!("{name} is {:?} {:?} but q is {:?} {:?}: they must match", t.dtype(), t.dims(), q.dtype(), q.dims())));
+        }
+    }
+    let (b, n, h, _) = q.dims4()?;
+    if lse.dims() != [b, h, n] || lse.dtype() != DType::F32 {
+        return Err(err(format!("lse is {:?} {:?}: expected F32 (batch, heads, seqlen) = {:?}", lse.dtype(), lse.dims(), [b, h, n])));
+    }
+    if !q.device().is_cuda() {
+        return Err(err("q, k, v are on the CPU: flashgen runs on CUDA tensors (Device::new_cuda)".into()));
+    }
+    #[cfg(feature = "cuda")]
+    {
+        let op = FlashAttn { softmax_scale, causal, lse: Arc::new(Mutex::new(None)) };
+        gpu::backward(&op, q, k, v, out, dout, lse)
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = causal;
+        Err(err("built without the `cuda` feature: no backward".into()))
+    }
+}
+
 /// The op itself, for `Tensor::apply_op3_arc`: one instance per call (it keeps that call's LSE for the
 /// backward). Use `flash_attn`, which checks the arguments first.
 pub struct FlashAttn {

@@ -63,3 +63,15 @@ fn softmax_scale_is_checked() {
         assert!(e.contains("softmax_scale"), "{bad}: {e}");
     }
 }
+
+#[test]
+fn the_backward_alone_checks_its_tensors() {
+    let q = t(&[2, 128, 4, 64], DType::BF16);
+    let lse = t(&[2, 4, 128], DType::F32);
+    let e = flashgen_candle::flash_attn_bwd(&q, &q, &q, &t(&[2, 128, 4, 64], DType::F16), &q, &lse, 0.125, false).unwrap_err().to_string();
+    assert!(e.contains("out is F16"), "{e}");
+    let e = flashgen_candle::flash_attn_bwd(&q, &q, &q, &q, &q, &t(&[2, 128, 4], DType::F32), 0.125, false).unwrap_err().to_string();
+    assert!(e.contains("lse is F32 [2, 128, 4]: expected F32 (batch, heads, seqlen) = [2, 4, 128]"), "{e}");
+    let e = flashgen_candle::flash_attn_bwd(&q, &q, &q, &q, &q, &lse, 0.125, true).unwrap_err().to_string();
+    assert!(e.contains("on the CPU"), "{e}");
+}

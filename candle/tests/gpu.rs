@@ -110,3 +110,61 @@ fn a_misaligned_view_is_an_error_and_the_gpu_lives_on() -> Result<()> {
     let expected = reference(&good.to_dtype(DType::F32)?, &good.to_dtype(DType::F32)?, &good.to_dtype(DType::F32)?, 0.125, false)?;
     close("out", &out.to_dtype(DType::F32)?, &expected, 0.02)
 }
+
+/// The table's rows through candle (bf16, 16384 tokens per batch, H·D = 2048), printed as JSON lines in the
+/// Rust bench's format, timed as `flashgen bench` times by default ("batched": the median of 15 batches of
+/// 10 back-to-back calls between two CUDA events on the stream), so that the device run compares them with
+/// `flashgen bench --backward` rows of the same call. Each call allocates its outputs through candle, as a
+/// candle user's call does.
+#[test]
+#[ignore = "needs a CUDA GPU; prints timings"]
+fn timing_rows() -> Result<()> {
+    use flashgen_candle::flash_attn_bwd;
+    use flashgen_runtime::cudarc::driver::sys::CUevent_flags;
+    let dev = device();
+    let stream = match &dev {
+        Device::Cuda(c) => c.cuda_stream(),
+        _ => unreachable!(),
+    };
+    let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+        for _ in 0..5 {
+            f()?;
+        }
+        let mut times = Vec::new();
+        for _ in 0..15 {
+            let ev = || stream.context().new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(|e| candle_core::Error::Msg(e.to_string()));
+            let (start, end) = (ev()?, ev()?);
+            start.record(&stream).map_err(|e| candle_core::Error::Msg(e.to_string()))?;
+            for _ in 0..10 {
+                f()?;
+            }
+            end.record(&stream).map_err(|e| candle_core::Error::Msg(e.to_string()))?;
+            end.synchronize().map_err(|e| candle_core::Error::Msg(e.to_string()))?;
+            times.push(start.elapsed_ms(&end).map_err(|e| candle_core::Error::Msg(e.to_string()))? as f64 / 10.0);
+        }
+        times.sort_by(f64::total_cmp);
+        Ok(times[times.len() / 2])
+    };
+    for d in [64usize, 128] {
+        for n in [1024usize, 4096, 16384] {
+            for causal in [false, true] {
+                let (b, h) = (16384 / n, 2048 / d);
+                let x = || Tensor::randn(0f32, 1.0, (b, n, h, d), &dev).and_then(|t| t.to_dtype(DType::BF16));
+                let (q, k, v, dout) = (x()?, x()?, x()?, x()?);
+                let scale = 1.0 / (d as f32).sqrt();
+                let (out, lse) = flash_attn_lse(&q, &k, &v, scale, causal)?;
+                let fwd = time(&mut || flash_attn(&q, &k, &v, scale, causal).map(|_| ()))?;
+                let bwd = time(&mut || flash_attn_bwd(&q, &k, &v, &out, &dout, &lse, scale, causal).map(|_| ()))?;
+                for (kind, ms) in [("fwd", fwd), ("bwd", bwd)] {
+                    let flops = 4.0 * (b * h) as f64 * (n * n) as f64 * d as f64 * if causal { 0.5 } else { 1.0 } * if kind == "bwd" { 2.5 } else { 1.0 };
+                    println!(
+                        "{{\"kind\":\"{kind}\",\"impl\":\"flashgen-candle\",\"B\":{b},\"H\":{h},\"N\":{n},\"D\":{d},\"causal\":{},\"dtype\":\"bf16\",\"ms\":{ms:.5},\"tflops\":{:.2},\"timing\":\"batched\"}}",
+                        causal as u8,
+                        flops / ms / 1e9
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}

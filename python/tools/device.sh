@@ -8,8 +8,8 @@
 #
 # Carry (built here, see python/README.md): .carry/flashgen-*.whl, .carry/pywheels/ (pytest and its
 # dependencies, pure-Python wheels, used only where the machine's Python has no pytest), and for `timing`
-# .carry/flashgen.xz (the CLI of the same commit), for `candle` .carry/candle_gpu_test.xz and
-# .carry/candle_train.xz. The wheel is unpacked (a wheel is a zip) onto PYTHONPATH, beside the machine's torch;
+# .carry/flashgen.xz (the CLI of the same commit), for `candle` .carry/candle_gpu_test.xz,
+# .carry/candle_train.xz and .carry/libcudart.so.13 (candle/scripts/build-gpu.sh makes the three). The wheel is unpacked (a wheel is a zip) onto PYTHONPATH, beside the machine's torch;
 # nothing is installed. Results go to $OUT (the device tool's folder), or /tmp/flashgen-out.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -46,8 +46,33 @@ for what in "${@:-tests}"; do
       for bin in candle_gpu_test candle_train; do
         xz -dc ".carry/$bin.xz" > "/tmp/$bin" && chmod +x "/tmp/$bin"
       done
-      timeout 200 /tmp/candle_gpu_test --ignored --test-threads 1 2>&1 | tee "$OUT/candle_gpu_test.log" | tail -30
+      # candle's cudarc loads cuBLAS, cuBLASLt, cuRAND and NVRTC by name (CUDA 12 names: libcublas.so,
+      # libcublas.so.12, ...): link the unversioned names to the machine's copies (torch's nvidia packages, or
+      # a toolkit), whatever their major version; libcudart.so.13 (candle-kernels' MoE library) is carried
+      libs=/tmp/flashgen-cudalibs
+      rm -rf "$libs" && mkdir -p "$libs" && cp .carry/libcudart.so.13 "$libs/"
+      python3 - "$libs" <<'PY'
+import glob, os, site, sys
+roots = site.getsitepackages() + [site.getusersitepackages()]
+for lib in ("cublas", "cublasLt", "curand", "nvrtc"):
+    found = []
+    for r in roots:
+        found += glob.glob(os.path.join(r, "nvidia", "*", "lib", f"lib{lib}.so.*"))
+    found += glob.glob(f"/usr/local/cuda*/lib64/lib{lib}.so.*") + glob.glob(f"/usr/lib/x86_64-linux-gnu/lib{lib}.so.*")
+    print(f"lib{lib}.so ->", found[0] if found else "NOT FOUND")
+    if found:
+        os.symlink(found[0], os.path.join(sys.argv[1], f"lib{lib}.so"))
+PY
+      export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      timeout 240 /tmp/candle_gpu_test --ignored --test-threads 1 --nocapture 2>&1 | tee "$OUT/candle_gpu_test.log" | tail -40
       status=$((status | ${PIPESTATUS[0]}))
+      grep '^{' "$OUT/candle_gpu_test.log" > "$OUT/candle.jsonl" || true
+      # the runtime's own rows, same timing method (batched), for the 5% comparison
+      if [ -f .carry/flashgen.xz ]; then
+        xz -dc .carry/flashgen.xz > /tmp/flashgen-cli && chmod +x /tmp/flashgen-cli
+        timeout 200 /tmp/flashgen-cli bench --backward --json "$OUT/rust_batched.jsonl" > "$OUT/rust_batched.log" 2>&1
+        status=$((status | $?))
+      fi
       timeout 200 /tmp/candle_train 2>&1 | tee "$OUT/candle_train.log" | tail -30
       status=$((status | ${PIPESTATUS[0]})) ;;
     *) echo "unknown step $what (tests, timing, candle)" >&2; status=2 ;;
