@@ -47,9 +47,9 @@ cp Cargo.lock "$TARGET/Cargo.lock.keep"
 trap 'cp "$TARGET/Cargo.lock.keep" Cargo.lock' EXIT
 patch=(--config "patch.crates-io.candle-core.path=\"$patched\"")
 cargo build --release -p flashgen-candle --features cuda --example train "${patch[@]}"
-cargo test --release -p flashgen-candle --features cuda --test gpu --no-run "${patch[@]}"
+cargo test --release -p flashgen-candle --features cuda --test candle_gpu --no-run "${patch[@]}"
 mkdir -p "$CARRY"
 xz -T2 -c target/release/examples/train > "$CARRY/candle_train.xz"
-xz -T2 -c "$(ls -t target/release/deps/gpu-* | grep -v '\.d$' | head -1)" > "$CARRY/candle_gpu_test.xz"
+xz -T2 -c "$(ls -t target/release/deps/candle_gpu-* | grep -v '\.d$' | head -1)" > "$CARRY/candle_gpu_test.xz"
 cp "$cuda/lib/libcudart.so.13" "$CARRY/libcudart.so.13"
 ls -la "$CARRY"/candle_*.xz "$CARRY/libcudart.so.13"

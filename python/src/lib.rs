@@ -17,6 +17,7 @@ use flashgen_runtime::{
     BackwardCall, BufferView, BufferViewMut, Flash, ForwardCall, Gpu, KernelCache, Layout, RuntimeError, StatsIn, StatsOut, Stream,
     TensorView, TensorViewMut,
 };
+use flashgen_runtime::cudarc::driver::sys;
 use pyo3::exceptions::{PyNotImplementedError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::sync::{Arc, Mutex};
@@ -43,6 +44,35 @@ fn flash_for(ordinal: i32) -> Result<Arc<Flash>, RuntimeError> {
     }
     flashes[index] = Some(flash.clone());
     Ok(flash)
+}
+
+/// Puts back the thread's CUDA context when dropped. The runtime makes its device's primary context current
+/// to launch; PyTorch's current device follows the current context, so a call on cuda:1 from a thread whose
+/// current device is cuda:0 would otherwise move torch there (flash-attn restores it with a device guard).
+struct RestoreContext(Option<sys::CUcontext>);
+
+impl RestoreContext {
+    /// The current context, to restore (call once the driver is loaded: a Flash exists).
+    fn save() -> RestoreContext {
+        let mut ctx: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: writes one pointer; the driver is loaded (a Flash was opened before this is called)
+        let ok = unsafe { sys::cuCtxGetCurrent(&mut ctx) } == sys::CUresult::CUDA_SUCCESS;
+        RestoreContext(ok.then_some(ctx))
+    }
+}
+
+impl Drop for RestoreContext {
+    fn drop(&mut self) {
+        if let Some(saved) = self.0 {
+            let mut now: sys::CUcontext = std::ptr::null_mut();
+            // SAFETY: as in `save`; `saved` was this thread's current context (or none) before the call
+            unsafe {
+                if sys::cuCtxGetCurrent(&mut now) == sys::CUresult::CUDA_SUCCESS && now != saved {
+                    sys::cuCtxSetCurrent(saved);
+                }
+            }
+        }
+    }
 }
 
 /// The runtime's errors as Python's: what the caller passed (arguments, layouts) is a ValueError; the
@@ -288,6 +318,7 @@ fn forward(
     // SAFETY (Stream::from_raw): the wrapper passes the current stream of the tensors' device
     // (torch.cuda.current_stream(device)), a stream of the primary context; this call's contract.
     let stream = unsafe { Stream::from_raw(stream as flashgen_runtime::cudarc::driver::sys::CUstream) };
+    let _restore = RestoreContext::save();
     // the GIL is released while the runtime plans, compiles (first call: LLVM and the driver, ~1 s) and queues
     py.detach(|| flash.forward(call, stream)).map_err(py_err)
 }
@@ -343,6 +374,7 @@ fn backward(
     let call = BackwardCall { q: qv, k: kv, v: vv, o: ov, d_o: dov, stats: StatsIn::Lse(lse_view), dq: dqv, dk: dkv, dv: dvv, causal: variant.causal, sm_scale };
     // SAFETY: as in `forward`.
     let stream = unsafe { Stream::from_raw(stream as flashgen_runtime::cudarc::driver::sys::CUstream) };
+    let _restore = RestoreContext::save();
     py.detach(|| flash.backward(call, stream)).map_err(py_err)
 }
 

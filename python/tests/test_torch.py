@@ -299,3 +299,14 @@ def test_torch_compile_of_a_small_model(gpu):
 def test_device_info(gpu):
     info = flashgen.device_info(gpu.index)
     assert info["arch"].startswith("sm_") and info["sm_count"] > 0
+
+
+def test_a_call_on_another_gpu_leaves_torchs_current_device(gpu):
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    q, k, v = inputs(1, 256, 2, 64, torch.bfloat16, torch.device("cuda", 1))
+    with torch.cuda.device(0):
+        out = flash_attn_func(q, k, v)
+        assert torch.cuda.current_device() == 0 and out.device == q.device
+        torch.cuda.synchronize(1)
+    check_against_sdpa(q, k, v, out, False, 64 ** -0.5)

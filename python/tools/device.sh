@@ -17,14 +17,18 @@ OUT="${OUT:-/tmp/flashgen-out}"
 mkdir -p "$OUT"
 SITE=/tmp/flashgen-site
 rm -rf "$SITE" && mkdir -p "$SITE"
+# (the candle step alone needs no wheel: the carry limit, 64 MiB, does not hold everything in one call)
 wheel="$(ls .carry/flashgen-*.whl 2>/dev/null | head -1)"
-[ -n "$wheel" ] || { echo "no .carry/flashgen-*.whl" >&2; exit 2; }
-python3 -m zipfile -e "$wheel" "$SITE"
-if ! python3 -c 'import pytest' 2>/dev/null; then
-  for w in .carry/pywheels/*.whl; do python3 -m zipfile -e "$w" "$SITE"; done
+if [ -n "$wheel" ]; then
+  python3 -m zipfile -e "$wheel" "$SITE"
+  if ! python3 -c 'import pytest' 2>/dev/null; then
+    for w in .carry/pywheels/*.whl; do python3 -m zipfile -e "$w" "$SITE"; done
+  fi
+elif [ "$*" != candle ]; then
+  echo "no .carry/flashgen-*.whl" >&2; exit 2
 fi
 export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
-{ date; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; python3 -c 'import torch, flashgen, sys; print(sys.version.split()[0], "torch", torch.__version__, "flashgen", flashgen.__version__, flashgen.device_info(0))'; cat .carry/build.txt 2>/dev/null; } > "$OUT/env.txt" 2>&1
+{ date; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; python3 -c 'import torch, sys; print(sys.version.split()[0], "torch", torch.__version__, torch.version.cuda)'; python3 -c 'import flashgen; print("flashgen", flashgen.__version__, flashgen.device_info(0))'; cat .carry/build.txt 2>/dev/null; } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 status=0
 for what in "${@:-tests}"; do

@@ -1,6 +1,6 @@
 //! On a GPU (the H200): flashgen-candle's forward and backward against candle's own attention in f32,
 //! softmax(Q·Kᵀ·scale [causal])·V written with candle ops, on the same bf16-rounded inputs. Ignored by
-//! default, as the repository's other GPU tests: `cargo test -p flashgen-candle --features cuda -- --ignored`.
+//! default, as the repository's other GPU tests: `bash candle/scripts/build-gpu.sh`, then the binary with `--ignored`.
 
 use candle_core::{DType, Device, Result, Tensor, Var, D};
 use flashgen_candle::{flash_attn, flash_attn_lse};
