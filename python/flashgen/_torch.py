@@ -11,9 +11,12 @@ Two ways into the same native calls (flashgen._native.forward / backward):
 Tensors go to Rust as DLPack capsules (torch._C._to_dlpack, the function behind torch.utils.dlpack.to_dlpack:
 one C call per tensor, about 0.3 us, no copy and no stream handshake) and the work is queued on torch's
 current stream of the tensors' device. Outputs (out, the log-sum-exp, dq, dk, dv) are allocated by torch's
-caching allocator and written by the kernels.
+caching allocator and written by the kernels. Between the forward and the backward the row statistics stay
+in the kernels' base 2 (M = m + log2 l, Triton's convention): the backward takes them as they are, which saves
+a conversion kernel's launch in each; return_lse=True converts to the natural log, LN2 · M, in torch.
 """
 
+import math
 from typing import Optional, Tuple
 
 import torch
@@ -23,6 +26,7 @@ from . import _native
 
 __all__ = ["flash_attn_func", "flash_attn_varlen_func", "FlashAttnFunc"]
 
+LN2 = math.log(2.0)
 _to_dlpack = getattr(torch._C, "_to_dlpack", None) or torch.utils.dlpack.to_dlpack
 # the raw cudaStream_t of the current stream (what inductor's generated code uses); the public way builds a
 # torch.cuda.Stream object per call, a few microseconds more
@@ -61,8 +65,8 @@ def _forward(q: Tensor, k: Tensor, v: Tensor, softmax_scale: float, causal: bool
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
     _native.forward(_to_dlpack(q), _to_dlpack(k), _to_dlpack(v), _to_dlpack(out), _to_dlpack(lse), softmax_scale, causal,
-                    window_size[0], window_size[1], softcap, alibi_slopes, 0.0, _stream(q))
-    return out, lse
+                    window_size[0], window_size[1], softcap, alibi_slopes, 0.0, _stream(q), True)
+    return out, lse  # lse: base-2 M
 
 
 def _backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, softmax_scale: float, causal: bool,
@@ -73,12 +77,12 @@ def _backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: T
     dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
     _native.backward(_to_dlpack(dout), _to_dlpack(q), _to_dlpack(k), _to_dlpack(v), _to_dlpack(out), _to_dlpack(lse),
                      _to_dlpack(dq), _to_dlpack(dk), _to_dlpack(dv), softmax_scale, causal, window_size[0], window_size[1],
-                     softcap, alibi_slopes, deterministic, _stream(q))
+                     softcap, alibi_slopes, deterministic, _stream(q), True)
     return dq, dk, dv
 
 
 class FlashAttnFunc(torch.autograd.Function):
-    """(out, softmax_lse) = attention(q, k, v); the backward takes out and the natural-log lse (B, H, N) f32."""
+    """(out, m) = attention(q, k, v); m: the rows' base-2 log-sum-exp (B, H, N) f32, which the backward takes."""
 
     @staticmethod
     def forward(ctx, q, k, v, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic):
@@ -176,7 +180,7 @@ def flash_attn_func(q: Tensor, k: Tensor, v: Tensor, dropout_p: float = 0.0, sof
     else:
         # nothing to differentiate (inference, torch.no_grad): the autograd.Function's few microseconds are skipped
         out, lse = _forward(q, k, v, scale, bool(causal), window_size, float(softcap), alibi_slopes)
-    return (out, lse) if return_lse else out
+    return (out, lse * LN2) if return_lse else out
 
 
 def flash_attn_varlen_func(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int,

@@ -277,10 +277,12 @@ fn same_shape(o: &Operand, layout: &Layout, like: &Operand, like_layout: &Layout
     Ok(())
 }
 
-/// The forward into the caller's `out` (B, N, H, D) and `lse` (B, H, N) float32 (natural log), on
-/// `stream` (a cudaStream_t of the tensors' device; 0: the legacy default stream).
+/// The forward into the caller's `out` (B, N, H, D) and `lse` (B, H, N) float32, on `stream` (a
+/// cudaStream_t of the tensors' device; 0: the legacy default stream). `lse` is the natural-log log-sum-exp,
+/// or with `base2` the kernels' own M = m + log2(l) (Triton's convention), which saves the conversion
+/// kernel's launch here and in the backward, which takes M as it is.
 #[pyfunction]
-#[pyo3(signature = (q, k, v, out, lse, softmax_scale=None, causal=false, window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, dropout_p=0.0, stream=0))]
+#[pyo3(signature = (q, k, v, out, lse, softmax_scale=None, causal=false, window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, dropout_p=0.0, stream=0, base2=false))]
 #[allow(clippy::too_many_arguments)]
 fn forward(
     py: Python<'_>,
@@ -297,6 +299,7 @@ fn forward(
     alibi_slopes: Option<&Bound<'_, PyAny>>,
     dropout_p: f64,
     stream: usize,
+    base2: bool,
 ) -> PyResult<()> {
     let variant = check_variant(causal, (window_size_left, window_size_right), softcap, alibi_slopes.is_some(), dropout_p)?;
     let sm_scale = check_scale(softmax_scale)?;
@@ -314,7 +317,8 @@ fn forward(
     let flash = flash_for(device).map_err(py_err)?;
     // SAFETY: checked above to be float32 [B, H, N] in the same GPU's memory, held alive by the caller.
     let lse_view = unsafe { BufferViewMut::<f32>::from_raw_parts(l.addr, rows) };
-    let call = ForwardCall { q: qv, k: kv, v: vv, o: ov, stats: StatsOut::Lse(lse_view), causal: variant.causal, sm_scale };
+    let stats = if base2 { StatsOut::M(lse_view) } else { StatsOut::Lse(lse_view) };
+    let call = ForwardCall { q: qv, k: kv, v: vv, o: ov, stats, causal: variant.causal, sm_scale };
     // SAFETY (Stream::from_raw): the wrapper passes the current stream of the tensors' device
     // (torch.cuda.current_stream(device)), a stream of the primary context; this call's contract.
     let stream = unsafe { Stream::from_raw(stream as flashgen_runtime::cudarc::driver::sys::CUstream) };
@@ -324,9 +328,9 @@ fn forward(
 }
 
 /// The backward into the caller's dq, dk, dv (each shaped like its input), from the forward's out and
-/// natural-log lse and the output gradient dout, on `stream`.
+/// lse (natural log; with `base2` the kernels' M) and the output gradient dout, on `stream`.
 #[pyfunction]
-#[pyo3(signature = (dout, q, k, v, out, lse, dq, dk, dv, softmax_scale=None, causal=false, window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, deterministic=false, stream=0))]
+#[pyo3(signature = (dout, q, k, v, out, lse, dq, dk, dv, softmax_scale=None, causal=false, window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, deterministic=false, stream=0, base2=false))]
 #[allow(clippy::too_many_arguments)]
 fn backward(
     py: Python<'_>,
@@ -347,6 +351,7 @@ fn backward(
     alibi_slopes: Option<&Bound<'_, PyAny>>,
     deterministic: bool,
     stream: usize,
+    base2: bool,
 ) -> PyResult<()> {
     let variant = check_variant(causal, (window_size_left, window_size_right), softcap, alibi_slopes.is_some(), 0.0)?;
     let sm_scale = check_scale(softmax_scale)?;
@@ -371,7 +376,8 @@ fn backward(
     }
     // SAFETY: float32 [B, H, N], checked above, alive for the call.
     let lse_view = unsafe { BufferView::<f32>::from_raw_parts(l.addr, rows) };
-    let call = BackwardCall { q: qv, k: kv, v: vv, o: ov, d_o: dov, stats: StatsIn::Lse(lse_view), dq: dqv, dk: dkv, dv: dvv, causal: variant.causal, sm_scale };
+    let stats = if base2 { StatsIn::M(lse_view) } else { StatsIn::Lse(lse_view) };
+    let call = BackwardCall { q: qv, k: kv, v: vv, o: ov, d_o: dov, stats, dq: dqv, dk: dkv, dv: dvv, causal: variant.causal, sm_scale };
     // SAFETY: as in `forward`.
     let stream = unsafe { Stream::from_raw(stream as flashgen_runtime::cudarc::driver::sys::CUstream) };
     let _restore = RestoreContext::save();

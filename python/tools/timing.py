@@ -108,7 +108,7 @@ def overhead(args, out):
         "flash_attn_func (autograd)": lambda: flash_attn_func(qg, kg, vg),
         "flash_attn_func (no grad)": no_grad_call,
         "torch.ops.flashgen.fwd": lambda: torch.ops.flashgen.fwd(qg, kg, vg, 0.125, False, -1, -1, 0.0, None, False),
-        "_native.forward (preallocated)": lambda: _native.forward(*caps, 0.125, False, -1, -1, 0.0, None, 0.0, stream),
+        "_native.forward (preallocated)": lambda: _native.forward(*caps, 0.125, False, -1, -1, 0.0, None, 0.0, stream, True),
         "torch SDPA (yardstick)": lambda: F.scaled_dot_product_attention(qt, kt, vt),
     }
     calls = args.calls
