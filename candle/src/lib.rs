@@ -39,6 +39,7 @@ pub fn flash_attn_lse(q: &Tensor, k: &Tensor, v: &Tensor, softmax_scale: f32, ca
 /// The backward alone: dq, dk, dv of `flash_attn_lse(q, k, v, softmax_scale, causal)` given its out and lse
 /// and the output gradient dout (what candle's autograd calls; public for callers that keep their own graph,
 /// and for timing).
+#[allow(clippy::too_many_arguments)]
 pub fn flash_attn_bwd(q: &Tensor, k: &Tensor, v: &Tensor, out: &Tensor, dout: &Tensor, lse: &Tensor, softmax_scale: f32, causal: bool) -> Result<(Tensor, Tensor, Tensor)> {
     check(q, k, v, softmax_scale)?;
     for (name, t) in [("out", out), ("dout", dout)] {

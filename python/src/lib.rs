@@ -202,7 +202,7 @@ fn rows_of(op: &Operand, b: usize, h: usize, n: usize) -> PyResult<usize> {
     if !strides_ok {
         return Err(value_err(format!("tensor {} has strides {:?}: the log-sum-exp must be contiguous", op.name, op.strides)));
     }
-    if b * h * n > 0 && op.addr % 4 != 0 {
+    if b * h * n > 0 && !op.addr.is_multiple_of(4) {
         return Err(value_err(format!("tensor {}: base address {:#x} is not 4-byte aligned", op.name, op.addr)));
     }
     Ok(b * h * n)
