@@ -70,13 +70,8 @@ PY
       export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
       timeout 240 /tmp/candle_gpu_test --ignored --test-threads 1 --nocapture 2>&1 | tee "$OUT/candle_gpu_test.log" | tail -40
       status=$((status | ${PIPESTATUS[0]}))
+      # (timing_rows prints candle's rows beside the runtime's own, same process and buffers: the 5% bar)
       grep '^{' "$OUT/candle_gpu_test.log" > "$OUT/candle.jsonl" || true
-      # the runtime's own rows, same timing method (batched), for the 5% comparison
-      if [ -f .carry/flashgen.xz ]; then
-        xz -dc .carry/flashgen.xz > /tmp/flashgen-cli && chmod +x /tmp/flashgen-cli
-        timeout 200 /tmp/flashgen-cli bench --backward --json "$OUT/rust_batched.jsonl" > "$OUT/rust_batched.log" 2>&1
-        status=$((status | $?))
-      fi
       timeout 200 /tmp/candle_train 2>&1 | tee "$OUT/candle_train.log" | tail -30
       status=$((status | ${PIPESTATUS[0]})) ;;
     *) echo "unknown step $what (tests, timing, candle)" >&2; status=2 ;;
