@@ -34,5 +34,7 @@ def __getattr__(name):
             from . import _torch
         except ImportError as e:
             raise ImportError(f"flashgen.{name} needs PyTorch (pip install torch): {e}") from e
-        return getattr(_torch, name)
+        value = getattr(_torch, name)
+        globals()[name] = value  # later lookups are plain module attributes (this hook costs ~1 us a call)
+        return value
     raise AttributeError(f"module 'flashgen' has no attribute {name!r}")

@@ -42,8 +42,8 @@ def _stream(t: Tensor) -> int:
     return torch.cuda.current_stream(index).cuda_stream
 
 
-def _check_tensors(**tensors: Tensor) -> None:
-    for name, t in tensors.items():
+def _check_tensors(q: Tensor, k: Tensor, v: Tensor) -> None:
+    for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, Tensor):
             raise TypeError(f"{name} is a {type(t).__name__}: flash_attn_func takes torch.Tensor (batch, seqlen, heads, head_dim)")
         if t.dim() != 4:
@@ -170,7 +170,7 @@ def flash_attn_func(q: Tensor, k: Tensor, v: Tensor, dropout_p: float = 0.0, sof
         # (under torch.compile the op's own native call makes these checks when it runs: dynamo cannot trace
         # into an extension function, and a call here would break the graph)
         _native.check_arguments(causal, window_size[0], window_size[1], softcap, alibi_slopes, dropout_p, softmax_scale)
-    _check_tensors(q=q, k=k, v=v)
+    _check_tensors(q, k, v)
     scale = float(softmax_scale) if softmax_scale is not None else q.shape[-1] ** -0.5
     if compiling:
         out, lse = torch.ops.flashgen.fwd(q, k, v, scale, bool(causal), window_size[0], window_size[1], float(softcap),
