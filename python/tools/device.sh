@@ -28,13 +28,13 @@ elif [ "$*" != candle ]; then
   echo "no .carry/flashgen-*.whl" >&2; exit 2
 fi
 export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
-{ date; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; python3 -c 'import torch, sys; print(sys.version.split()[0], "torch", torch.__version__, torch.version.cuda)'; python3 -c 'import flashgen; print("flashgen", flashgen.__version__, flashgen.device_info(0))'; cat .carry/build.txt 2>/dev/null; } > "$OUT/env.txt" 2>&1
+{ date; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; python3 -c 'import torch, sys; print(sys.version.split()[0], "torch", torch.__version__, torch.version.cuda)'; python3 -c 'import flashgen; print("flashgen", flashgen.__version__, flashgen.device_info(0))'; cat .carry/build.txt .carry/python_build.txt 2>/dev/null; } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 status=0
 for what in "${@:-tests}"; do
   case "$what" in
     tests)
-      FLASHGEN_REQUIRE_GPU=1 timeout 500 python3 -m pytest python/tests -p no:cacheprovider -rs --durations=10 \
+      FLASHGEN_REQUIRE_GPU=1 timeout 320 python3 -m pytest python/tests -p no:cacheprovider -rs --durations=10 \
         --junitxml="$OUT/pytest.xml" 2>&1 | tee "$OUT/pytest.log" | tail -60
       status=$((status | ${PIPESTATUS[0]})) ;;
     timing)
@@ -68,11 +68,11 @@ for lib in ("cublas", "cublasLt", "curand", "nvrtc"):
         os.symlink(found[0], os.path.join(sys.argv[1], f"lib{lib}.so"))
 PY
       export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-      timeout 240 /tmp/candle_gpu_test --ignored --test-threads 1 --nocapture 2>&1 | tee "$OUT/candle_gpu_test.log" | tail -40
+      timeout 170 /tmp/candle_gpu_test --ignored --test-threads 1 --nocapture 2>&1 | tee "$OUT/candle_gpu_test.log" | tail -40
       status=$((status | ${PIPESTATUS[0]}))
       # (timing_rows prints candle's rows beside the runtime's own, same process and buffers: the 5% bar)
       grep '^{' "$OUT/candle_gpu_test.log" > "$OUT/candle.jsonl" || true
-      timeout 200 /tmp/candle_train 2>&1 | tee "$OUT/candle_train.log" | tail -30
+      timeout 80 /tmp/candle_train 2>&1 | tee "$OUT/candle_train.log" | tail -30
       status=$((status | ${PIPESTATUS[0]})) ;;
     *) echo "unknown step $what (tests, timing, candle)" >&2; status=2 ;;
   esac
