@@ -83,7 +83,9 @@ fn packed_qkv_views_and_the_lse() -> Result<()> {
     assert!(!q.is_contiguous());
     let (out, lse) = flash_attn_lse(&q, &k, &v, 0.125, true)?;
     let copies = flash_attn(&q.contiguous()?, &k.contiguous()?, &v.contiguous()?, 0.125, true)?;
-    assert_eq!(max_abs(&(out.to_dtype(DType::F32)? - copies.to_dtype(DType::F32)?)?)?, 0.0);
+    // equal but for rounding (a layout TMA cannot describe runs the same tiles on cp.async loads); a view
+    // read wrong would be off by O(1)
+    assert!(max_abs(&(out.to_dtype(DType::F32)? - copies.to_dtype(DType::F32)?)?)? < 1e-2);
     assert_eq!(lse.dims(), &[b, h, n]);
     // lse = log Σ exp(s) over the visible keys, against candle in f32
     let (qf, kf) = (q.to_dtype(DType::F32)?.transpose(1, 2)?.contiguous()?, k.to_dtype(DType::F32)?.transpose(1, 2)?.contiguous()?);
