@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(bash scripts/setup.sh)"
+# python/ is a PyO3 extension: built as one (no libpython linked), as maturin builds it
+export PYO3_BUILD_EXTENSION_MODULE=1
 cargo build --release --workspace
 # The prebuilt path links no LLVM: the runtime without `jit` must not depend on inkwell.
 if cargo tree -p flashgen-runtime --no-default-features -e normal | grep -q inkwell; then
@@ -12,3 +14,5 @@ fi
 cargo build --release -p flashgen-runtime --no-default-features
 echo "flashgen-runtime builds without LLVM (no jit feature)"
 cargo test --release --workspace --no-fail-fast
+# the Python package: wheel built by maturin, installed into a fresh venv, its CPU tests (python/scripts/ci.sh)
+bash python/scripts/ci.sh

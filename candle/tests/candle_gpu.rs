@@ -1,0 +1,227 @@
+//! On a GPU (the H200): flashgen-candle's forward and backward against candle's own attention in f32,
+//! softmax(Q·Kᵀ·scale [causal])·V written with candle ops, on the same bf16-rounded inputs. Ignored by
+//! default, as the repository's other GPU tests: `bash candle/scripts/build-gpu.sh`, then the binary with `--ignored`.
+
+use candle_core::{DType, Device, Result, Tensor, Var, D};
+use flashgen_candle::{flash_attn, flash_attn_lse};
+
+fn device() -> Device {
+    Device::new_cuda(0).expect("a CUDA device")
+}
+
+/// candle's attention in f32, in and out in (B, N, H, D).
+fn reference(q: &Tensor, k: &Tensor, v: &Tensor, scale: f64, causal: bool) -> Result<Tensor> {
+    let (q, k, v) = (q.transpose(1, 2)?.contiguous()?, k.transpose(1, 2)?.contiguous()?, v.transpose(1, 2)?.contiguous()?);
+    let mut s = (q.matmul(&k.t()?)? * scale)?;
+    if causal {
+        let n = s.dim(D::Minus1)?;
+        let mask: Vec<f32> = (0..n * n).map(|i| if i % n > i / n { f32::NEG_INFINITY } else { 0.0 }).collect();
+        s = s.broadcast_add(&Tensor::from_vec(mask, (n, n), s.device())?)?;
+    }
+    candle_nn::ops::softmax_last_dim(&s)?.matmul(&v)?.transpose(1, 2)?.contiguous()
+}
+
+fn max_abs(t: &Tensor) -> Result<f32> {
+    t.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()
+}
+
+/// max |a - b| <= rel · max |b|
+fn close(name: &str, a: &Tensor, b: &Tensor, rel: f32) -> Result<()> {
+    let (e, m) = (max_abs(&(a - b)?)?, max_abs(b)?);
+    assert!(e <= rel * m, "{name}: max error {e:.3e} > {rel} x max {m:.3e}");
+    Ok(())
+}
+
+fn check(n: usize, d: usize, causal: bool, dtype: DType) -> Result<()> {
+    let dev = device();
+    let (b, h) = (2, 3);
+    let scale = 1.0 / (d as f64).sqrt();
+    // f32 leaves rounded to the half type, so both sides see the same inputs
+    let leaf = || -> Result<Var> {
+        let x = Tensor::randn(0f32, 1.0, (b, n, h, d), &dev)?;
+        Var::from_tensor(&x.to_dtype(dtype)?.to_dtype(DType::F32)?)
+    };
+    let (q, k, v) = (leaf()?, leaf()?, leaf()?);
+    let dout = Tensor::randn(0f32, 1.0, (b, n, h, d), &dev)?;
+
+    let ours = flash_attn(&q.to_dtype(dtype)?, &k.to_dtype(dtype)?, &v.to_dtype(dtype)?, scale as f32, causal)?.to_dtype(DType::F32)?;
+    let expected = reference(q.as_tensor(), k.as_tensor(), v.as_tensor(), scale, causal)?;
+    close("out", &ours, &expected, 0.02)?;
+
+    let g_ours = (&ours * &dout)?.sum_all()?.backward()?;
+    let g_ref = (&expected * &dout)?.sum_all()?.backward()?;
+    for (name, var) in [("dq", &q), ("dk", &k), ("dv", &v)] {
+        let (a, r) = (g_ours.get(var.as_tensor()).expect("a gradient"), g_ref.get(var.as_tensor()).expect("a gradient"));
+        close(name, a, r, 0.03)?;
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn forward_and_backward_match_candle_attention() -> Result<()> {
+    for dtype in [DType::BF16, DType::F16] {
+        for d in [64, 128] {
+            for causal in [false, true] {
+                for n in [128, 333, 1024] {
+                    check(n, d, causal, dtype).map_err(|e| candle_core::Error::Msg(format!("{dtype:?} d{d} causal={causal} n{n}: {e}")))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn packed_qkv_views_and_the_lse() -> Result<()> {
+    let dev = device();
+    let (b, n, h, d) = (2, 256, 4, 64);
+    let qkv = Tensor::randn(0f32, 1.0, (b, n, 3, h, d), &dev)?.to_dtype(DType::BF16)?;
+    let part = |i| qkv.narrow(2, i, 1).and_then(|t| t.squeeze(2));
+    let (q, k, v) = (part(0)?, part(1)?, part(2)?);
+    assert!(!q.is_contiguous());
+    let (out, lse) = flash_attn_lse(&q, &k, &v, 0.125, true)?;
+    let copies = flash_attn(&q.contiguous()?, &k.contiguous()?, &v.contiguous()?, 0.125, true)?;
+    // equal but for rounding (a layout TMA cannot describe runs the same tiles on cp.async loads); a view
+    // read wrong would be off by O(1)
+    assert!(max_abs(&(out.to_dtype(DType::F32)? - copies.to_dtype(DType::F32)?)?)? < 1e-2);
+    assert_eq!(lse.dims(), &[b, h, n]);
+    // lse = log Σ exp(s) over the visible keys, against candle in f32
+    let (qf, kf) = (q.to_dtype(DType::F32)?.transpose(1, 2)?.contiguous()?, k.to_dtype(DType::F32)?.transpose(1, 2)?.contiguous()?);
+    let s = (qf.matmul(&kf.t()?)? * 0.125)?;
+    let mask: Vec<f32> = (0..n * n).map(|i| if i % n > i / n { f32::NEG_INFINITY } else { 0.0 }).collect();
+    let s = s.broadcast_add(&Tensor::from_vec(mask, (n, n), &dev)?)?;
+    let m = s.max_keepdim(D::Minus1)?;
+    let expected = (s.broadcast_sub(&m)?.exp()?.sum_keepdim(D::Minus1)?.log()? + m)?.squeeze(D::Minus1)?;
+    assert!(max_abs(&(lse - expected)?)? < 2e-3);
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_misaligned_view_is_an_error_and_the_gpu_lives_on() -> Result<()> {
+    let dev = device();
+    let (b, n, h, d) = (1, 128, 2, 64);
+    let flat = Tensor::zeros(b * n * h * d + 8, DType::BF16, &dev)?;
+    let bad = flat.narrow(0, 1, b * n * h * d)?.reshape((b, n, h, d))?;
+    let good = Tensor::randn(0f32, 1.0, (b, n, h, d), &dev)?.to_dtype(DType::BF16)?;
+    let e = flash_attn(&bad, &good, &good, 0.125, false).unwrap_err().to_string();
+    assert!(e.contains("not 16-byte aligned"), "{e}");
+    let out = flash_attn(&good, &good, &good, 0.125, false)?;
+    let expected = reference(&good.to_dtype(DType::F32)?, &good.to_dtype(DType::F32)?, &good.to_dtype(DType::F32)?, 0.125, false)?;
+    close("out", &out.to_dtype(DType::F32)?, &expected, 0.02)
+}
+
+/// The table's rows (bf16, 16384 tokens per batch, H·D = 2048) through candle and through the runtime itself,
+/// in one process on the same buffers, both timed as `flashgen bench` times by default ("batched": the
+/// median of 15 batches of 10 back-to-back calls between two CUDA events on candle's stream). The candle
+/// calls allocate their outputs through candle, as a candle user's call does; the runtime calls write into
+/// buffers made once (as the Rust bench does) and keep the kernels' base-2 statistics. Printed as JSON lines
+/// in the bench's format, with the ratio candle / runtime (the bar: within 5%).
+#[test]
+#[ignore = "needs a CUDA GPU; prints timings"]
+fn timing_rows() -> Result<()> {
+    use candle_core::Storage;
+    use flashgen_candle::flash_attn_bwd;
+    use flashgen_runtime::cudarc::driver::sys::CUevent_flags;
+    use flashgen_runtime::cudarc::driver::DevicePtr;
+    use flashgen_runtime::{BackwardCall, BufferView, BufferViewMut, Flash, ForwardCall, Gpu, KernelCache, Layout, StatsIn, StatsOut, Stream, TensorView, TensorViewMut};
+    let dev = device();
+    let stream = match &dev {
+        Device::Cuda(c) => c.cuda_stream(),
+        _ => unreachable!(),
+    };
+    let msg = |e: &dyn std::fmt::Display| candle_core::Error::Msg(e.to_string());
+    let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+        for _ in 0..5 {
+            f()?;
+        }
+        let mut times = Vec::new();
+        for _ in 0..15 {
+            let ev = || stream.context().new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(|e| msg(&e));
+            let (start, end) = (ev()?, ev()?);
+            start.record(&stream).map_err(|e| msg(&e))?;
+            for _ in 0..10 {
+                f()?;
+            }
+            end.record(&stream).map_err(|e| msg(&e))?;
+            end.synchronize().map_err(|e| msg(&e))?;
+            times.push(start.elapsed_ms(&end).map_err(|e| msg(&e))? as f64 / 10.0);
+        }
+        times.sort_by(f64::total_cmp);
+        Ok(times[times.len() / 2])
+    };
+    // a device address of a contiguous candle tensor (element 0)
+    let addr = |t: &Tensor| -> Result<u64> {
+        let (s, l) = t.storage_and_layout();
+        let Storage::Cuda(c) = &*s else { return Err(msg(&"not on the GPU")) };
+        let base = match t.dtype() {
+            DType::BF16 => c.as_cuda_slice::<half::bf16>()?.device_ptr(&stream).0,
+            _ => c.as_cuda_slice::<f32>()?.device_ptr(&stream).0,
+        };
+        Ok(base + (l.start_offset() * t.dtype().size_in_bytes()) as u64)
+    };
+    let flash = Flash::new(Gpu::open(0).map_err(|e| msg(&e))?, KernelCache::from_env());
+    // SAFETY: candle's stream of device 0, alive as long as `dev`
+    let raw = unsafe { Stream::from_raw(stream.cu_stream()) };
+    let mut worst: f64 = 0.0;
+    for d in [64usize, 128] {
+        for n in [1024usize, 4096, 16384] {
+            for causal in [false, true] {
+                let (b, h) = (16384 / n, 2048 / d);
+                let x = || Tensor::randn(0f32, 1.0, (b, n, h, d), &dev).and_then(|t| t.to_dtype(DType::BF16));
+                let (q, k, v, dout) = (x()?, x()?, x()?, x()?);
+                let (o, dq, dk, dv) = (x()?, x()?, x()?, x()?);
+                let m = Tensor::zeros((b, h, n), DType::F32, &dev)?;
+                let scale = 1.0 / (d as f32).sqrt();
+                let (out, lse) = flash_attn_lse(&q, &k, &v, scale, causal)?;
+                let candle_fwd = time(&mut || flash_attn(&q, &k, &v, scale, causal).map(|_| ()))?;
+                let candle_bwd = time(&mut || flash_attn_bwd(&q, &k, &v, &out, &dout, &lse, scale, causal).map(|_| ()))?;
+                let layout = Layout::bshd(b, h, n, d);
+                let elems = layout.extent();
+                let (qa, ka, va, oa, da, ma) = (addr(&q)?, addr(&k)?, addr(&v)?, addr(&o)?, addr(&dout)?, addr(&m)?);
+                let (dqa, dka, dva) = (addr(&dq)?, addr(&dk)?, addr(&dv)?);
+                let dt = flashgen::DType::Bf16;
+                // SAFETY (every view below): addresses of the contiguous candle tensors above, alive for the loop,
+                // each `elems` bf16 elements (or B·H·N f32), on device 0; the outputs are written only by these calls
+                let view = |a: u64| unsafe { TensorView::from_raw_parts("x", a, elems, dt, layout) }.map_err(|e| msg(&e));
+                let view_mut = |a: u64| unsafe { TensorViewMut::from_raw_parts("x", a, elems, dt, layout) }.map_err(|e| msg(&e));
+                let runtime_fwd = time(&mut || {
+                    let call = ForwardCall { q: view(qa)?, k: view(ka)?, v: view(va)?, o: view_mut(oa)?, stats: StatsOut::M(unsafe { BufferViewMut::from_raw_parts(ma, b * h * n) }), causal, sm_scale: Some(scale) };
+                    flash.forward(call, raw).map_err(|e| msg(&e))
+                })?;
+                let runtime_bwd = time(&mut || {
+                    let call = BackwardCall {
+                        q: view(qa)?,
+                        k: view(ka)?,
+                        v: view(va)?,
+                        o: view(oa)?,
+                        d_o: view(da)?,
+                        stats: StatsIn::M(unsafe { BufferView::from_raw_parts(ma, b * h * n) }),
+                        dq: view_mut(dqa)?,
+                        dk: view_mut(dka)?,
+                        dv: view_mut(dva)?,
+                        causal,
+                        sm_scale: Some(scale),
+                    };
+                    flash.backward(call, raw).map_err(|e| msg(&e))
+                })?;
+                for (kind, ours, runtime) in [("fwd", candle_fwd, runtime_fwd), ("bwd", candle_bwd, runtime_bwd)] {
+                    let flops = 4.0 * (b * h) as f64 * (n * n) as f64 * d as f64 * if causal { 0.5 } else { 1.0 } * if kind == "bwd" { 2.5 } else { 1.0 };
+                    worst = worst.max(ours / runtime);
+                    for (label, ms) in [("flashgen-candle", ours), ("flashgen-runtime", runtime)] {
+                        println!(
+                            "{{\"kind\":\"{kind}\",\"impl\":\"{label}\",\"B\":{b},\"H\":{h},\"N\":{n},\"D\":{d},\"causal\":{},\"dtype\":\"bf16\",\"ms\":{ms:.5},\"tflops\":{:.2},\"timing\":\"batched\",\"candle_over_runtime\":{:.4}}}",
+                            causal as u8,
+                            flops / ms / 1e9,
+                            ours / runtime
+                        );
+                    }
+                }
+            }
+        }
+    }
+    println!("candle / runtime: worst {worst:.4} (bar 1.05: {})", if worst <= 1.05 { "met" } else { "NOT met" });
+    Ok(())
+}

@@ -1,0 +1,425 @@
+//! flashgen's Python extension (`flashgen._native`): the forward and backward on tensors the caller owns,
+//! queued on the caller's CUDA stream. The torch-facing API (flash_attn_func, autograd, torch.compile) is
+//! Python, in flashgen/_torch.py; this module takes DLPack capsules, checks everything it can before it
+//! touches a GPU, and calls the runtime's view-based calls (`Flash::forward` / `Flash::backward`).
+//!
+//! Check order, each failure a Python exception that names the tensor: the features asked for (dropout,
+//! windows, softcap, ALiBi: NotImplementedError until the runtime has them), dtypes, ranks and shapes in
+//! flash-attn's (B, N, H, D) layout, the views (base alignment, head-dim stride, extent: the runtime's own
+//! checks and messages), the devices (CPU memory and mixed GPUs refused), and only then the device's
+//! `Flash` and the launch. So a machine without a GPU (CI) checks all of it through the real path.
+
+mod dlpack;
+
+use dlpack::{device_name, Operand, DL_BFLOAT, DL_CUDA, DL_FLOAT};
+use flashgen::{BackwardPath, DType};
+use flashgen_runtime::{
+    BackwardCall, BufferView, BufferViewMut, Flash, ForwardCall, Gpu, KernelCache, Layout, RuntimeError, StatsIn, StatsOut, Stream,
+    TensorView, TensorViewMut,
+};
+use flashgen_runtime::cudarc::driver::sys;
+use pyo3::exceptions::{PyNotImplementedError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use std::sync::{Arc, Mutex};
+
+/// A `Flash` is shared by every thread that calls on its device: the runtime's calls take `&self`.
+const _: () = {
+    const fn shared_by_threads<T: Send + Sync>() {}
+    shared_by_threads::<Flash>()
+};
+
+/// One `Flash` per device ordinal, made on the first call that reaches the device.
+static FLASHES: Mutex<Vec<Option<Arc<Flash>>>> = Mutex::new(Vec::new());
+
+fn flash_for(ordinal: i32) -> Result<Arc<Flash>, RuntimeError> {
+    let index = usize::try_from(ordinal).map_err(|_| RuntimeError::Device(format!("device ordinal {ordinal}")))?;
+    let mut flashes = FLASHES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(Some(f)) = flashes.get(index) {
+        return Ok(f.clone());
+    }
+    // opened under the lock: two threads' first calls on one device make one Flash
+    let flash = Arc::new(Flash::new(Gpu::open(index)?, KernelCache::from_env()));
+    if flashes.len() <= index {
+        flashes.resize(index + 1, None);
+    }
+    flashes[index] = Some(flash.clone());
+    Ok(flash)
+}
+
+/// Puts back the thread's CUDA context when dropped. The runtime makes its device's primary context current
+/// to launch; PyTorch's current device follows the current context, so a call on cuda:1 from a thread whose
+/// current device is cuda:0 would otherwise move torch there (flash-attn restores it with a device guard).
+struct RestoreContext(Option<sys::CUcontext>);
+
+impl RestoreContext {
+    /// The current context, to restore (call once the driver is loaded: a Flash exists).
+    fn save() -> RestoreContext {
+        let mut ctx: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: writes one pointer; the driver is loaded (a Flash was opened before this is called)
+        let ok = unsafe { sys::cuCtxGetCurrent(&mut ctx) } == sys::CUresult::CUDA_SUCCESS;
+        RestoreContext(ok.then_some(ctx))
+    }
+}
+
+impl Drop for RestoreContext {
+    fn drop(&mut self) {
+        if let Some(saved) = self.0 {
+            let mut now: sys::CUcontext = std::ptr::null_mut();
+            // SAFETY: as in `save`; `saved` was this thread's current context (or none) before the call
+            unsafe {
+                if sys::cuCtxGetCurrent(&mut now) == sys::CUresult::CUDA_SUCCESS && now != saved {
+                    sys::cuCtxSetCurrent(saved);
+                }
+            }
+        }
+    }
+}
+
+/// The runtime's errors as Python's: what the caller passed (arguments, layouts) is a ValueError; the
+/// device, the driver, a kernel or the cache failing is a RuntimeError. The message is the runtime's.
+fn py_err(e: RuntimeError) -> PyErr {
+    match e {
+        RuntimeError::Argument(_) | RuntimeError::Layout(_) => PyValueError::new_err(e.to_string()),
+        _ => PyRuntimeError::new_err(e.to_string()),
+    }
+}
+
+fn value_err(msg: impl Into<String>) -> PyErr {
+    PyValueError::new_err(msg.into())
+}
+
+/// The attention variants flash-attn's arguments ask for, checked for range, and refused while the
+/// runtime cannot compute them (each becomes a runtime call argument when it lands).
+struct Variant {
+    causal: bool,
+}
+
+fn check_variant(causal: bool, window: (i64, i64), softcap: f64, alibi: bool, dropout_p: f64) -> PyResult<Variant> {
+    if !(dropout_p.is_finite() && (0.0..1.0).contains(&dropout_p)) {
+        return Err(value_err(format!("dropout_p={dropout_p}: a probability in [0, 1) is expected")));
+    }
+    if dropout_p != 0.0 {
+        return Err(PyNotImplementedError::new_err(format!(
+            "dropout_p={dropout_p}: flashgen has no attention dropout; pass dropout_p=0.0 (e.g. in eval mode, or drop out elsewhere)"
+        )));
+    }
+    let (left, right) = window;
+    if left < -1 || right < -1 {
+        return Err(value_err(format!("window_size=({left}, {right}): each side is -1 (unbounded) or a number of keys >= 0")));
+    }
+    // (-1, 0) with causal=True is plain causal attention, as flash-attn treats it
+    let no_window = (left, right) == (-1, -1) || (causal && (left, right) == (-1, 0));
+    if !no_window {
+        return Err(PyNotImplementedError::new_err(format!(
+            "window_size=({left}, {right}): sliding-window attention is not in flashgen's runtime yet; use window_size=(-1, -1)"
+        )));
+    }
+    if !(softcap.is_finite() && softcap >= 0.0) {
+        return Err(value_err(format!("softcap={softcap}: 0 (off) or a positive cap is expected")));
+    }
+    if softcap > 0.0 {
+        return Err(PyNotImplementedError::new_err(format!("softcap={softcap}: logit soft-capping is not in flashgen's runtime yet; use softcap=0.0")));
+    }
+    if alibi {
+        return Err(PyNotImplementedError::new_err("alibi_slopes: ALiBi is not in flashgen's runtime yet; pass alibi_slopes=None"));
+    }
+    Ok(Variant { causal })
+}
+
+fn dtype_of(op: &Operand) -> PyResult<DType> {
+    match (op.dtype.code, op.dtype.bits, op.dtype.lanes) {
+        (DL_BFLOAT, 16, 1) => Ok(DType::Bf16),
+        (DL_FLOAT, 16, 1) => Ok(DType::F16),
+        _ => Err(value_err(format!("tensor {} is {}: flashgen takes bfloat16 or float16 (torch.bfloat16, torch.float16)", op.name, op.dtype.describe()))),
+    }
+}
+
+fn same_dtype(q: &Operand, dtype: DType, others: &[&Operand]) -> PyResult<()> {
+    for o in others {
+        if dtype_of(o).ok() != Some(dtype) {
+            return Err(value_err(format!("tensor {} is {} but {} is {}: all must share one dtype", o.name, o.dtype.describe(), q.name, q.dtype.describe())));
+        }
+    }
+    Ok(())
+}
+
+fn dims(op: &Operand, expected: usize, what: &str) -> PyResult<Vec<usize>> {
+    if op.shape.len() != expected {
+        return Err(value_err(format!("tensor {} has {} dimensions {:?}: expected {expected}, {what}", op.name, op.shape.len(), op.shape)));
+    }
+    op.shape.iter().map(|&s| usize::try_from(s).map_err(|_| value_err(format!("tensor {}: negative size {s}", op.name)))).collect()
+}
+
+/// flash-attn's (B, N, H, D) tensor as the runtime's [Z, H, N, D] layout: the N and H strides swap places.
+/// A size-1 dimension's stride addresses nothing, and torch leaves it arbitrary (a contiguous (1, N, H, D)
+/// tensor may report any stride for B): such a stride is replaced by one the kernels accept.
+fn layout_of(op: &Operand) -> PyResult<Layout> {
+    let shape = dims(op, 4, "(batch, seqlen, heads, head_dim)")?;
+    let mut strides = [0usize; 4];
+    for (i, &s) in op.strides.iter().enumerate() {
+        strides[i] = usize::try_from(s).map_err(|_| value_err(format!("tensor {}: negative stride {s} in dim {i}: flip a copy instead", op.name)))?;
+    }
+    if shape.iter().product::<usize>() > 0 {
+        let reach = shape.iter().zip(&strides).map(|(&n, &s)| n * s).max().unwrap_or(1);
+        for i in 0..3 {
+            if shape[i] == 1 && strides[i] % 8 != 0 {
+                strides[i] = reach.div_ceil(8) * 8;
+            }
+        }
+    }
+    let [b, n, h, d] = [shape[0], shape[1], shape[2], shape[3]];
+    Ok(Layout { shape: [b, h, n, d], strides: [strides[0], strides[2], strides[1], strides[3]] })
+}
+
+/// A read-only view of `op`: the runtime checks the base's alignment, the strides and the extent.
+fn view<'a>(op: &Operand, dtype: DType, layout: Layout) -> PyResult<TensorView<'a>> {
+    // SAFETY (TensorView::from_raw_parts): the address and layout are the caller's tensor's, which the
+    // wrapper keeps alive across the call; a device address is only dereferenced after `check_devices`
+    // has found every operand in one GPU's memory (CUDA device memory lives in the primary context that
+    // the device's Flash uses). The view covers exactly the layout's extent, all of which the tensor holds.
+    unsafe { TensorView::from_raw_parts(op.name, op.addr, layout.extent(), dtype, layout) }.map_err(|e| py_err(e.into()))
+}
+
+fn view_mut<'a>(op: &Operand, dtype: DType, layout: Layout) -> PyResult<TensorViewMut<'a>> {
+    if op.read_only {
+        return Err(value_err(format!("tensor {} is read-only (its DLPack producer says so): outputs are written", op.name)));
+    }
+    // SAFETY: as `view`; the wrapper allocated the outputs for this call alone.
+    unsafe { TensorViewMut::from_raw_parts(op.name, op.addr, layout.extent(), dtype, layout) }.map_err(|e| py_err(e.into()))
+}
+
+/// The row statistics: f32 [B, H, N], contiguous.
+fn rows_of(op: &Operand, b: usize, h: usize, n: usize) -> PyResult<usize> {
+    if (op.dtype.code, op.dtype.bits, op.dtype.lanes) != (DL_FLOAT, 32, 1) {
+        return Err(value_err(format!("tensor {} is {}: the log-sum-exp is float32", op.name, op.dtype.describe())));
+    }
+    let shape = dims(op, 3, "(batch, heads, seqlen)")?;
+    if shape != [b, h, n] {
+        return Err(value_err(format!("tensor {} has shape {shape:?}: expected (batch, heads, seqlen) = {:?}", op.name, [b, h, n])));
+    }
+    let compact = [(h * n) as i64, n as i64, 1];
+    let strides_ok = op.strides.iter().zip(&compact).zip(&shape).all(|((&s, &c), &len)| len <= 1 || s == c);
+    if !strides_ok {
+        return Err(value_err(format!("tensor {} has strides {:?}: the log-sum-exp must be contiguous", op.name, op.strides)));
+    }
+    if b * h * n > 0 && !op.addr.is_multiple_of(4) {
+        return Err(value_err(format!("tensor {}: base address {:#x} is not 4-byte aligned", op.name, op.addr)));
+    }
+    Ok(b * h * n)
+}
+
+/// Every operand in one GPU's memory; that GPU's ordinal.
+fn check_devices(ops: &[&Operand]) -> PyResult<i32> {
+    let first = ops[0];
+    for op in ops {
+        if op.device_type != DL_CUDA {
+            return Err(value_err(format!(
+                "tensor {} is on {}: flashgen runs on CUDA tensors (move it with .cuda() / .to(\"cuda\"))",
+                op.name,
+                device_name(op.device_type, op.device_id)
+            )));
+        }
+        if op.device_id != first.device_id {
+            return Err(value_err(format!(
+                "tensor {} is on cuda:{} but {} is on cuda:{}: all tensors of one call must be on one GPU",
+                op.name, op.device_id, first.name, first.device_id
+            )));
+        }
+    }
+    Ok(first.device_id)
+}
+
+fn check_scale(softmax_scale: Option<f64>) -> PyResult<Option<f32>> {
+    match softmax_scale {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s > 0.0 && (s as f32).is_normal() => Ok(Some(s as f32)),
+        Some(s) => Err(value_err(format!("softmax_scale={s}: a finite positive float is expected (None: 1/sqrt(head_dim))"))),
+    }
+}
+
+/// Q, K, V in (B, N, H, D) as layouts, after the checks the runtime cannot make yet (GQA and unequal
+/// lengths are refused as not implemented, not as errors of the caller).
+fn qkv_layouts(q: &Operand, k: &Operand, v: &Operand) -> PyResult<(Layout, Layout, Layout)> {
+    let (lq, lk, lv) = (layout_of(q)?, layout_of(k)?, layout_of(v)?);
+    let ([b, h, n, d], [bk, hk, nk, dk], [bv, hv, nv, dv]) = (lq.shape, lk.shape, lv.shape);
+    if bk != b || bv != b {
+        return Err(value_err(format!("batch sizes differ: q has {b}, k {bk}, v {bv}")));
+    }
+    if (hk, nk) != (hv, nv) {
+        return Err(value_err(format!("k is (B, N, H, D) = {:?} but v is {:?}: k and v share seqlen and heads", k.shape, v.shape)));
+    }
+    if dk != d {
+        return Err(value_err(format!("q's head dim is {d} but k's is {dk}: they must agree")));
+    }
+    if hk != h {
+        if hk == 0 || h % hk != 0 {
+            return Err(value_err(format!("q has {h} heads, k and v {hk}: the query heads must be a multiple of the key/value heads")));
+        }
+        return Err(PyNotImplementedError::new_err(format!(
+            "q has {h} heads and k, v {hk} (GQA/MQA): grouped heads are not in flashgen's runtime yet; repeat k and v to {h} heads"
+        )));
+    }
+    if dv != d {
+        return Err(PyNotImplementedError::new_err(format!("v's head dim {dv} differs from q's {d}: not in flashgen's runtime yet")));
+    }
+    if nk != n {
+        return Err(PyNotImplementedError::new_err(format!(
+            "q has {n} queries and k, v {nk} keys: unequal lengths are not in flashgen's runtime yet (pad, or use equal lengths)"
+        )));
+    }
+    Ok((lq, lk, lv))
+}
+
+fn same_shape(o: &Operand, layout: &Layout, like: &Operand, like_layout: &Layout) -> PyResult<()> {
+    if layout.shape != like_layout.shape {
+        return Err(value_err(format!("tensor {} has shape {:?} but {} has {:?}: they must match", o.name, o.shape, like.name, like.shape)));
+    }
+    Ok(())
+}
+
+/// The forward into the caller's `out` (B, N, H, D) and `lse` (B, H, N) float32, on `stream` (a
+/// cudaStream_t of the tensors' device; 0: the legacy default stream). `lse` is the natural-log log-sum-exp,
+/// or with `base2` the kernels' own M = m + log2(l) (Triton's convention), which saves the conversion
+/// kernel's launch here and in the backward, which takes M as it is.
+#[pyfunction]
+#[pyo3(signature = (q, k, v, out, lse, softmax_scale=None, causal=false, window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, dropout_p=0.0, stream=0, base2=false))]
+#[allow(clippy::too_many_arguments)]
+fn forward(
+    py: Python<'_>,
+    q: &Bound<'_, PyAny>,
+    k: &Bound<'_, PyAny>,
+    v: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+    lse: &Bound<'_, PyAny>,
+    softmax_scale: Option<f64>,
+    causal: bool,
+    window_size_left: i64,
+    window_size_right: i64,
+    softcap: f64,
+    alibi_slopes: Option<&Bound<'_, PyAny>>,
+    dropout_p: f64,
+    stream: usize,
+    base2: bool,
+) -> PyResult<()> {
+    let variant = check_variant(causal, (window_size_left, window_size_right), softcap, alibi_slopes.is_some(), dropout_p)?;
+    let sm_scale = check_scale(softmax_scale)?;
+    // the capsules stay alive (bound here) until the launch is queued
+    let ((q, _c1), (k, _c2), (v, _c3), (o, _c4), (l, _c5)) = (dlpack::read("q", q)?, dlpack::read("k", k)?, dlpack::read("v", v)?, dlpack::read("out", out)?, dlpack::read("softmax_lse", lse)?);
+    let dtype = dtype_of(&q)?;
+    same_dtype(&q, dtype, &[&k, &v, &o])?;
+    let (lq, lk, lv) = qkv_layouts(&q, &k, &v)?;
+    let lo = layout_of(&o)?;
+    same_shape(&o, &lo, &q, &lq)?;
+    let [b, h, n, _] = lq.shape;
+    let rows = rows_of(&l, b, h, n)?;
+    let (qv, kv, vv, ov) = (view(&q, dtype, lq)?, view(&k, dtype, lk)?, view(&v, dtype, lv)?, view_mut(&o, dtype, lo)?);
+    let device = check_devices(&[&q, &k, &v, &o, &l])?;
+    let flash = flash_for(device).map_err(py_err)?;
+    // SAFETY: checked above to be float32 [B, H, N] in the same GPU's memory, held alive by the caller.
+    let lse_view = unsafe { BufferViewMut::<f32>::from_raw_parts(l.addr, rows) };
+    let stats = if base2 { StatsOut::M(lse_view) } else { StatsOut::Lse(lse_view) };
+    let call = ForwardCall { q: qv, k: kv, v: vv, o: ov, stats, causal: variant.causal, sm_scale };
+    // SAFETY (Stream::from_raw): the wrapper passes the current stream of the tensors' device
+    // (torch.cuda.current_stream(device)), a stream of the primary context; this call's contract.
+    let stream = unsafe { Stream::from_raw(stream as flashgen_runtime::cudarc::driver::sys::CUstream) };
+    let _restore = RestoreContext::save();
+    // the GIL is released while the runtime plans, compiles (first call: LLVM and the driver, ~1 s) and queues
+    py.detach(|| flash.forward(call, stream)).map_err(py_err)
+}
+
+/// The backward into the caller's dq, dk, dv (each shaped like its input), from the forward's out and
+/// lse (natural log; with `base2` the kernels' M) and the output gradient dout, on `stream`.
+#[pyfunction]
+#[pyo3(signature = (dout, q, k, v, out, lse, dq, dk, dv, softmax_scale=None, causal=false, window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, deterministic=false, stream=0, base2=false))]
+#[allow(clippy::too_many_arguments)]
+fn backward(
+    py: Python<'_>,
+    dout: &Bound<'_, PyAny>,
+    q: &Bound<'_, PyAny>,
+    k: &Bound<'_, PyAny>,
+    v: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+    lse: &Bound<'_, PyAny>,
+    dq: &Bound<'_, PyAny>,
+    dk: &Bound<'_, PyAny>,
+    dv: &Bound<'_, PyAny>,
+    softmax_scale: Option<f64>,
+    causal: bool,
+    window_size_left: i64,
+    window_size_right: i64,
+    softcap: f64,
+    alibi_slopes: Option<&Bound<'_, PyAny>>,
+    deterministic: bool,
+    stream: usize,
+    base2: bool,
+) -> PyResult<()> {
+    let variant = check_variant(causal, (window_size_left, window_size_right), softcap, alibi_slopes.is_some(), 0.0)?;
+    let sm_scale = check_scale(softmax_scale)?;
+    let (d_o, _c0) = dlpack::read("dout", dout)?;
+    let ((q, _c1), (k, _c2), (v, _c3), (o, _c4), (l, _c5)) = (dlpack::read("q", q)?, dlpack::read("k", k)?, dlpack::read("v", v)?, dlpack::read("out", out)?, dlpack::read("softmax_lse", lse)?);
+    let ((gq, _c6), (gk, _c7), (gv, _c8)) = (dlpack::read("dq", dq)?, dlpack::read("dk", dk)?, dlpack::read("dv", dv)?);
+    let dtype = dtype_of(&q)?;
+    same_dtype(&q, dtype, &[&k, &v, &o, &d_o, &gq, &gk, &gv])?;
+    let (lq, lk, lv) = qkv_layouts(&q, &k, &v)?;
+    let (lo, ldo, lgq, lgk, lgv) = (layout_of(&o)?, layout_of(&d_o)?, layout_of(&gq)?, layout_of(&gk)?, layout_of(&gv)?);
+    for (op, layout, like, like_layout) in [(&o, &lo, &q, &lq), (&d_o, &ldo, &q, &lq), (&gq, &lgq, &q, &lq), (&gk, &lgk, &k, &lk), (&gv, &lgv, &v, &lv)] {
+        same_shape(op, layout, like, like_layout)?;
+    }
+    let [b, h, n, _] = lq.shape;
+    let rows = rows_of(&l, b, h, n)?;
+    let (qv, kv, vv, ov, dov) = (view(&q, dtype, lq)?, view(&k, dtype, lk)?, view(&v, dtype, lv)?, view(&o, dtype, lo)?, view(&d_o, dtype, ldo)?);
+    let (dqv, dkv, dvv) = (view_mut(&gq, dtype, lgq)?, view_mut(&gk, dtype, lgk)?, view_mut(&gv, dtype, lgv)?);
+    let device = check_devices(&[&q, &k, &v, &o, &l, &d_o, &gq, &gk, &gv])?;
+    let flash = flash_for(device).map_err(py_err)?;
+    if deterministic && flash.plan_options().backward == BackwardPath::FusedAtomic {
+        return Err(value_err("deterministic=True, but FLASHGEN_BACKWARD=fused-atomic adds dQ in arrival order: unset it (every other backward is deterministic)"));
+    }
+    // SAFETY: float32 [B, H, N], checked above, alive for the call.
+    let lse_view = unsafe { BufferView::<f32>::from_raw_parts(l.addr, rows) };
+    let stats = if base2 { StatsIn::M(lse_view) } else { StatsIn::Lse(lse_view) };
+    let call = BackwardCall { q: qv, k: kv, v: vv, o: ov, d_o: dov, stats, dq: dqv, dk: dkv, dv: dvv, causal: variant.causal, sm_scale };
+    // SAFETY: as in `forward`.
+    let stream = unsafe { Stream::from_raw(stream as flashgen_runtime::cudarc::driver::sys::CUstream) };
+    let _restore = RestoreContext::save();
+    py.detach(|| flash.backward(call, stream)).map_err(py_err)
+}
+
+/// The checks of flash-attn's variant arguments alone (what `forward` checks first), for the Python side
+/// to raise the same errors before it allocates anything or enters torch's dispatcher.
+#[pyfunction]
+#[pyo3(signature = (causal=false, window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, dropout_p=0.0, softmax_scale=None))]
+fn check_arguments(causal: bool, window_size_left: i64, window_size_right: i64, softcap: f64, alibi_slopes: Option<&Bound<'_, PyAny>>, dropout_p: f64, softmax_scale: Option<f64>) -> PyResult<()> {
+    check_variant(causal, (window_size_left, window_size_right), softcap, alibi_slopes.is_some(), dropout_p)?;
+    check_scale(softmax_scale)?;
+    Ok(())
+}
+
+/// The GPU `ordinal` as flashgen sees it (opens its Flash): name, target, SMs, the kernel cache folder.
+#[pyfunction]
+fn device_info(py: Python<'_>, ordinal: i32) -> PyResult<Py<PyAny>> {
+    let flash = flash_for(ordinal).map_err(py_err)?;
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("name", &flash.gpu.name)?;
+    d.set_item("arch", flash.gpu.arch.name())?;
+    d.set_item("capability", flash.gpu.capability)?;
+    d.set_item("sm_count", flash.gpu.sm_count)?;
+    d.set_item("cache_dir", flash.cache.dir().map(|p| p.display().to_string()))?;
+    Ok(d.into_any().unbind())
+}
+
+/// The runtime's warnings so far on device `ordinal` (a kernel replaced by a fallback, a cache problem).
+#[pyfunction]
+fn warnings(ordinal: i32) -> PyResult<Vec<String>> {
+    Ok(flash_for(ordinal).map_err(py_err)?.cache.warnings())
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(forward, m)?)?;
+    m.add_function(wrap_pyfunction!(backward, m)?)?;
+    m.add_function(wrap_pyfunction!(check_arguments, m)?)?;
+    m.add_function(wrap_pyfunction!(device_info, m)?)?;
+    m.add_function(wrap_pyfunction!(warnings, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,314 @@
+"""flash_attn_func on torch tensors. The `torch_only` tests need torch but no GPU; the `gpu` tests run on the
+H200 (FLASHGEN_REQUIRE_GPU=1 makes a missing GPU a failure there). References: torch's SDPA in float64; the
+tolerance is flash-attn's own rule, error(ours) <= k * error(torch's SDPA in the same half type) + atol, both
+against the float64 result."""
+
+import threading
+
+import pytest
+
+# (with FLASHGEN_REQUIRE_GPU=1, conftest.py fails the session first where torch is missing)
+torch = pytest.importorskip("torch", reason="torch is not installed")
+import torch.nn.functional as F  # noqa: E402
+
+import flashgen  # noqa: E402
+from flashgen import _torch as ft  # noqa: E402
+from flashgen import flash_attn_func, flash_attn_varlen_func  # noqa: E402
+
+DTYPES = [torch.bfloat16, torch.float16]
+
+
+def sdpa(q, k, v, causal, scale, dtype):
+    """torch's attention in `dtype`, in and out in (B, N, H, D)."""
+    qt, kt, vt = (x.transpose(1, 2).to(dtype) for x in (q, k, v))
+    return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, scale=scale).transpose(1, 2)
+
+
+def lse_reference(q, k, causal, scale):
+    s = torch.einsum("bnhd,bmhd->bhnm", q.double(), k.double()) * scale
+    if causal:
+        n, m = s.shape[-2:]
+        s = s.masked_fill(torch.ones(n, m, dtype=torch.bool, device=s.device).triu(1), float("-inf"))
+    return torch.logsumexp(s, dim=-1)
+
+
+def max_err(x, ref):
+    return (x.double() - ref.double()).abs().max().item()
+
+
+def inputs(b, n, h, d, dtype, device, grad=False, seed=0):
+    g = torch.Generator(device=device).manual_seed(seed)
+    q, k, v = (torch.randn(b, n, h, d, dtype=dtype, device=device, generator=g) for _ in range(3))
+    if grad:
+        for x in (q, k, v):
+            x.requires_grad_()
+    return q, k, v
+
+
+def check_against_sdpa(q, k, v, out, causal, scale, dout=None, grads=None, fwd_k=2.0, bwd_k=2.5, atol=2e-3):
+    """out (and grads = (dq, dk, dv) of out·dout) against SDPA in float64, with SDPA in q's dtype as the yardstick."""
+    leaves64 = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    leaves_lp = [x.detach().clone().requires_grad_() for x in (q, k, v)]
+    ref = sdpa(*leaves64, causal, scale, torch.float64)
+    base = sdpa(*leaves_lp, causal, scale, q.dtype)
+    e_ours, e_torch = max_err(out, ref), max_err(base, ref)
+    assert e_ours <= fwd_k * e_torch + atol, f"out: error {e_ours:.2e}, SDPA {q.dtype}'s {e_torch:.2e}"
+    if grads is None:
+        return
+    ref.backward(dout.double())
+    base.backward(dout)
+    for name, g, r, b_ in zip(("dq", "dk", "dv"), grads, leaves64, leaves_lp):
+        e_ours, e_torch = max_err(g, r.grad), max_err(b_.grad, r.grad)
+        assert e_ours <= bwd_k * e_torch + atol, f"{name}: error {e_ours:.2e}, SDPA {q.dtype}'s {e_torch:.2e}"
+
+
+# --- torch, no GPU needed ----------------------------------------------------------------------------------------
+
+def test_cpu_tensors_are_a_value_error(torch_only):
+    q = torch.randn(2, 128, 4, 64, dtype=torch.bfloat16, requires_grad=True)
+    with pytest.raises(ValueError, match="tensor q is on cpu: flashgen runs on CUDA tensors"):
+        flash_attn_func(q, q, q)
+
+
+def test_flash_attn_arguments_are_checked_before_any_tensor(torch_only):
+    q = torch.randn(2, 128, 4, 64, dtype=torch.bfloat16)
+    with pytest.raises(NotImplementedError, match="no attention dropout"):
+        flash_attn_func(q, q, q, dropout_p=0.1)
+    with pytest.raises(NotImplementedError, match="return_attn_probs"):
+        flash_attn_func(q, q, q, return_attn_probs=True)
+    with pytest.raises(NotImplementedError, match="sliding-window"):
+        flash_attn_func(q, q, q, window_size=(64, 64))
+    with pytest.raises(NotImplementedError, match="soft-capping"):
+        flash_attn_func(q, q, q, softcap=50.0)
+    with pytest.raises(NotImplementedError, match="ALiBi"):
+        flash_attn_func(q, q, q, alibi_slopes=torch.ones(4))
+    with pytest.raises(TypeError, match="k is a list"):
+        flash_attn_func(q, [1.0], q)
+    with pytest.raises(ValueError, match=r"q has shape \(128, 4, 64\): expected 4 dimensions"):
+        flash_attn_func(q[0], q, q)
+    with pytest.raises(NotImplementedError, match="variable-length"):
+        cu = torch.tensor([0, 128], dtype=torch.int32)
+        flash_attn_varlen_func(q[0], q[0], q[0], cu, cu, 128, 128)
+    with pytest.raises(NotImplementedError, match="no attention dropout"):
+        cu = torch.tensor([0, 128], dtype=torch.int32)
+        flash_attn_varlen_func(q[0], q[0], q[0], cu, cu, 128, 128, dropout_p=0.5)
+
+
+def test_the_custom_op_has_shapes_for_tracing(torch_only):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        q = torch.empty(2, 100, 4, 64, dtype=torch.bfloat16)
+        out, lse = torch.ops.flashgen.fwd(q, q, q, 0.125, True, -1, -1, 0.0, None, False)
+        assert out.shape == q.shape and out.dtype == q.dtype and out.is_contiguous()
+        assert lse.shape == (2, 4, 100) and lse.dtype == torch.float32
+        dq, dk, dv = torch.ops.flashgen.bwd(out, q, q, q, out, lse, 0.125, True, -1, -1, 0.0, None, False)
+        assert dq.shape == dk.shape == dv.shape == q.shape
+
+
+def test_torch_compile_traces_through_the_op(torch_only):
+    """fullgraph=True fails at tracing on any graph break; running the traced graph then reaches the native
+    call, which refuses the CPU tensors: the op, not a fallback, is what the graph calls."""
+    torch._dynamo.reset()
+
+    def attn(q, k, v):
+        return flash_attn_func(q, k, v, causal=True) * 2
+
+    compiled = torch.compile(attn, backend="aot_eager", fullgraph=True)
+    q = torch.randn(1, 64, 2, 64, dtype=torch.bfloat16, requires_grad=True)
+    with pytest.raises(ValueError, match="tensor q is on cpu"):
+        compiled(q, q, q)
+
+
+# --- on the GPU ----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["bf16", "fp16"])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("n", [128, 1000, 1536])
+def test_forward_and_backward_match_sdpa(gpu, dtype, d, causal, n):
+    b, h = 2, 3
+    q, k, v = inputs(b, n, h, d, dtype, gpu, grad=True, seed=n + d)
+    out = flash_attn_func(q, k, v, causal=causal)
+    assert out.shape == q.shape and out.dtype == dtype and out.is_contiguous()
+    dout = torch.randn_like(out)
+    out.backward(dout)
+    check_against_sdpa(q, k, v, out.detach(), causal, d ** -0.5, dout, (q.grad, k.grad, v.grad))
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_lse_and_softmax_scale(gpu, causal):
+    q, k, v = inputs(2, 333, 4, 64, torch.bfloat16, gpu)
+    scale = 0.3
+    out, lse = flash_attn_func(q, k, v, softmax_scale=scale, causal=causal, return_lse=True)
+    assert lse.shape == (2, 4, 333) and lse.dtype == torch.float32
+    assert max_err(lse, lse_reference(q, k, causal, scale)) < 2e-3
+    check_against_sdpa(q, k, v, out, causal, scale)
+
+
+def test_packed_qkv_views_need_no_copies(gpu):
+    b, n, h, d = 2, 512, 4, 128
+    qkv = torch.randn(b, n, 3, h, d, dtype=torch.bfloat16, device=gpu, requires_grad=True)
+    q, k, v = qkv.unbind(2)  # strides (n*3*h*d, 3*h*d, d, 1), k one head block after q
+    assert q.stride() == (n * 3 * h * d, 3 * h * d, d, 1) and k.data_ptr() - q.data_ptr() == h * d * 2
+    out = flash_attn_func(q, k, v, causal=True)
+    dout = torch.randn_like(out)
+    out.backward(dout)
+    g = qkv.grad.unbind(2)
+    check_against_sdpa(q, k, v, out.detach(), True, d ** -0.5, dout, g)
+    # the numbers of contiguous copies (a layout TMA cannot describe runs the same tiles on cp.async loads:
+    # equal but for rounding; a view read wrong would be off by O(1))
+    qc, kc, vc = (x.detach().contiguous() for x in (q, k, v))
+    assert max_err(flash_attn_func(qc, kc, vc, causal=True), out.detach()) < 1e-2
+
+
+def test_bhnd_memory_seen_as_bnhd(gpu):
+    # (B, H, N, D) memory, transposed to flash-attn's layout: N and H strides swapped
+    q, k, v = (torch.randn(2, 4, 300, 64, dtype=torch.float16, device=gpu).transpose(1, 2) for _ in range(3))
+    out = flash_attn_func(q, k, v)
+    check_against_sdpa(q, k, v, out, False, 64 ** -0.5)
+
+
+def test_runs_on_the_current_stream(gpu):
+    q, k, v = inputs(1, 1024, 8, 64, torch.bfloat16, gpu, seed=1)
+    q2 = torch.randn_like(q)
+    expected = flash_attn_func(q2, k, v)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)  # ~25 ms of GPU time on `side` before the copy
+        q.copy_(q2)
+        out = flash_attn_func(q, k, v)  # only right if queued after the copy, on `side`
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    assert torch.equal(out, expected)
+
+
+def test_bad_inputs_are_exceptions_and_the_gpu_lives_on(gpu):
+    b, n, h, d = 1, 256, 2, 64
+    q, k, v = inputs(b, n, h, d, torch.bfloat16, gpu)
+    flat = torch.randn(b * n * h * d + 8, dtype=torch.bfloat16, device=gpu)
+    misaligned = flat[1:1 + b * n * h * d].view(b, n, h, d)
+    with pytest.raises(ValueError, match="tensor q: base address .* is not 16-byte aligned"):
+        flash_attn_func(misaligned, k, v)
+    with pytest.raises(ValueError, match="tensor q is float32"):
+        flash_attn_func(q.float(), k, v)
+    with pytest.raises(ValueError, match="tensor k is float16 but q is bfloat16"):
+        flash_attn_func(q, k.half(), v)
+    with pytest.raises(ValueError, match="head-dim stride"):
+        wide = torch.randn(b, n, h, 2 * d, dtype=torch.bfloat16, device=gpu)
+        flash_attn_func(wide[..., ::2], k, v)
+    with pytest.raises(ValueError, match="tensor v is on cpu"):
+        flash_attn_func(q, k, v.cpu())
+    with pytest.raises(ValueError, match="head dim 96"):
+        x = torch.randn(b, n, h, 96, dtype=torch.bfloat16, device=gpu)
+        flash_attn_func(x, x, x)
+    with pytest.raises(NotImplementedError, match="GQA"):
+        flash_attn_func(torch.randn(b, n, 2 * h, d, dtype=torch.bfloat16, device=gpu), k, v)
+    if torch.cuda.device_count() > 1:
+        with pytest.raises(ValueError, match="on cuda:1 but q is on cuda:0"):
+            flash_attn_func(q, k.to("cuda:1"), v)
+    # nothing above reached a kernel: the context is healthy and the next call is right
+    out = flash_attn_func(q, k, v)
+    torch.cuda.synchronize()
+    check_against_sdpa(q, k, v, out, False, d ** -0.5)
+
+
+def test_empty_batch(gpu):
+    q = torch.empty(0, 128, 4, 64, dtype=torch.bfloat16, device=gpu)
+    out, lse = flash_attn_func(q, q, q, return_lse=True)
+    assert out.shape == q.shape and lse.shape == (0, 4, 128)
+
+
+def test_the_backward_is_deterministic(gpu):
+    q, k, v = inputs(2, 2048, 4, 128, torch.bfloat16, gpu, grad=True)
+    grads = []
+    for _ in range(2):
+        out = flash_attn_func(q, k, v, causal=True, deterministic=True)
+        dq, dk, dv = torch.autograd.grad(out, (q, k, v), torch.ones_like(out))
+        grads.append((dq, dk, dv))
+    for a, b_ in zip(*grads):
+        assert torch.equal(a, b_)
+
+
+def test_threads_share_the_device(gpu):
+    cases = [inputs(1, 512, 4, 64, torch.bfloat16, gpu, seed=s) for s in range(4)]
+    expected = [flash_attn_func(*c) for c in cases]
+    results, errors = [None] * 4, []
+
+    def worker(i):
+        try:
+            s = torch.cuda.Stream()
+            with torch.cuda.stream(s):
+                for _ in range(5):
+                    results[i] = flash_attn_func(*cases[i])
+            s.synchronize()
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert not errors, errors
+    for r, e in zip(results, expected):
+        assert torch.equal(r, e)
+
+
+def test_the_op_path_equals_the_eager_path(gpu):
+    q, k, v = inputs(2, 256, 4, 64, torch.bfloat16, gpu)
+    out_op, m_op = torch.ops.flashgen.fwd(q, k, v, 0.125, True, -1, -1, 0.0, None, False)  # m: base 2
+    out, lse = flash_attn_func(q, k, v, causal=True, return_lse=True)  # no grad: the direct path
+    assert torch.equal(out, out_op) and torch.equal(lse, m_op * ft.LN2)
+    qg, kg, vg = (x.clone().requires_grad_() for x in (q, k, v))
+    out_g, lse_g = flash_attn_func(qg, kg, vg, causal=True, return_lse=True)  # the autograd.Function
+    assert torch.equal(out_g.detach(), out) and torch.equal(lse_g, lse) and out_g.requires_grad
+
+
+def test_opcheck(gpu):
+    q, k, v = inputs(1, 128, 2, 64, torch.bfloat16, gpu, grad=True)
+    torch.library.opcheck(torch.ops.flashgen.fwd.default, (q, k, v, 0.125, True, -1, -1, 0.0, None, False))
+
+
+class TinyAttention(torch.nn.Module):
+    def __init__(self, dim, heads, attn):
+        super().__init__()
+        self.heads, self.attn = heads, attn
+        self.qkv = torch.nn.Linear(dim, 3 * dim, bias=False)
+        self.proj = torch.nn.Linear(dim, dim, bias=False)
+
+    def forward(self, x):
+        b, n, dim = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.heads, dim // self.heads).unbind(2)
+        return x + self.proj(self.attn(q, k, v).reshape(b, n, dim))
+
+
+def test_torch_compile_of_a_small_model(gpu):
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    ours = TinyAttention(512, 8, lambda q, k, v: flash_attn_func(q, k, v, causal=True)).to(gpu, torch.bfloat16)
+    ref = TinyAttention(512, 8, lambda q, k, v: sdpa(q, k, v, True, None, torch.float64).to(q.dtype)).to(gpu, torch.bfloat16)
+    ref.load_state_dict(ours.state_dict())
+    compiled = torch.compile(ours, fullgraph=True)  # fullgraph: a graph break is an error
+    x = torch.randn(2, 256, 512, dtype=torch.bfloat16, device=gpu)
+    y, y_ref = compiled(x), ref(x)
+    assert max_err(y, y_ref) < 0.05
+    y.float().square().mean().backward()
+    y_ref.float().square().mean().backward()
+    for (name, p), p_ref in zip(ours.named_parameters(), ref.parameters()):
+        rel = max_err(p.grad, p_ref.grad) / p_ref.grad.abs().max().item()
+        assert rel < 0.05, f"{name}: relative gradient error {rel:.3f}"
+
+
+def test_device_info(gpu):
+    info = flashgen.device_info(gpu.index)
+    assert info["arch"].startswith("sm_") and info["sm_count"] > 0
+
+
+def test_a_call_on_another_gpu_leaves_torchs_current_device(gpu):
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    q, k, v = inputs(1, 256, 2, 64, torch.bfloat16, torch.device("cuda", 1))
+    with torch.cuda.device(0):
+        out = flash_attn_func(q, k, v)
+        assert torch.cuda.current_device() == 0 and out.device == q.device
+        torch.cuda.synchronize(1)
+    check_against_sdpa(q, k, v, out, False, 64 ** -0.5)
