@@ -275,7 +275,9 @@ mod gpu {
                 // SAFETY: the f32 slice just allocated, `ln` >= B·H·N floats
                 stats: StatsOut::Lse(unsafe { BufferViewMut::from_raw_parts(la, ln) }),
                 causal: op.causal,
+                align: flashgen_runtime::CausalAlign::BottomRight,
                 sm_scale: Some(op.softmax_scale),
+                varlen: None,
             };
             // SAFETY: candle's stream of this device (the primary context), alive while the device is
             let s = unsafe { Stream::from_raw(stream.cu_stream()) };
@@ -345,7 +347,9 @@ mod gpu {
                 dk: view_mut("dk", gka, gkn, dtype, bshd(&layout_k))?,
                 dv: view_mut("dv", gva, gvn, dtype, bshd(&layout_v))?,
                 causal: op.causal,
+                align: flashgen_runtime::CausalAlign::BottomRight,
                 sm_scale: Some(op.softmax_scale),
+                varlen: None,
             };
             // SAFETY: candle's stream of this device, as in the forward
             let s = unsafe { Stream::from_raw(stream.cu_stream()) };

@@ -318,7 +318,7 @@ fn forward(
     // SAFETY: checked above to be float32 [B, H, N] in the same GPU's memory, held alive by the caller.
     let lse_view = unsafe { BufferViewMut::<f32>::from_raw_parts(l.addr, rows) };
     let stats = if base2 { StatsOut::M(lse_view) } else { StatsOut::Lse(lse_view) };
-    let call = ForwardCall { q: qv, k: kv, v: vv, o: ov, stats, causal: variant.causal, sm_scale };
+    let call = ForwardCall { q: qv, k: kv, v: vv, o: ov, stats, causal: variant.causal, align: flashgen_runtime::CausalAlign::BottomRight, sm_scale, varlen: None };
     // SAFETY (Stream::from_raw): the wrapper passes the current stream of the tensors' device
     // (torch.cuda.current_stream(device)), a stream of the primary context; this call's contract.
     let stream = unsafe { Stream::from_raw(stream as flashgen_runtime::cudarc::driver::sys::CUstream) };
@@ -377,7 +377,7 @@ fn backward(
     // SAFETY: float32 [B, H, N], checked above, alive for the call.
     let lse_view = unsafe { BufferView::<f32>::from_raw_parts(l.addr, rows) };
     let stats = if base2 { StatsIn::M(lse_view) } else { StatsIn::Lse(lse_view) };
-    let call = BackwardCall { q: qv, k: kv, v: vv, o: ov, d_o: dov, stats, dq: dqv, dk: dkv, dv: dvv, causal: variant.causal, sm_scale };
+    let call = BackwardCall { q: qv, k: kv, v: vv, o: ov, d_o: dov, stats, dq: dqv, dk: dkv, dv: dvv, causal: variant.causal, align: flashgen_runtime::CausalAlign::BottomRight, sm_scale, varlen: None };
     // SAFETY: as in `forward`.
     let stream = unsafe { Stream::from_raw(stream as flashgen_runtime::cudarc::driver::sys::CUstream) };
     let _restore = RestoreContext::save();
