@@ -188,7 +188,7 @@ fn timing_rows() -> Result<()> {
                 let view = |a: u64| unsafe { TensorView::from_raw_parts("x", a, elems, dt, layout) }.map_err(|e| msg(&e));
                 let view_mut = |a: u64| unsafe { TensorViewMut::from_raw_parts("x", a, elems, dt, layout) }.map_err(|e| msg(&e));
                 let runtime_fwd = time(&mut || {
-                    let call = ForwardCall { q: view(qa)?, k: view(ka)?, v: view(va)?, o: view_mut(oa)?, stats: StatsOut::M(unsafe { BufferViewMut::from_raw_parts(ma, b * h * n) }), causal, sm_scale: Some(scale) };
+                    let call = ForwardCall { q: view(qa)?, k: view(ka)?, v: view(va)?, o: view_mut(oa)?, stats: StatsOut::M(unsafe { BufferViewMut::from_raw_parts(ma, b * h * n) }), causal, align: flashgen_runtime::CausalAlign::BottomRight, sm_scale: Some(scale), varlen: None };
                     flash.forward(call, raw).map_err(|e| msg(&e))
                 })?;
                 let runtime_bwd = time(&mut || {
@@ -203,7 +203,9 @@ fn timing_rows() -> Result<()> {
                         dk: view_mut(dka)?,
                         dv: view_mut(dva)?,
                         causal,
+                        align: flashgen_runtime::CausalAlign::BottomRight,
                         sm_scale: Some(scale),
+                        varlen: None,
                     };
                     flash.backward(call, raw).map_err(|e| msg(&e))
                 })?;
