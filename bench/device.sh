@@ -10,6 +10,7 @@
 #   table       every default forward and backward, PASSES (2) passes of ours on the anchors' timer with the
 #               anchors between them: anchor_bench.py (Triton's seed FA2, SDPA FA2, cuDNN) and FA4
 #               (fa4_bench.py, FA4_MODES=table); a table of ours (min-max over passes) and ratios last
+#   modes       fa4_bench.py's gqa, varlen and decode shapes: ours (flashgen bench --heads/--varlen/--decode) and FA4's
 #   checks      the first call (cold, then warm), `flashgen check`, the mma.sync path, Triton parity, the GPU
 #               tests (`cargo test` binary with --ignored), the prebuilt path (no LLVM)
 #   sanitizers  compute-sanitizer memcheck and racecheck over `flashgen check --quick` on the default kernels
@@ -272,6 +273,24 @@ anchors_between() {
 }
 
 # ---- table: ours, anchors, ours ----
+# modes: fa4_bench.py's other shapes, ours and FA4's in one call: gqa (B 1, 64 query heads on 8 K/V heads, D 128,
+# N 4096/16384), varlen (its seed-0 batch, H 16, D 128) forward and backward, decode (flashgen bench --decode),
+# then FA4 with FA4_MODES [gqa,varlen,decode] (and cuDNN's GQA rows, which fa4_bench.py times beside FA4's)
+profile_modes() {
+  need_bin
+  bench_extra
+  fa4_prepare
+  step ours_gqa "${BENCH_TIMEOUT:-150}" "$B" bench --heads 64 --kv-heads 8 --batch 1 --d 128 --n 4096,16384 --backward \
+    --timing do-bench --json "$WORK/ours_gqa.jsonl" "${EXTRA[@]}"
+  step ours_varlen "${BENCH_TIMEOUT:-150}" "$B" bench --varlen 0 --heads 16 --d 128 --backward \
+    --timing do-bench --json "$WORK/ours_varlen.jsonl" "${EXTRA[@]}"
+  step ours_decode "${BENCH_TIMEOUT:-150}" "$B" bench --decode --timing do-bench --json "$WORK/ours_decode.jsonl"
+  if [ "$FA4_OK" = 1 ]; then
+    step fa4_modes "${FA4_TIMEOUT:-240}" env PYTHONPATH="/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}" \
+      PYTHONWARNINGS=ignore FA4_MODES="${FA4_MODES:-gqa,varlen,decode}" python3 .carry/fa4_bench.py
+  fi
+}
+
 profile_table() {
   local p passes=${PASSES:-2} scope
   need_bin
@@ -471,11 +490,11 @@ finish() {
 
 main() {
   local p
-  [ $# -gt 0 ] || die "usage: bash bench/device.sh PROFILE [PROFILE ...] (stash table checks sanitizers autotune variants ncu)"
+  [ $# -gt 0 ] || die "usage: bash bench/device.sh PROFILE [PROFILE ...] (stash table modes checks sanitizers autotune variants ncu)"
   for p in "$@"; do
     case $p in
-      stash | table | checks | sanitizers | autotune | variants | ncu) ;;
-      *) die "unknown profile '$p': use stash, table, checks, sanitizers, autotune, variants or ncu" ;;
+      stash | table | modes | checks | sanitizers | autotune | variants | ncu) ;;
+      *) die "unknown profile '$p': use stash, table, modes, checks, sanitizers, autotune, variants or ncu" ;;
     esac
   done
   [ -f bench/device.sh ] || die "run from the repository root"
