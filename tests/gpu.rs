@@ -272,7 +272,8 @@ fn bad_fused_backward_arguments_are_errors_not_crashes() {
     let atomic = flashgen_tests::family(flashgen::KernelKind::BwdFusedAtomic, f.gpu.arch, DType::Bf16, d as u32, false);
     let split = flashgen_tests::family(flashgen::KernelKind::BwdDkdvWgmma, f.gpu.arch, DType::Bf16, d as u32, false);
     let (pre, fk, ak, dq_k) = (f.kernel(&fused.preprocess).unwrap(), f.kernel(&fused.dkdv).unwrap(), f.kernel(&atomic.dkdv).unwrap(), f.kernel(&split.dq.unwrap()).unwrap());
-    let (partial_len, locks_len) = FusedScratch::lengths(&fused.dkdv, z, h, n, 1);
+    let geometry = flashgen_runtime::kernel::KernelGeometry::square(z, h, n);
+    let (partial_len, locks_len) = FusedScratch::lengths(&fused.dkdv, &geometry, 1);
     let mut partial = f.gpu.stream.alloc_zeros::<f32>(partial_len).unwrap();
     let mut short = f.gpu.stream.alloc_zeros::<f32>(partial_len - 1).unwrap();
     let mut locks = f.gpu.stream.alloc_zeros::<u32>(locks_len).unwrap();
@@ -281,6 +282,7 @@ fn bad_fused_backward_arguments_are_errors_not_crashes() {
         let kernels = BackwardKernels { preprocess: &pre, dkdv, dq: with_dq.then_some(&*dq_k) };
         let fused = scratch.map(|(dq_partial, chains)| FusedScratch { dq_partial: BufferViewMut::of(dq_partial), locks: BufferViewMut::of(locks), chains });
         let args = BackwardArgs {
+            geometry,
             q: q.view("Q").unwrap(),
             k: q.view("K").unwrap(),
             v: q.view("V").unwrap(),

@@ -1,5 +1,6 @@
 //! One test per validation rule: the rule rejects what it should, names itself, and says how to fix it.
 
+use flashgen::spec::GridGeometry;
 use flashgen::{Arch, DType, KernelKind, KernelSpec, SpecParams};
 
 fn base() -> SpecParams {
@@ -156,16 +157,16 @@ fn default_set_is_complete_and_names_are_unique() {
 fn names_and_grid_encode_the_parameters() {
     let s = KernelSpec::new(base()).unwrap();
     assert_eq!(s.name(), "fa2_fwd_bf16_d128_st3_bm128_bn64_w8_ns2_sm90a");
-    assert_eq!(s.grid(2, 16, 1000, 132), (8, 32, 1));
+    assert_eq!(s.grid(&GridGeometry::square(2, 16, 1000), 132), (8, 32, 1));
     assert_eq!(s.threads(), 256);
     // a persistent kernel: one program per tile, at most `programs` (the SM count), all on grid x
     let p = SpecParams { kind: KernelKind::FwdWsPersistent, head_dim: 64, block_m: 256, block_n: 64, stage: 1, num_warps: 20, num_stages: 4, ..base() };
     let persistent = KernelSpec::new(p).unwrap();
     assert_eq!(persistent.name(), "fa2_fwd_ws_persistent_bf16_d64_st1_bm256_bn64_w20_ns4_sm90a");
-    assert_eq!(persistent.grid(2, 16, 1000, 132), (128, 1, 1));
-    assert_eq!(persistent.grid(4, 16, 1000, 132), (132, 1, 1));
-    assert_eq!(persistent.grid(1, 2, 300, 132), (4, 1, 1));
-    assert_eq!(persistent.grid(1, 1, 0, 132), (1, 1, 1));
+    assert_eq!(persistent.grid(&GridGeometry::square(2, 16, 1000), 132), (128, 1, 1));
+    assert_eq!(persistent.grid(&GridGeometry::square(4, 16, 1000), 132), (132, 1, 1));
+    assert_eq!(persistent.grid(&GridGeometry::square(1, 2, 300), 132), (4, 1, 1));
+    assert_eq!(persistent.grid(&GridGeometry::square(1, 1, 0), 132), (1, 1, 1));
 }
 
 #[test]
@@ -183,7 +184,7 @@ fn dkdv_owns_block_n_rows_and_streams_block_m() {
     let dkdv = SpecParams { kind: KernelKind::BwdDkdv, head_dim: 64, block_m: 32, block_n: 128, num_warps: 8, num_stages: 3, ..base() };
     let s = KernelSpec::new(dkdv).unwrap();
     assert_eq!((s.resident_rows(), s.streamed_rows(), s.rows_per_warp()), (128, 32, 16));
-    assert_eq!(s.grid(2, 16, 1000, 132), (8, 32, 1));
+    assert_eq!(s.grid(&GridGeometry::square(2, 16, 1000), 132), (8, 32, 1));
     assert_eq!(s.name(), "fa2_bwd_dkdv_bf16_d64_st3_bm32_bn128_w8_ns3_sm90a");
     // K/V rows per program that do not split into whole m16 tiles per warp: named as BLOCK_N
     let e = KernelSpec::new(SpecParams { block_n: 96, ..dkdv }).unwrap_err().to_string();
@@ -194,7 +195,12 @@ fn dkdv_owns_block_n_rows_and_streams_block_m() {
     // the dQ kernel keeps the forward's roles
     let dq = KernelSpec::new(SpecParams { kind: KernelKind::BwdDq, block_m: 128, block_n: 64, ..dkdv }).unwrap();
     assert_eq!((dq.resident_rows(), dq.streamed_rows()), (128, 64));
-    assert_eq!(dq.grid(2, 16, 1000, 132), (8, 32, 1));
+    assert_eq!(dq.grid(&GridGeometry::square(2, 16, 1000), 132), (8, 32, 1));
+    // grouped-query heads and unequal lengths: dK/dV's programs run over key blocks of K/V heads, dQ's over
+    // query blocks of query heads
+    let gqa = GridGeometry { batch: 2, heads: 16, kv_heads: 4, seqlen_q: 1000, seqlen_k: 3000 };
+    assert_eq!(s.grid(&gqa, 132), (24, 8, 1));
+    assert_eq!(dq.grid(&gqa, 132), (8, 32, 1));
 }
 
 #[test]
@@ -212,7 +218,7 @@ fn preprocess_takes_only_dtype_head_dim_and_arch() {
     assert_eq!(KernelSpec::new(*pre.params()).unwrap(), pre);
     let e = KernelSpec::new(SpecParams { block_m: 128, ..*pre.params() }).unwrap_err().to_string();
     assert!(e.contains("bwd_pre takes only dtype, HEAD_DIM and arch") && e.contains("BLOCK_M=64"), "{e}");
-    assert_eq!(pre.grid(1, 2, 65, 132), (2, 2, 1));
+    assert_eq!(pre.grid(&GridGeometry::square(1, 2, 65), 132), (2, 2, 1));
 }
 
 #[test]

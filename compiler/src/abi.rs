@@ -170,6 +170,8 @@ pub fn geometry() -> Vec<Param> {
         scalar_i32("ALIGN", "causal alignment when a sequence's lengths differ: 1 bottom-right (query i sees key j iff j <= i + N_kv - N_q), 0 top-left (j <= i)"),
         offsets("CU_SEQLENS_Q", "packed sequences (varlen kernels): B + 1 offsets of each sequence's first query row; other kernels ignore it (0)"),
         offsets("CU_SEQLENS_K", "packed sequences (varlen kernels): B + 1 offsets of each sequence's first key row; other kernels ignore it (0)"),
+        scalar_i32("TOTAL_Q", "packed sequences (varlen kernels): the rows of the packed Q and O (the row statistics are [H, TOTAL_Q]; every offset is clamped to it); other kernels ignore it"),
+        scalar_i32("TOTAL_K", "packed sequences (varlen kernels): the rows of the packed K and V (every offset is clamped to it); other kernels ignore it"),
     ]
 }
 

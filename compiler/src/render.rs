@@ -132,6 +132,15 @@ struct Common {
     /// The resident tile's fragments (the forward's Q, dK/dV's K and V, dQ's Q and dO) live in registers
     /// across the loop (else re-read from shared memory per block); mma.sync kinds only.
     RESIDENT_IN_REGISTERS: bool,
+    /// `Features::varlen`: packed sequences, each program's offsets and lengths read from cu_seqlens
+    /// (lib/seqinfo.ll.tera `sequence`).
+    VARLEN: bool,
+    /// `Features::empty_rows`: rows may see no key (the softmax's guard of a row maximum of -inf, O = 0 and
+    /// M = -inf for such rows; the backward takes their M as +inf).
+    EMPTY_ROWS: bool,
+    /// A whole tile may see no key (packed sequences, or EMPTY_ROWS): the forward then writes O = 0 and
+    /// M = -inf for its rows without visiting a block.
+    EMPTY_TILES: bool,
 }
 
 #[derive(Serialize)]
@@ -310,6 +319,9 @@ impl KernelConstants {
             SLOT_BYTES: spec.slot_bytes(),
             RCP_LN2: rcp_ln2_literal(),
             RESIDENT_IN_REGISTERS: spec.q_in_registers(),
+            VARLEN: spec.features().varlen,
+            EMPTY_ROWS: spec.features().empty_rows,
+            EMPTY_TILES: spec.features().varlen || spec.features().empty_rows,
         };
         let forward = (kind.role() == KernelKind::Fwd).then(|| Forward {
             BLOCK_N_N8_TILES: bn / 8,
@@ -405,6 +417,10 @@ struct SequenceNames {
     /// Packed sequences' offsets (i32 pointers; read by varlen kernels only).
     cu_seqlens_q: &'static str,
     cu_seqlens_k: &'static str,
+    /// The packed tensors' rows (varlen kernels: every offset is clamped to them; the row statistics are
+    /// [H, total_q]).
+    total_q: &'static str,
+    total_k: &'static str,
 }
 
 impl SequenceNames {
@@ -418,6 +434,8 @@ impl SequenceNames {
             align: "%ALIGN",
             cu_seqlens_q: "%CU_SEQLENS_Q",
             cu_seqlens_k: "%CU_SEQLENS_K",
+            total_q: "%TOTAL_Q",
+            total_k: "%TOTAL_K",
         }
     }
 }
@@ -522,7 +540,7 @@ mod tests {
         let geometry: Vec<String> = crate::abi::geometry().iter().map(|p| format!("%{}", p.name)).collect();
         let spec = KernelSpec::backward_preprocess(crate::spec::Arch::Sm80, DType::Bf16, 64);
         let names = SequenceNames::of(&spec);
-        for name in [names.batch, names.heads, names.kv_heads, names.q_len, names.kv_len, names.align, names.cu_seqlens_q, names.cu_seqlens_k] {
+        for name in [names.batch, names.heads, names.kv_heads, names.q_len, names.kv_len, names.align, names.cu_seqlens_q, names.cu_seqlens_k, names.total_q, names.total_k] {
             assert!(geometry.iter().any(|g| g == name), "seq name {name} is not a parameter of abi::geometry");
         }
         for kind in KernelKind::ALL {

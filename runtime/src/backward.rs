@@ -16,11 +16,12 @@ pub struct BackwardKernels<'a> {
     pub dq: Option<&'a LoadedKernel>,
 }
 
-/// bwd_fused's scratch: per chain, the f32 partial sums of dQ ([chains][Z·H][cdiv(N, 64)][D / 64] pieces
-/// of 64×64 in the kernel's fragment order; bwd_fused's first addition to a piece stores it, so only
-/// bwd_fused_atomic's is zeroed by the launch) and one lock per query block of 64 rows, 64 columns of dQ and chain
-/// ([Z·H][cdiv(N, 64)][D / 64][chains]), zeroed by the launch of the ordered kinds (the atomic kind uses none). `chains` (≥ 1) independent orders of
-/// addition shorten the wait of bwd_fused's programs (docs/ABI.md); bwd_fused_atomic has one.
+/// bwd_fused's scratch: per chain, the f32 partial sums of dQ (per block of 64 query rows of a head,
+/// `FusedScratch::blocks` of them: [chains][blocks][D / 64] pieces of 64×64 in the kernel's fragment order;
+/// bwd_fused's first addition to a piece stores it, so only bwd_fused_atomic's is zeroed by the launch) and
+/// one lock per block, 64 columns of dQ and chain ([blocks][D / 64][chains]), zeroed by the launch of the
+/// ordered kinds (the atomic kind uses none). `chains` (≥ 1) independent orders of addition shorten the
+/// wait of bwd_fused's programs (docs/ABI.md); bwd_fused_atomic has one.
 pub struct FusedScratch<'a> {
     pub dq_partial: BufferViewMut<'a, f32>,
     pub locks: BufferViewMut<'a, u32>,
@@ -28,18 +29,34 @@ pub struct FusedScratch<'a> {
 }
 
 impl FusedScratch<'_> {
+    /// The blocks of 64 query rows whose dQ a geometry's pieces hold: Z·H·cdiv(N_q, 64) for fixed lengths
+    /// (block i of head row z·H + h at (z·H + h)·cdiv(N_q, 64) + i); packed sequences H·(total_q / 64 + B)
+    /// (block i of head h of sequence b at h·(total_q / 64 + B) + cu_seqlens_q[b] / 64 + b + i: each
+    /// sequence's cdiv(len, 64) blocks lie after its predecessors').
+    pub fn blocks(g: &KernelGeometry) -> usize {
+        if g.is_packed() {
+            g.heads * (g.total_q / 64 + g.batch)
+        } else {
+            g.batch * g.heads * g.seqlen_q.div_ceil(64)
+        }
+    }
+
     /// The lengths a problem needs: (f32 partial sums, locks).
-    pub fn lengths(spec: &flashgen::KernelSpec, z: usize, h: usize, n: usize, chains: u32) -> (usize, usize) {
-        let blocks = n.div_ceil(64);
+    pub fn lengths(spec: &flashgen::KernelSpec, g: &KernelGeometry, chains: u32) -> (usize, usize) {
+        let blocks = FusedScratch::blocks(g);
         let d = spec.head_dim() as usize;
         let chains = chains.max(1) as usize;
-        (chains * z * h * blocks * 64 * d, z * h * blocks * (d / 64) * chains)
+        (chains * blocks * 64 * d, blocks * (d / 64) * chains)
     }
 }
 
-/// Operands of one backward pass: inputs Q, K, V, O, dO and the forward's base-2 M (f32 [Z·H·N]);
-/// scratch Δ (f32 [Z·H·N]); outputs dQ, dK, dV (any valid layouts).
+/// Operands of one backward pass, against its `geometry`: inputs Q, K, V, O, dO and the forward's base-2 M
+/// (f32, `KernelGeometry::stat_rows`); scratch Δ (as M); outputs dQ, dK, dV (any valid layouts). Q, O, dO
+/// and dQ have the query side's shape, K, V, dK and dV the key side's (`KernelGeometry::query_shape`,
+/// `key_shape`).
 pub struct BackwardArgs<'a> {
+    /// Batch, query and K/V heads, lengths, causal alignment, packed sequences' offsets (`KernelGeometry`).
+    pub geometry: KernelGeometry,
     pub q: TensorView<'a>,
     pub k: TensorView<'a>,
     pub v: TensorView<'a>,
@@ -84,8 +101,8 @@ impl BackwardKernels<'_> {
         }
     }
 
-    /// The kinds, then every operand against every kernel (`check_problem`). Returns (Z, H, N).
-    fn check(&self, a: &BackwardArgs<'_>) -> Result<(usize, usize, usize), RuntimeError> {
+    /// The kinds, then every operand against every kernel (`check_problem`). Returns the geometry.
+    fn check(&self, a: &BackwardArgs<'_>) -> Result<KernelGeometry, RuntimeError> {
         expect_kind(self.preprocess, KernelKind::BwdPre)?;
         expect_kind(self.dkdv, KernelKind::BwdDkdv)?;
         let fused = self.dkdv.spec.kind().fuses_dq();
@@ -99,58 +116,51 @@ impl BackwardKernels<'_> {
             let want = if fused { "needs FusedScratch (dQ's partial sums and locks)" } else { "takes no FusedScratch" };
             return Err(RuntimeError::Argument(format!("{} {want}", self.dkdv.spec.name())));
         }
-        let tensors = [
-            ("Q", a.q.layout),
-            ("K", a.k.layout),
-            ("V", a.v.layout),
-            ("O", a.o.layout),
-            ("dO", a.d_o.layout),
-            ("dQ", a.dq.layout),
-            ("dK", a.dk.layout),
-            ("dV", a.dv.layout),
-        ];
+        let g = a.geometry;
+        let queries = [("Q", a.q.layout), ("O", a.o.layout), ("dO", a.d_o.layout), ("dQ", a.dq.layout)];
+        let keys = [("K", a.k.layout), ("V", a.v.layout), ("dK", a.dk.layout), ("dV", a.dv.layout)];
         let rows = [("M", a.m.len()), ("Δ", a.delta.len())];
-        let mut problem = (0, 0, 0);
         for k in [Some(self.preprocess), Some(self.dkdv), self.dq].into_iter().flatten() {
-            problem = check_problem(&k.spec, &tensors, &rows, Some(a.sm_scale))?;
+            check_problem(&k.spec, &g, &queries, &keys, &rows, Some(a.sm_scale))?;
         }
         if let Some(f) = &a.fused {
-            let (z, h, n) = problem;
             if f.chains == 0 || (f.chains > 1 && self.dkdv.spec.kind().dq_atomics()) {
                 return Err(RuntimeError::Argument(format!("{}: {} chains; use 1 and more only for the ordered bwd_fused", self.dkdv.spec.name(), f.chains)));
             }
-            let (partial, locks) = FusedScratch::lengths(&self.dkdv.spec, z, h, n, f.chains);
-            if z * h * n.div_ceil(64) * 64 > i32::MAX as usize {
-                return Err(crate::LayoutError { tensor: "dQ", rule: format!("Z·H·cdiv(N, 64)·64 = {} overflows bwd_fused's 32-bit row indices: use the three-kernel backward", z * h * n.div_ceil(64) * 64) }.into());
+            let (partial, locks) = FusedScratch::lengths(&self.dkdv.spec, &g, f.chains);
+            // the kernel's piece and lock indices, and its buffer's rows, are 32-bit
+            let blocks = FusedScratch::blocks(&g);
+            if blocks * 64 > i32::MAX as usize || locks > i32::MAX as usize {
+                return Err(crate::LayoutError { tensor: "dQ", rule: format!("{blocks} blocks of 64 rows overflow bwd_fused's 32-bit row indices: use the three-kernel backward") }.into());
             }
             if f.dq_partial.len() < partial || f.locks.len() < locks {
                 return Err(crate::LayoutError {
                     tensor: "FusedScratch",
-                    rule: format!("holds {} f32 and {} locks; Z={z} H={h} N={n} needs {partial} and {locks} (FusedScratch::lengths)", f.dq_partial.len(), f.locks.len()),
+                    rule: format!("holds {} f32 and {} locks; the geometry {g:?} needs {partial} and {locks} (FusedScratch::lengths)", f.dq_partial.len(), f.locks.len()),
                 }
                 .into());
             }
         }
-        Ok(problem)
+        Ok(g)
     }
 
     /// Δ = rowsum(dO ⊙ O).
-    fn launch_preprocess(&self, stream: sys::CUstream, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
+    fn launch_preprocess(&self, stream: sys::CUstream, a: &mut BackwardArgs<'_>, g: KernelGeometry) -> Result<(), RuntimeError> {
         let k = self.preprocess;
         let mut args = KernelArgs::new();
-        args.tensor("O", &a.o).tensor("DO", &a.d_o).f32s_mut("Delta", &mut a.delta).geometry(&KernelGeometry::square(z, h, n));
+        args.tensor("O", &a.o).tensor("DO", &a.d_o).f32s_mut("Delta", &mut a.delta).geometry(&g);
         // # Safety
         // 1. The arguments are the preprocess's parameter list (flashgen::abi, its `define` line's source;
         //    docs/ABI.md) in its order, each of its parameter's type (`launch_args` checks): O, dO, Delta,
-        //    8 i64 strides, Z, H, N_CTX.
+        //    8 i64 strides, the geometry group.
         // 2. Every element read or written lies inside its buffer: `check` ran first (layouts against their
         //    buffers, Δ holds Z·H·N floats).
         // 3. The stream belongs to the context the kernels were loaded in, bound to this thread (`launch`).
-        unsafe { args.launch(stream, &k.function, &k.spec.name(), abi::kernel_parameters(k.spec.kind()), launch_config(k, z, h, n)) }
+        unsafe { args.launch(stream, &k.function, &k.spec.name(), abi::kernel_parameters(k.spec.kind()), launch_config(k, &g)) }
     }
 
     /// dK, dV (and with bwd_fused dQ: the locks are zeroed first, on the same stream).
-    fn launch_dkdv(&self, stream: sys::CUstream, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
+    fn launch_dkdv(&self, stream: sys::CUstream, a: &mut BackwardArgs<'_>, g: KernelGeometry) -> Result<(), RuntimeError> {
         let fused = a.fused.is_some();
         if let Some(f) = a.fused.as_mut() {
             // with atomics every partial sum is added (a bulk reduction), so the buffer starts from zero, and
@@ -174,7 +184,7 @@ impl BackwardKernels<'_> {
         let delta = a.delta.as_view();
         args.tensor("Q", &a.q).tensor("K", &a.k).tensor("V", &a.v).f32("sm_scale", a.sm_scale);
         args.tensor("DO", &a.d_o).tensor_mut("DK", &mut a.dk).tensor_mut("DV", &mut a.dv);
-        args.f32s("M", &a.m).f32s("Delta", &delta).geometry(&KernelGeometry::square(z, h, n));
+        args.f32s("M", &a.m).f32s("Delta", &delta).geometry(&g);
         if let (Some(f), Some([map_q, map_do])) = (a.fused.as_mut(), maps) {
             args.tensor_mut("DQ", &mut a.dq).f32s_mut("DQ_PARTIAL", &mut f.dq_partial).u32s_mut("LOCKS", &mut f.locks).i32("CHAINS", chains);
             args.map("tmap_q", map_q).map("tmap_do", map_do);
@@ -182,23 +192,24 @@ impl BackwardKernels<'_> {
         // # Safety
         // 1. The arguments are the dK/dV kernel's parameter list (flashgen::abi, its `define` line's source;
         //    docs/ABI.md) in its order, each of its parameter's type (`launch_args` checks): Q, K, V,
-        //    sm_scale, dO, dK, dV, M, Delta, 24 i64 strides, Z, H, N_CTX; bwd_fused's: dQ, the f32 partial
+        //    sm_scale, dO, dK, dV, M, Delta, 24 i64 strides, the geometry group; bwd_fused's: dQ, the f32 partial
         //    sums, the locks and the chains (i32) after Delta, dQ's 4 strides after dV's, and the TMA
-        //    descriptors of Q and dO (built here over those same buffers and layouts) after N_CTX.
+        //    descriptors of Q and dO (built here over those same buffers and layouts) after it.
         // 2. As for the preprocess; block size and dynamic shared memory are the spec's own, raised at load;
         //    the scratch buffers hold `FusedScratch::lengths` (checked), the locks are zero.
-        unsafe { args.launch(stream, &k.function, &k.spec.name(), abi::kernel_parameters(k.spec.kind()), launch_config(k, z, h, n)) }?;
+        unsafe { args.launch(stream, &k.function, &k.spec.name(), abi::kernel_parameters(k.spec.kind()), launch_config(k, &g)) }?;
         drop(args);
         if let (Some(sum), Some(f)) = (&k.dq_sum, a.fused.as_mut()) {
             let partial = f.dq_partial.as_view();
             let mut args = KernelArgs::new();
-            args.f32s("DQ_PARTIAL", &partial).tensor_mut("DQ", &mut a.dq).f32("sm_scale", a.sm_scale).i32("CHAINS", chains).geometry(&KernelGeometry::square(z, h, n));
+            args.f32s("DQ_PARTIAL", &partial).tensor_mut("DQ", &mut a.dq).f32("sm_scale", a.sm_scale).i32("CHAINS", chains).geometry(&g);
             let entry = k.spec.dq_sum_entry().unwrap_or_default();
-            let grid = (n.div_ceil(64) as u32, (z * h) as u32, 1);
+            // one CTA per block of 64 query rows (packed: of the longest sequence) and query head
+            let grid = (g.seqlen_q.div_ceil(64) as u32, (g.batch * g.heads) as u32, 1);
             // # Safety
             // 1. The arguments are the dQ sum pass's parameter list (flashgen::abi, its `define` line's
             //    source; docs/ABI.md) in its order, each of its parameter's type: the f32 partial sums, dQ,
-            //    sm_scale, the chains (i32), dQ's 4 i64 strides, Z, H, N_CTX.
+            //    sm_scale, the chains (i32), dQ's 4 i64 strides, the geometry group.
             // 2. It reads the partial sums the kernel before it on this stream wrote (every piece of every
             //    chain that holds a program up to the block's last), within `FusedScratch::lengths`, and
             //    writes dQ's rows below N, inside dQ's checked layout; DQ_SUM_THREADS threads (its maxntidx), no
@@ -211,16 +222,16 @@ impl BackwardKernels<'_> {
     }
 
     /// dQ.
-    fn launch_dq(&self, dq: &LoadedKernel, stream: sys::CUstream, a: &mut BackwardArgs<'_>, (z, h, n): (usize, usize, usize)) -> Result<(), RuntimeError> {
+    fn launch_dq(&self, dq: &LoadedKernel, stream: sys::CUstream, a: &mut BackwardArgs<'_>, g: KernelGeometry) -> Result<(), RuntimeError> {
         let delta = a.delta.as_view();
         let mut args = KernelArgs::new();
         args.tensor("Q", &a.q).tensor("K", &a.k).tensor("V", &a.v).f32("sm_scale", a.sm_scale);
-        args.tensor("DO", &a.d_o).tensor_mut("DQ", &mut a.dq).f32s("M", &a.m).f32s("Delta", &delta).geometry(&KernelGeometry::square(z, h, n));
+        args.tensor("DO", &a.d_o).tensor_mut("DQ", &mut a.dq).f32s("M", &a.m).f32s("Delta", &delta).geometry(&g);
         // # Safety
         // 1. The arguments are the dQ kernel's parameter list (flashgen::abi, its `define` line's source;
         //    docs/ABI.md) in its order, each of its parameter's type (`launch_args` checks): Q, K, V,
-        //    sm_scale, dO, dQ, M, Delta, 20 i64 strides, Z, H, N_CTX.
+        //    sm_scale, dO, dQ, M, Delta, 20 i64 strides, the geometry group.
         // 2. As for the preprocess.
-        unsafe { args.launch(stream, &dq.function, &dq.spec.name(), abi::kernel_parameters(dq.spec.kind()), launch_config(dq, z, h, n)) }
+        unsafe { args.launch(stream, &dq.function, &dq.spec.name(), abi::kernel_parameters(dq.spec.kind()), launch_config(dq, &g)) }
     }
 }

@@ -176,7 +176,9 @@ impl Flash {
             true => Some(grow(&self.gpu, stream, &mut scratch.tile_counter, 2)?),
             false => None,
         };
-        kernel.launch(&self.gpu, stream.raw(), ForwardArgs { q, k, v, o, m, sm_scale, maps, tile_counter })?;
+        let [z, h, n, _] = q.layout.shape;
+        let geometry = crate::kernel::KernelGeometry::square(z, h, n);
+        kernel.launch(&self.gpu, stream.raw(), ForwardArgs { geometry, q, k, v, o, m, sm_scale, maps, tile_counter })?;
         if let Some(factor) = lse_factor {
             // the kernel wrote M into the caller's buffer: scale its rows in place
             self.scale(addr, addr, factor, stat_rows, stream)?;
@@ -251,14 +253,15 @@ impl Flash {
         let delta = grow(&self.gpu, stream, &mut scratch.delta, rows)?;
         let chains = flashgen::plan::dq_chains(specs.dkdv.kind(), self.dq_chains());
         let fused = if specs.dkdv.kind().fuses_dq() {
-            let (partial, locks) = FusedScratch::lengths(&specs.dkdv, z, h, n, chains);
+            let (partial, locks) = FusedScratch::lengths(&specs.dkdv, &crate::kernel::KernelGeometry::square(z, h, n), chains);
             let dq_partial = grow(&self.gpu, stream, &mut scratch.dq_partial, partial)?;
             let locks = grow(&self.gpu, stream, &mut scratch.locks, locks)?;
             Some(FusedScratch { dq_partial, locks, chains })
         } else {
             None
         };
-        kernels.launch(&self.gpu, stream.raw(), BackwardArgs { q, k, v, o, d_o, m, delta, dq, dk, dv, sm_scale, fused })
+        let geometry = crate::kernel::KernelGeometry::square(z, h, n);
+        kernels.launch(&self.gpu, stream.raw(), BackwardArgs { geometry, q, k, v, o, d_o, m, delta, dq, dk, dv, sm_scale, fused })
     }
 
     /// dst[i] = src[i] · factor for the first `n` floats (M <-> LSE), on `stream`.

@@ -7,8 +7,12 @@ use crate::{Gpu, RuntimeError};
 use cudarc::driver::sys;
 use flashgen::abi;
 
-/// Operands of one launch: Q, K, V and O as views with their layouts, M as f32 [Z·H·N].
+/// Operands of one launch, against its `geometry`: Q and O [Z, H, N_q, D] (packed: [1, H, total_q, D]), K
+/// and V [Z, H_kv, N_kv, D] (packed: [1, H_kv, total_k, D]) as views with their layouts, M f32 [Z·H·N_q]
+/// (packed: [H·total_q]).
 pub struct ForwardArgs<'a> {
+    /// Batch, query and K/V heads, lengths, causal alignment, packed sequences' offsets (`KernelGeometry`).
+    pub geometry: KernelGeometry,
     pub q: TensorView<'a>,
     pub k: TensorView<'a>,
     pub v: TensorView<'a>,
@@ -26,9 +30,10 @@ impl LoadedKernel {
     /// Check every operand, then launch the forward kernel on `stream` (of `gpu`'s context).
     pub fn launch(&self, gpu: &Gpu, stream: sys::CUstream, mut a: ForwardArgs<'_>) -> Result<(), RuntimeError> {
         expect_kind(self, flashgen::KernelKind::Fwd)?;
-        let tensors = [("Q", a.q.layout), ("K", a.k.layout), ("V", a.v.layout), ("O", a.o.layout)];
-        let (z, h, n) = check_problem(&self.spec, &tensors, &[("M", a.m.len())], Some(a.sm_scale))?;
-        let cfg = launch_config(self, z, h, n);
+        let g = a.geometry;
+        let (queries, keys) = ([("Q", a.q.layout), ("O", a.o.layout)], [("K", a.k.layout), ("V", a.v.layout)]);
+        check_problem(&self.spec, &g, &queries, &keys, &[("M", a.m.len())], Some(a.sm_scale))?;
+        let cfg = launch_config(self, &g);
         let kind = self.spec.kind();
         // (the builder refuses maps or a counter the kind does not take, and a missing one)
         if a.tile_counter.as_ref().is_some_and(|c| c.len() < 2) {
@@ -37,7 +42,7 @@ impl LoadedKernel {
         let (q, k, v): (TensorView<'_>, TensorView<'_>, TensorView<'_>) = (a.q, a.k, a.v);
         let mut args = KernelArgs::new();
         args.tensor("Q", &q).tensor("K", &k).tensor("V", &v).f32("sm_scale", a.sm_scale);
-        args.f32s_mut("M", &mut a.m).tensor_mut("Out", &mut a.o).geometry(&KernelGeometry::square(z, h, n));
+        args.f32s_mut("M", &mut a.m).tensor_mut("Out", &mut a.o).geometry(&g);
         if let Some(ForwardMaps([map_q, map_k, map_v])) = a.maps {
             args.map("tmap_q", map_q).map("tmap_k", map_k).map("tmap_v", map_v);
         }
@@ -48,12 +53,14 @@ impl LoadedKernel {
         // # Safety
         // 1. The arguments are the kernel's parameter list (flashgen::abi, from which its `define` line was
         //    rendered; docs/ABI.md), in its order and each of its parameter's type and alignment (`launch`
-        //    checks): Q, K, V, sm_scale, M, Out, their 16 i64 strides, Z, H, N_CTX, and for fwd_ws the TMA
-        //    descriptors of Q, K, V built over those same views; for fwd_ws_persistent then its tile counter,
-        //    two u32 words (the kernel reads and writes only those, and leaves them zero).
+        //    checks): Q, K, V, sm_scale, M, Out, their 16 i64 strides, the geometry group (Z, H, H_KV, N_Q,
+        //    N_KV, ALIGN, the packed offsets, TOTAL_Q, TOTAL_K), and for fwd_ws the TMA descriptors of Q, K, V
+        //    built over those same views; for fwd_ws_persistent then its tile counter, two u32 words (the
+        //    kernel reads and writes only those, and leaves them zero).
         // 2. Every element the kernel reads or writes lies inside memory the views hold: each view's layout
-        //    was checked against its memory when it was made, the shapes agree (check_problem), and M holds
-        //    Z·H·N floats.
+        //    was checked against its memory when it was made, the shapes are the geometry's and M holds its
+        //    row statistics (check_problem); packed sequences' offsets, which only the GPU may hold, are
+        //    clamped by the kernel to TOTAL_Q / TOTAL_K, the tensors' rows, and to the longest lengths.
         // 3. Block size and dynamic shared memory are the spec's own, raised on the function at load; the
         //    stream belongs to `gpu`'s context, bound to this thread above.
         unsafe { args.launch(stream, &self.function, &self.spec.name(), abi::kernel_parameters(kind), cfg) }

@@ -35,59 +35,15 @@ impl LoadedKernel {
     }
 }
 
-/// The checks every launch makes, at one place: each [Z, H, N, D] operand's layout (its view was checked
-/// against its memory when it was made) and its shape against the first one's; the kernel's head dim; the
-/// f32 row vectors (M, Δ) hold Z·H·N floats; sm_scale; 32-bit row indices and the grid's row limit.
-/// Returns (Z, H, N).
-pub fn check_problem(
-    spec: &KernelSpec,
-    tensors: &[(&'static str, Layout)],
-    rows: &[(&'static str, usize)],
-    sm_scale: Option<f32>,
-) -> Result<(usize, usize, usize), RuntimeError> {
-    let (first, shape) = (tensors[0].0, tensors[0].1.shape);
-    let [z, h, n, d] = shape;
-    for &(name, layout) in tensors {
-        layout.check(name, layout.extent())?;
-        if layout.shape != shape {
-            return Err(LayoutError { tensor: name, rule: format!("shape {:?} differs from {first}'s {:?}", layout.shape, shape) }.into());
-        }
-    }
-    if d as u32 != spec.head_dim() {
-        return Err(LayoutError { tensor: first, rule: format!("head dim {d} differs from the kernel's HEAD_DIM={}", spec.head_dim()) }.into());
-    }
-    for &(name, len) in rows {
-        if len < z * h * n {
-            return Err(LayoutError { tensor: name, rule: format!("holds {len} floats, needs Z·H·N = {}", z * h * n) }.into());
-        }
-    }
-    if let Some(s) = sm_scale {
-        if !(s.is_finite() && s > 0.0) {
-            return Err(LayoutError { tensor: "sm_scale", rule: format!("{s} must be finite and positive") }.into());
-        }
-    }
-    let fits_i32 = |x: usize| x <= i32::MAX as usize;
-    if !(fits_i32(z * h * n) && fits_i32(n + spec.block_m().max(spec.block_n()) as usize) && fits_i32(z * h)) {
-        return Err(LayoutError { tensor: first, rule: format!("Z·H·N = {} overflows the kernel's 32-bit row indices", z * h * n) }.into());
-    }
-    if z * h > 65_535 {
-        return Err(LayoutError { tensor: first, rule: format!("Z·H = {} exceeds the 65535 grid rows of one launch", z * h) }.into());
-    }
-    Ok((z, h, n))
-}
-
-/// The launch configuration of a spec on a problem: its grid, 32·num_warps threads, its shared memory.
-pub fn launch_config(k: &LoadedKernel, z: usize, h: usize, n: usize) -> LaunchConfig {
-    let (gx, gy, _) = k.spec.grid(z as u32, h as u32, n as u32, k.programs);
-    LaunchConfig { grid_dim: (gx, gy, 1), block_dim: (k.spec.threads(), 1, 1), shared_mem_bytes: k.shared_bytes }
-}
-
-/// A layout's four strides as the kernels take them (i64 elements).
-pub fn strides(l: &Layout) -> [i64; 4] {
-    l.strides.map(|s| s as i64)
-}
-
-/// The geometry group of a launch (`flashgen::abi::geometry`), with 32-bit counts checked by the callers.
+/// The geometry group of a launch (`flashgen::abi::geometry`): what the kernels need to place every
+/// program's rows. Fixed lengths: `batch` sequences of `seqlen_q` queries and `seqlen_k` keys, tensors
+/// [batch, heads, seqlen_q, D] (Q, O, dO, dQ) and [batch, kv_heads, seqlen_k, D] (K, V, dK, dV), row
+/// statistics [batch, heads, seqlen_q]. Packed variable-length sequences (`cu_seqlens_q` ≠ 0): `batch`
+/// sequences in one [1, heads, total_q, D] and one [1, kv_heads, total_k, D] tensor, sequence b owning
+/// query rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] and key rows cu_seqlens_k[b] .. (device i32 arrays
+/// of batch + 1 offsets), `seqlen_q` / `seqlen_k` the longest lengths (the grid's), the row statistics
+/// [heads, total_q]. Query head h reads K/V head h / (heads / kv_heads). `bottom_right`: a causal
+/// diagonal aligned bottom-right (query i sees key j iff j <= i + N_kv - N_q), else top-left (j <= i).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelGeometry {
     pub batch: usize,
@@ -99,13 +55,155 @@ pub struct KernelGeometry {
     /// Device addresses of the packed sequences' offsets (i32, B + 1 each); 0 for fixed lengths.
     pub cu_seqlens_q: u64,
     pub cu_seqlens_k: u64,
+    /// Rows of the packed Q/O and K/V tensors (for fixed lengths batch·seqlen_q and batch·seqlen_k).
+    pub total_q: usize,
+    pub total_k: usize,
 }
 
 impl KernelGeometry {
     /// Z·H heads of N rows, queries and keys alike (what the equal-length MHA calls pass).
     pub fn square(z: usize, h: usize, n: usize) -> KernelGeometry {
-        KernelGeometry { batch: z, heads: h, kv_heads: h, seqlen_q: n, seqlen_k: n, bottom_right: true, cu_seqlens_q: 0, cu_seqlens_k: 0 }
+        KernelGeometry::fixed(z, h, h, n, n, true)
     }
+
+    /// Fixed lengths: `batch` sequences of `seqlen_q` queries and `seqlen_k` keys; `heads` query heads
+    /// reading `kv_heads` K/V heads.
+    pub fn fixed(batch: usize, heads: usize, kv_heads: usize, seqlen_q: usize, seqlen_k: usize, bottom_right: bool) -> KernelGeometry {
+        let (total_q, total_k) = (batch * seqlen_q, batch * seqlen_k);
+        KernelGeometry { batch, heads, kv_heads, seqlen_q, seqlen_k, bottom_right, cu_seqlens_q: 0, cu_seqlens_k: 0, total_q, total_k }
+    }
+
+    /// Packed sequences: `batch` of them, their offsets at the device addresses `cu_seqlens_q`,
+    /// `cu_seqlens_k` (i32 [batch + 1]), the longest lengths `max_seqlen_q`, `max_seqlen_k`, and the packed
+    /// tensors' rows `total_q`, `total_k`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn packed(batch: usize, heads: usize, kv_heads: usize, max_seqlen_q: usize, max_seqlen_k: usize, total_q: usize, total_k: usize, bottom_right: bool, cu_seqlens_q: u64, cu_seqlens_k: u64) -> KernelGeometry {
+        KernelGeometry { batch, heads, kv_heads, seqlen_q: max_seqlen_q, seqlen_k: max_seqlen_k, bottom_right, cu_seqlens_q, cu_seqlens_k, total_q, total_k }
+    }
+
+    /// Packed variable-length sequences (offsets given).
+    pub fn is_packed(&self) -> bool {
+        self.cu_seqlens_q != 0 || self.cu_seqlens_k != 0
+    }
+
+    /// The rows of the row statistics (M, Δ): batch·heads·seqlen_q, or heads·total_q when packed.
+    pub fn stat_rows(&self) -> usize {
+        if self.is_packed() {
+            self.heads * self.total_q
+        } else {
+            self.batch * self.heads * self.seqlen_q
+        }
+    }
+
+    /// The shape of Q, O, dO and dQ: [batch, heads, seqlen_q, D], or [1, heads, total_q, D] when packed.
+    pub fn query_shape(&self, d: usize) -> [usize; 4] {
+        if self.is_packed() {
+            [1, self.heads, self.total_q, d]
+        } else {
+            [self.batch, self.heads, self.seqlen_q, d]
+        }
+    }
+
+    /// The shape of K, V, dK and dV: [batch, kv_heads, seqlen_k, D], or [1, kv_heads, total_k, D] when packed.
+    pub fn key_shape(&self, d: usize) -> [usize; 4] {
+        if self.is_packed() {
+            [1, self.kv_heads, self.total_k, d]
+        } else {
+            [self.batch, self.kv_heads, self.seqlen_k, d]
+        }
+    }
+
+    /// What the launch grid depends on (`KernelSpec::grid`); counts checked by `check_problem`.
+    pub fn grid(&self) -> flashgen::spec::GridGeometry {
+        let c = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+        flashgen::spec::GridGeometry { batch: c(self.batch), heads: c(self.heads), kv_heads: c(self.kv_heads), seqlen_q: c(self.seqlen_q), seqlen_k: c(self.seqlen_k) }
+    }
+}
+
+/// The checks every launch makes, at one place, against the launch's geometry `g`: the heads (H a multiple
+/// of H_KV), the kernel's features (packed kernels for packed sequences; rows that may see no key need
+/// `empty_rows`), each query-side operand (`queries`: Q, O, dO, dQ) and key-side operand (`keys`: K, V, dK,
+/// dV) against its shape (`KernelGeometry::query_shape`, `key_shape`) and its layout (its view was
+/// checked against its memory when it was made), the kernel's head dim, the f32 row vectors (M, Δ)
+/// against `stat_rows`, sm_scale, 32-bit row indices and the grid's limits.
+pub fn check_problem(
+    spec: &KernelSpec,
+    g: &KernelGeometry,
+    queries: &[(&'static str, Layout)],
+    keys: &[(&'static str, Layout)],
+    rows: &[(&'static str, usize)],
+    sm_scale: Option<f32>,
+) -> Result<(), RuntimeError> {
+    let arg = |msg: String| Err(RuntimeError::Argument(format!("{}: {msg}", spec.name())));
+    if g.heads == 0 || g.kv_heads == 0 || g.heads % g.kv_heads != 0 {
+        return arg(format!("{} query heads and {} K/V heads: the query heads must be a positive multiple of the K/V heads (query head h reads K/V head h / (H / H_KV))", g.heads, g.kv_heads));
+    }
+    let packed = g.is_packed();
+    if packed != spec.features().varlen {
+        let (has, wants) = if packed { ("packed sequences", "a kernel with Features::varlen") } else { ("fixed lengths", "a kernel without Features::varlen") };
+        return arg(format!("the launch has {has}: it needs {wants} (flashgen::plan sets the features from the problem)"));
+    }
+    if packed && (g.cu_seqlens_q == 0 || g.cu_seqlens_k == 0) {
+        return arg("packed sequences need both cu_seqlens_q and cu_seqlens_k".into());
+    }
+    // rows that see no key: causal bottom-right with more queries than keys, or any packed causal
+    // sequence; only kernels with the guard (Features::empty_rows) may run them
+    let starved = spec.causal() && (packed || (g.bottom_right && g.seqlen_q > g.seqlen_k));
+    if starved && !spec.features().empty_rows {
+        return arg(format!("rows may see no key (causal, {} queries and {} keys aligned {}): it needs a kernel with Features::empty_rows", g.seqlen_q, g.seqlen_k, if packed { "per sequence" } else { "bottom-right" }));
+    }
+    if !packed && g.seqlen_k == 0 && g.seqlen_q > 0 {
+        return arg("no keys (N_kv = 0) for fixed-length queries: there is nothing to attend to".into());
+    }
+    let d = spec.head_dim() as usize;
+    for (list, want) in [(queries, g.query_shape(d)), (keys, g.key_shape(d))] {
+        for &(name, layout) in list {
+            layout.check(name, layout.extent())?;
+            if layout.shape != want {
+                let what = if layout.shape[3] != d { format!(" (the kernel's HEAD_DIM={d})") } else { String::new() };
+                return Err(LayoutError { tensor: name, rule: format!("shape {:?} differs from the geometry's {want:?}{what}", layout.shape) }.into());
+            }
+        }
+    }
+    let stat_rows = g.stat_rows();
+    for &(name, len) in rows {
+        if len < stat_rows {
+            let rule = if packed { format!("holds {len} floats, needs H·total_q = {stat_rows}") } else { format!("holds {len} floats, needs Z·H·N = {stat_rows}") };
+            return Err(LayoutError { tensor: name, rule }.into());
+        }
+    }
+    if let Some(s) = sm_scale {
+        if !(s.is_finite() && s > 0.0) {
+            return Err(LayoutError { tensor: "sm_scale", rule: format!("{s} must be finite and positive") }.into());
+        }
+    }
+    // row indices and counts are 32-bit in the kernels
+    let fits_i32 = |x: usize| x <= i32::MAX as usize;
+    let tile = spec.block_m().max(spec.block_n()) as usize;
+    let counts = [stat_rows, g.seqlen_q + tile, g.seqlen_k + tile, g.total_q + tile, g.total_k + tile, g.batch * g.heads, g.batch + 1];
+    if !counts.iter().all(|&x| fits_i32(x)) {
+        return arg(format!("the geometry {g:?} overflows the kernels' 32-bit row indices"));
+    }
+    let (_, grid_y, _) = spec.grid(&g.grid(), 1);
+    if grid_y > 65_535 {
+        return arg(format!("{grid_y} heads (Z·H, or Z·H_KV for dK/dV) exceed the 65535 grid rows of one launch"));
+    }
+    // the persistent kernel numbers its tiles (blocks of every head) in 32 bits
+    if spec.kind().persistent() && !fits_i32(g.seqlen_q.div_ceil(spec.block_m() as usize) * g.batch * g.heads) {
+        return arg("the persistent kernel's tiles overflow its 32-bit tile numbers".into());
+    }
+    Ok(())
+}
+
+/// The launch configuration of a spec on a geometry: its grid, 32·num_warps threads, its shared memory.
+pub fn launch_config(k: &LoadedKernel, g: &KernelGeometry) -> LaunchConfig {
+    let (gx, gy, _) = k.spec.grid(&g.grid(), k.programs);
+    LaunchConfig { grid_dim: (gx, gy, 1), block_dim: (k.spec.threads(), 1, 1), shared_mem_bytes: k.shared_bytes }
+}
+
+/// A layout's four strides as the kernels take them (i64 elements).
+pub fn strides(l: &Layout) -> [i64; 4] {
+    l.strides.map(|s| s as i64)
 }
 
 /// One named value of a launch: device addresses (of views the caller holds for the launch), scalars, maps.
@@ -249,11 +347,14 @@ impl<'a> KernelArgs<'a> {
         self.put(name, Value::Map(map))
     }
     /// The problem's geometry (`flashgen::abi::geometry`): batch, query and K/V heads, lengths, the causal
-    /// alignment and the packed sequences' offsets (0 for fixed lengths).
+    /// alignment, the packed sequences' offsets (0 for fixed lengths) and the packed tensors' rows.
     pub fn geometry(&mut self, g: &KernelGeometry) -> &mut Self {
         self.i32("Z", g.batch as i32).i32("H", g.heads as i32).i32("H_KV", g.kv_heads as i32);
         self.i32("N_Q", g.seqlen_q as i32).i32("N_KV", g.seqlen_k as i32).i32("ALIGN", g.bottom_right as i32);
-        self.put("CU_SEQLENS_Q", Value::Buffer(g.cu_seqlens_q, ValueKind::I32s)).put("CU_SEQLENS_K", Value::Buffer(g.cu_seqlens_k, ValueKind::I32s))
+        self.put("CU_SEQLENS_Q", Value::Buffer(g.cu_seqlens_q, ValueKind::I32s)).put("CU_SEQLENS_K", Value::Buffer(g.cu_seqlens_k, ValueKind::I32s));
+        // (fixed-length kernels ignore the totals: their rows are batch·N, which may pass i32 only there)
+        let total = |x: usize| x.min(i32::MAX as usize) as i32;
+        self.i32("TOTAL_Q", total(g.total_q)).i32("TOTAL_K", total(g.total_k))
     }
 
     /// Launch `function` (of `entry`, which names it in errors) on `stream` with these values in the order of

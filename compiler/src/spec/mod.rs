@@ -246,17 +246,40 @@ impl KernelSpec {
         ) + &self.features.name_suffix()
     }
 
-    /// Launch grid for a problem: (cdiv(N_CTX, resident rows), Z·H, 1), i.e. cdiv(N_CTX, BLOCK_M) for
-    /// the forward, preprocess and dQ kernels and cdiv(N_CTX, BLOCK_N) for dK/dV. A persistent kernel's
-    /// programs take tiles in turn: one program per tile up to `programs` (the SM count: one resident
-    /// program per SM), on grid x.
-    pub fn grid(&self, z: u32, h: u32, n_ctx: u32, programs: u32) -> (u32, u32, u32) {
-        let (blocks, heads) = (n_ctx.div_ceil(self.resident_rows()), z * h);
+    /// Launch grid for a problem (`GridGeometry`): one program per block of resident rows of a sequence
+    /// (the longest, for packed sequences: programs past their own sequence's end exit at once) and per
+    /// head: (cdiv(N_Q, BLOCK_M), Z·H, 1) for the forward, preprocess and dQ kernels, and (cdiv(N_KV,
+    /// BLOCK_N), Z·H_KV, 1) for dK/dV, whose programs each run every query head of their K/V head. A
+    /// persistent kernel's programs take tiles in turn: one program per tile up to `programs` (the SM
+    /// count: one resident program per SM), on grid x.
+    pub fn grid(&self, g: &GridGeometry, programs: u32) -> (u32, u32, u32) {
+        if self.params.kind.role() == KernelKind::BwdDkdv {
+            return (g.seqlen_k.div_ceil(self.resident_rows()), g.batch * g.kv_heads, 1);
+        }
+        let (blocks, heads) = (g.seqlen_q.div_ceil(self.resident_rows()), g.batch * g.heads);
         if self.params.kind.persistent() {
             ((blocks * heads).clamp(1, programs.max(1)), 1, 1)
         } else {
             (blocks, heads, 1)
         }
+    }
+}
+
+/// What a launch grid depends on (`KernelSpec::grid`): the batch (packed sequences: their number B), the
+/// query and K/V heads, and the query and key lengths (packed sequences: the longest).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GridGeometry {
+    pub batch: u32,
+    pub heads: u32,
+    pub kv_heads: u32,
+    pub seqlen_q: u32,
+    pub seqlen_k: u32,
+}
+
+impl GridGeometry {
+    /// Z·H heads of N queries and as many keys (equal-length multi-head attention).
+    pub fn square(z: u32, h: u32, n: u32) -> GridGeometry {
+        GridGeometry { batch: z, heads: h, kv_heads: h, seqlen_q: n, seqlen_k: n }
     }
 }
 

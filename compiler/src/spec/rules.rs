@@ -23,7 +23,11 @@ impl KernelSpec {
     /// preprocess computes Δ row by row, so only the layout of its rows (varlen) concerns it.
     pub fn with_features(p: SpecParams, overrides: ScheduleOverrides, features: Features) -> Result<KernelSpec, SpecError> {
         let spec = KernelSpec::with_schedule(p, overrides)?;
-        let features = if p.kind == KernelKind::BwdPre { Features { empty_rows: false, ..features } } else { features };
+        // rows see no key only under a causal mask (a non-causal row sees every key of its sequence, or, in
+        // a packed sequence without keys, none: a tile without blocks, which `varlen` handles); Δ is
+        // computed row by row, so only the layout of its rows (varlen) concerns the preprocess
+        let empty_rows = features.empty_rows && p.stage == 3 && p.kind != KernelKind::BwdPre;
+        let features = Features { empty_rows, ..features };
         Ok(KernelSpec { features, ..spec })
     }
 

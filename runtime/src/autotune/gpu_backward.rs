@@ -45,7 +45,7 @@ impl<'a> BackwardCandidates<'a> {
         let like = |t: &Tensor| -> Result<Tensor, String> { Ok(Tensor { data: flash.gpu.stream.alloc_zeros::<u16>(t.data.len()).map_err(|x| x.to_string())?, dtype: t.dtype, layout: t.layout }) };
         let fused = if key.kind.fuses_dq() {
             let [z, h, n, _] = zeros.layout.shape;
-            let (partial, locks) = FusedScratch::lengths(&defaults.dkdv, z, h, n, 1);
+            let (partial, locks) = FusedScratch::lengths(&defaults.dkdv, &crate::kernel::KernelGeometry::square(z, h, n), 1);
             let dr = |x: cudarc::driver::DriverError| x.to_string();
             Some(Mutex::new((flash.gpu.stream.alloc_zeros::<f32>(partial).map_err(dr)?, flash.gpu.stream.alloc_zeros::<u32>(locks).map_err(dr)?)))
         } else {
@@ -83,7 +83,9 @@ impl<'a> BackwardCandidates<'a> {
         let [q, k, v, d_o] = &self.inputs;
         let lay = |x: crate::LayoutError| x.to_string();
         let Gradients { dq, dk, dv } = g;
+        let [z, h, n, _] = q.layout.shape;
         let args = BackwardArgs {
+            geometry: crate::kernel::KernelGeometry::square(z, h, n),
             q: q.view("Q").map_err(lay)?,
             k: k.view("K").map_err(lay)?,
             v: v.view("V").map_err(lay)?,
