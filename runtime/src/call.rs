@@ -7,6 +7,7 @@ use crate::forward::ForwardArgs;
 use crate::stream::{grow, Stream};
 use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
 use crate::geometry::{CausalAlign, Geometry, VarLen};
+use crate::kernel::KernelGeometry;
 use crate::{lse, Flash, LayoutError, RuntimeError};
 use flashgen::{BackwardSpecs, KernelSpec, Plan};
 
@@ -100,17 +101,13 @@ fn check_kernel(spec: &KernelSpec, dtype: flashgen::DType, causal: bool, g: &Geo
     Ok(())
 }
 
-/// What the kernels of this build compute: equal-length heads of equal count. (Grouped-query heads,
-/// unequal lengths and packed sequences are refused here, before anything runs, until the kernels read
-/// them from the ABI's geometry group.)
-fn not_yet(g: &Geometry, spec: &KernelSpec) -> Result<(), RuntimeError> {
-    if g.kv_heads != g.heads || g.seqlen_q != g.seqlen_k || g.varlen {
-        return Err(RuntimeError::Argument(format!(
-            "{}: grouped-query heads (H {} on H_kv {}), unequal lengths (N_q {} vs N_kv {}) and packed sequences are not supported by this build's kernels yet",
-            spec.name(), g.heads, g.kv_heads, g.seqlen_q, g.seqlen_k
-        )));
+/// The geometry group the kernels take (flashgen::abi::geometry) for a validated call.
+fn kernel_geometry(g: &Geometry, align: CausalAlign, varlen: Option<&VarLen<'_>>) -> KernelGeometry {
+    let bottom_right = align == CausalAlign::BottomRight;
+    match varlen {
+        Some(v) => KernelGeometry::packed(g.batch, g.heads, g.kv_heads, g.seqlen_q, g.seqlen_k, g.total_q, g.total_k, bottom_right, v.cu_seqlens_q.addr(), v.cu_seqlens_k.addr()),
+        None => KernelGeometry::fixed(g.batch, g.heads, g.kv_heads, g.seqlen_q, g.seqlen_k, bottom_right),
     }
-    Ok(())
 }
 
 impl Flash {
@@ -145,7 +142,6 @@ impl Flash {
         if g.is_empty() {
             return Ok(()); // an empty batch, head count or sequence: nothing to compute, nothing to launch
         }
-        not_yet(&g, spec)?;
         // fwd_ws reads Q, K and V through TMA descriptors; a layout the driver cannot describe (a stride of 0
         // for a broadcast head, say) runs the same tiles on fwd_wgmma's cp.async loads instead
         let (spec, maps) = match spec.kind() {
@@ -176,8 +172,7 @@ impl Flash {
             true => Some(grow(&self.gpu, stream, &mut scratch.tile_counter, 2)?),
             false => None,
         };
-        let [z, h, n, _] = q.layout.shape;
-        let geometry = crate::kernel::KernelGeometry::square(z, h, n);
+        let geometry = kernel_geometry(&g, align, varlen.as_ref());
         kernel.launch(&self.gpu, stream.raw(), ForwardArgs { geometry, q, k, v, o, m, sm_scale, maps, tile_counter })?;
         if let Some(factor) = lse_factor {
             // the kernel wrote M into the caller's buffer: scale its rows in place
@@ -204,7 +199,7 @@ impl Flash {
 
     /// The backward on `stream` with explicit kernels.
     pub fn backward_with(&self, specs: &BackwardSpecs, call: BackwardCall<'_>, stream: Stream) -> Result<(), RuntimeError> {
-        let BackwardCall { q, k, v, o, d_o, stats, dq, dk, dv, causal, align: _, sm_scale, varlen } = call;
+        let BackwardCall { q, k, v, o, d_o, stats, dq, dk, dv, causal, align, sm_scale, varlen } = call;
         let g = Geometry::of(&q, &k, &v, varlen.as_ref())?;
         let named = [("O", o.dtype, o.layout.shape, q.layout.shape), ("dO", d_o.dtype, d_o.layout.shape, q.layout.shape), ("dQ", dq.dtype, dq.layout.shape, q.layout.shape), ("dK", dk.dtype, dk.layout.shape, k.layout.shape), ("dV", dv.dtype, dv.layout.shape, k.layout.shape)];
         same_dtype(&q, &[("K", k.dtype), ("V", v.dtype)], "all tensors of the backward share one dtype")?;
@@ -225,8 +220,6 @@ impl Flash {
         if g.is_empty() {
             return Ok(()); // nothing to compute, nothing to launch
         }
-        not_yet(&g, &specs.dkdv)?;
-        let [z, h, n, _] = q.layout.shape;
         let rows = g.stat_rows();
         let sm_scale = sm_scale_of(&q, sm_scale);
         let (pre, dkdv) = (self.kernel(&specs.preprocess)?, self.kernel(&specs.dkdv)?);
@@ -251,16 +244,16 @@ impl Flash {
             }
         };
         let delta = grow(&self.gpu, stream, &mut scratch.delta, rows)?;
+        let geometry = kernel_geometry(&g, align, varlen.as_ref());
         let chains = flashgen::plan::dq_chains(specs.dkdv.kind(), self.dq_chains());
         let fused = if specs.dkdv.kind().fuses_dq() {
-            let (partial, locks) = FusedScratch::lengths(&specs.dkdv, &crate::kernel::KernelGeometry::square(z, h, n), chains);
+            let (partial, locks) = FusedScratch::lengths(&specs.dkdv, &geometry, chains);
             let dq_partial = grow(&self.gpu, stream, &mut scratch.dq_partial, partial)?;
             let locks = grow(&self.gpu, stream, &mut scratch.locks, locks)?;
             Some(FusedScratch { dq_partial, locks, chains })
         } else {
             None
         };
-        let geometry = crate::kernel::KernelGeometry::square(z, h, n);
         kernels.launch(&self.gpu, stream.raw(), BackwardArgs { geometry, q, k, v, o, d_o, m, delta, dq, dk, dv, sm_scale, fused })
     }
 
