@@ -343,9 +343,9 @@ impl Flash {
     /// row statistics and the output gradient dO. `sm_scale` defaults to 1/sqrt(D) and must be the forward's.
     #[allow(clippy::too_many_arguments)]
     pub fn attention_backward(&self, q: &Tensor, k: &Tensor, v: &Tensor, o: &Tensor, stats: RowStats<'_>, d_o: &Tensor, causal: bool, sm_scale: Option<f32>) -> Result<Gradients, RuntimeError> {
-        let [z, h, n, d] = q.layout.shape;
-        let alloc = || -> Result<Tensor, RuntimeError> { Ok(Tensor { data: self.gpu.stream.alloc_zeros::<u16>((z * h * n * d).max(1))?, dtype: q.dtype, layout: Layout::contiguous(z, h, n, d) }) };
-        let mut g = Gradients { dq: alloc()?, dk: alloc()?, dv: alloc()? };
+        // dQ shaped like Q; dK and dV like K and V (fewer heads with GQA, another length)
+        let alloc = |[z, h, n, d]: [usize; 4]| -> Result<Tensor, RuntimeError> { Ok(Tensor { data: self.gpu.stream.alloc_zeros::<u16>((z * h * n * d).max(1))?, dtype: q.dtype, layout: Layout::contiguous(z, h, n, d) }) };
+        let mut g = Gradients { dq: alloc(q.layout.shape)?, dk: alloc(k.layout.shape)?, dv: alloc(v.layout.shape)? };
         let call = BackwardCall {
             q: q.view("Q")?,
             k: k.view("K")?,
