@@ -341,3 +341,148 @@ fn lying_lengths_and_block_tables_stay_inside_the_cache_on_the_emulator() {
     c.device_lens = vec![40, 40, 5000];
     check(&tools, "lying block table", c, 10, Some(&[0]));
 }
+
+/// Every admitted decode spec of a grid of the parameters (both kinds).
+fn admitted(dtypes: &[DType], archs: &[Arch], stages: &[u32], num_stages: &[u32]) -> Vec<KernelSpec> {
+    let mut out = Vec::new();
+    for &arch in archs {
+        for &dtype in dtypes {
+            for d in flashgen::spec::HEAD_DIMS {
+                out.push(KernelSpec::decode_combine(arch, dtype, d));
+                for bm in flashgen::spec::DECODE_BLOCK_MS {
+                    for bn in flashgen::spec::DECODE_BLOCK_NS {
+                        for w in flashgen::spec::DECODE_NUM_WARPS {
+                            for &stage in stages {
+                                for &ns in num_stages {
+                                    let p = SpecParams { kind: KernelKind::Decode, dtype, head_dim: d, block_m: bm, block_n: bn, stage, num_warps: w, num_stages: ns, arch };
+                                    if let Ok(s) = KernelSpec::new(p) {
+                                        out.push(s);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// ptxas over the admitted decode space (bf16 on sm_90a both stages at 2 and 4 slots, fp16 on sm_80 and
+/// bf16 on sm_86 at 2): no spills, no stack, registers within the estimate's bound, no local memory in SASS.
+#[test]
+fn admitted_decode_specs_assemble_without_spills_or_local_memory() {
+    let Some(ptxas) = flashgen_tests::find_ptxas() else {
+        assert!(!flashgen_tests::in_ci(), "ptxas not found (set FLASHGEN_PTXAS): CI must install it");
+        eprintln!("SKIPPED: ptxas not found (set FLASHGEN_PTXAS)");
+        return;
+    };
+    let nvdisasm = flashgen_tests::find_nvdisasm();
+    let mut specs = admitted(&[DType::Bf16], &[Arch::Sm90a], &[1, 3], &[2, 4]);
+    specs.extend(admitted(&[DType::F16], &[Arch::Sm80], &[3], &[2]));
+    specs.extend(admitted(&[DType::Bf16], &[Arch::Sm86], &[1], &[2]));
+    specs.dedup();
+    assert!(specs.len() >= 60, "the admitted space should be a real one: {}", specs.len());
+    let (a, b) = specs.split_at(specs.len() / 2);
+    std::thread::scope(|s| {
+        for half in [a, b] {
+            let (ptxas, nvdisasm) = (&ptxas, &nvdisasm);
+            s.spawn(move || {
+                for spec in half {
+                    let art = flashgen::compile(spec, flashgen::CompileOptions::default()).unwrap();
+                    let r = flashgen_tests::ptxas(ptxas, &art.ptx, spec.arch().name()).unwrap();
+                    println!("{:<52} registers {:>3} (estimate {:>3})  shared {:>6} B  stack {} spills {}/{}", spec.name(), r.registers, spec.register_estimate(), spec.shared_memory_bytes(), r.stack_frame, r.spill_stores, r.spill_loads);
+                    assert_eq!((r.stack_frame, r.spill_stores, r.spill_loads), (0, 0, 0), "{} spills: {r:?}", spec.name());
+                    assert!(r.warnings.is_empty(), "{}: {:?}", spec.name(), r.warnings);
+                    if let Some(nvdisasm) = nvdisasm {
+                        let text = flashgen_tests::sass(ptxas, nvdisasm, &art.ptx, spec.arch().name()).unwrap();
+                        let local = text.lines().filter(|l| l.contains(" LDL") || l.contains(" STL")).count();
+                        assert_eq!(local, 0, "{}: local memory", spec.name());
+                        if spec.kind() == KernelKind::Decode {
+                            assert!(text.contains("LDGSTS"), "{}: the cp.async ring is not LDGSTS in SASS", spec.name());
+                            assert!(text.contains("HMMA"), "{}: no HMMA", spec.name());
+                        }
+                    }
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn decode_rules_name_the_fix() {
+    let p = SpecParams { kind: KernelKind::Decode, dtype: DType::Bf16, head_dim: 128, block_m: 16, block_n: 64, stage: 1, num_warps: 4, num_stages: 3, arch: Arch::Sm90a };
+    let s = KernelSpec::new(p).unwrap();
+    assert_eq!(s.name(), "fa2_decode_bf16_d128_st1_bm16_bn64_w4_ns3_sm90a");
+    assert_eq!((s.decode_keys_per_warp(), s.decode_m_tiles(), s.decode_q_in_registers()), (16, 1, true));
+    // [Q 16×128 | 3 × (K, V) 64×128] = 4 KB + 96 KB: two programs per H200 SM
+    assert_eq!(s.shared_memory_bytes(), 4096 + 3 * 32768);
+    let err = |p: SpecParams| KernelSpec::new(p).unwrap_err().to_string();
+    assert!(err(SpecParams { block_m: 48, ..p }).contains("BLOCK_M=48 is not supported"));
+    assert!(err(SpecParams { block_n: 64, num_warps: 8, ..p }).contains("gives each warp 8 keys"));
+    assert!(err(SpecParams { block_n: 32, ..p }).contains("gives each warp 8 keys"));
+    assert!(err(SpecParams { num_stages: 7, ..p }).contains("num_stages=7"));
+    assert!(err(SpecParams { head_dim: 96, ..p }).contains("HEAD_DIM=96"));
+    assert!(err(SpecParams { block_m: 64, ..p }).contains("BLOCK_M=64 is not supported"), "64 rows of accumulators per warp");
+    assert!(err(SpecParams { num_stages: 6, block_n: 128, arch: Arch::Sm86, ..p }).contains("shared memory"));
+    // the combine has one form
+    let c = KernelSpec::decode_combine(Arch::Sm80, DType::F16, 64);
+    assert_eq!(c.name(), "fa2_decode_combine_fp16_d64_st1_bm1_bn0_w4_ns1_sm80");
+    assert_eq!(KernelSpec::new(*c.params()).unwrap(), c);
+    assert!(err(SpecParams { block_m: 2, ..*c.params() }).contains("decode_combine takes only dtype, HEAD_DIM and arch"));
+    // a spec read from a file obeys the same rules
+    let json = serde_json::to_string(&s).unwrap();
+    assert_eq!(serde_json::from_str::<KernelSpec>(&json).unwrap(), s);
+}
+
+/// The split heuristic on fa4_bench.py's decode shapes (8 K/V heads, blocks of 64 keys) on the H200's 132
+/// SMs at two programs each, and its edges.
+#[test]
+fn split_heuristic_fills_the_chip() {
+    use flashgen::plan::decode_splits;
+    let slots = 132 * 2;
+    // batch 1: 8 programs a split; 8192 keys = 128 blocks: 32 splits of 4 blocks (256 programs, 97% of a wave)
+    assert_eq!(decode_splits(8, 128, slots), 32);
+    // 32768 keys: as many splits, 16 blocks each
+    assert_eq!(decode_splits(8, 512, slots), 32);
+    // batch 16: 128 programs fill 48% of a wave: 2 splits (97%)
+    assert_eq!(decode_splits(128, 128, slots), 2);
+    // batch 64: 512 programs, two waves already
+    assert_eq!(decode_splits(512, 512, slots), 1);
+    // short caches: at least 2 blocks a split
+    assert_eq!(decode_splits(8, 3, slots), 1);
+    assert_eq!(decode_splits(8, 4, slots), 2);
+    assert_eq!(decode_splits(0, 100, slots), 1);
+    assert!(decode_splits(1, 1 << 20, slots) <= flashgen::spec::DECODE_MAX_SPLITS as usize);
+    for units in [1, 3, 8, 50, 100, 200, 300] {
+        for blocks in [1, 2, 7, 64, 129, 1000] {
+            let s = decode_splits(units, blocks, slots);
+            // never a split without blocks
+            assert_eq!(blocks.div_ceil(blocks.div_ceil(s)), s, "units {units} blocks {blocks}: {s}");
+        }
+    }
+}
+
+#[test]
+fn decode_plans_take_the_rows_of_a_kv_head() {
+    use flashgen::plan::{decode, DecodeProblem};
+    let p = |group, queries| DecodeProblem { dtype: DType::Bf16, head_dim: 128, causal: true, group, queries };
+    let plan = decode(Arch::Sm90a, &p(4, 1)).unwrap();
+    assert_eq!(plan.kernel.name(), "fa2_decode_bf16_d128_st3_bm16_bn64_w4_ns3_sm90a");
+    assert_eq!(plan.combine.name(), "fa2_decode_combine_bf16_d128_st1_bm1_bn0_w4_ns1_sm90a");
+    assert_eq!(plan.row_tiles(&p(4, 1)), 1);
+    let plan = decode(Arch::Sm90a, &p(8, 4)).unwrap();
+    assert_eq!((plan.kernel.block_m(), plan.row_tiles(&p(8, 4))), (32, 1));
+    let plan = decode(Arch::Sm80, &p(16, 4)).unwrap();
+    assert_eq!((plan.kernel.block_m(), plan.row_tiles(&p(16, 4))), (32, 2));
+    assert!(decode(Arch::Sm90a, &DecodeProblem { head_dim: 96, ..p(1, 1) }).unwrap_err().to_string().contains("HEAD_DIM=96"));
+    let set = flashgen::plan::decode_default_set();
+    assert!(set.iter().any(|s| s.kind() == KernelKind::DecodeCombine) && set.len() >= 2 * 2 * 2 * 2 * 2);
+    for arch in Arch::ALL {
+        for d in [64, 128] {
+            let plan = decode(arch, &DecodeProblem { head_dim: d, ..p(8, 4) }).unwrap();
+            assert!(plan.kernel.shared_memory_bytes() <= arch.shared_memory_limit());
+        }
+    }
+}

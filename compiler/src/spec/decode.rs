@@ -17,8 +17,9 @@ use super::rules::rule;
 use super::types::*;
 use super::{Features, KernelSpec, Schedule, ScheduleOverrides};
 
-/// Query rows per program (G·N_q padded to m16 tiles; more rows run as several row tiles).
-pub const DECODE_BLOCK_MS: [u32; 3] = [16, 32, 64];
+/// Query rows per program (G·N_q padded to m16 tiles; more rows run as several row tiles). 64 rows would
+/// hold 4 m16 tiles of accumulators per warp: past the registers at HEAD_DIM 128, and spilling at 64.
+pub const DECODE_BLOCK_MS: [u32; 2] = [16, 32];
 /// Keys per block of the ring.
 pub const DECODE_BLOCK_NS: [u32; 3] = [32, 64, 128];
 /// Warps per program.
@@ -132,10 +133,11 @@ impl KernelSpec {
         }
     }
 
-    /// Registers per thread: per m16 tile the f32 accumulator (HEAD_DIM / 2), the scores and packed P of the
-    /// warp's keys (3·keys / 4), Q's fragments when they stay in registers, the 8 row statistics, and the
-    /// overhead of addresses, the ring and the mask. Calibrated on ptxas 12.9 (tests/decode.rs sweeps every
-    /// admitted spec: none spills).
+    /// Registers per thread a spec needs: per m16 tile the f32 accumulator (HEAD_DIM / 2), the scores and
+    /// packed P of the warp's keys (3·keys / 4) and the row statistics, Q's fragments when they stay in
+    /// registers, and the overhead of addresses, the ring and the mask. ptxas 12.9 uses more where it has
+    /// room (it keeps the copy rows' addresses: 141-254 over the admitted space, tests/decode.rs), never
+    /// spilling; the rule only refuses what cannot fit (64 query rows per program).
     pub(crate) fn decode_register_estimate(&self) -> u32 {
         if self.params.kind == KernelKind::DecodeCombine {
             return 64;
