@@ -486,3 +486,17 @@ fn decode_plans_take_the_rows_of_a_kv_head() {
         }
     }
 }
+
+/// The PTX of the default decode kernel (H200, bf16, HEAD_DIM 128, one m16 tile of rows) and of its combine:
+/// any change to the generated code shows as a diff to review (`cargo insta review`).
+#[test]
+fn decode_ptx_snapshots() {
+    let plan = flashgen::plan::decode(Arch::Sm90a, &flashgen::plan::DecodeProblem { dtype: DType::Bf16, head_dim: 128, causal: false, group: 4, queries: 1 }).unwrap();
+    for s in [plan.kernel, plan.combine] {
+        let a = flashgen::compile(&s, flashgen::CompileOptions::default()).unwrap();
+        let name = format!("fa2_{}@{}_d{}_stage{}_bm{}_bn{}_w{}_ns{}_{}", s.kind().name(), s.dtype().name(), s.head_dim(), s.stage() as u32, s.block_m(), s.block_n(), s.num_warps(), s.num_stages(), s.arch().name());
+        insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+            insta::assert_snapshot!(name, a.ptx);
+        });
+    }
+}
