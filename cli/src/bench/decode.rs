@@ -198,7 +198,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
         for nk in list(&a.decode_nk)? {
             for b in list(&a.decode_batch)? {
                 let s = Shape { b: b as usize, h, hkv, nk: nk as usize, d: d as usize, page: a.page };
-                if s.nk % s.page != 0 {
+                if !s.nk.is_multiple_of(s.page) {
                     return Err(format!("cache {} is not a multiple of the page {}", s.nk, s.page));
                 }
                 let mut bufs = Buffers::new(gpu, &s, &mut rng)?;

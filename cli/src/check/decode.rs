@@ -1,7 +1,7 @@
 //! The KV-cache decode on the GPU against flashgen::reference::decode (f64): random cache lengths 0..40000
 //! (0 and lengths off the page included), contiguous and paged caches (pages of 16, 64, 256 in permuted
 //! order, with spare pages), new tokens appended (N_new = N_q 1..4) or none, causal or not, grouped-query
-//! heads G 1..8, both dtypes, HEAD_DIM 64 and 128, the heuristic's splits and forced ones (1, 3, 37), host
+//! heads G 1..16 (past 32 rows a K/V head: row tiles), both dtypes, HEAD_DIM 64 and 128, the heuristic's splits and forced ones (1, 3, 37), host
 //! copies of the lengths and table given or not, and a case of lying device lengths and table entries (only
 //! the honest sequences compared; the kernels must stay inside the pool). Outputs are poisoned and guarded;
 //! the caches after the call must equal the reference's append (every element). Long cases compare sampled
@@ -64,15 +64,16 @@ fn cases(a: &CheckArgs) -> Vec<Case> {
     let mut n = 0usize;
     for dtype in [DType::Bf16, DType::F16] {
         for d in [128usize, 64] {
-            for (heads, kv_heads) in [(8, 1), (8, 2), (4, 4), (32, 8)] {
+            // G 8, 4, 1, 4 and 16 (G·N_q past 32 rows: row tiles)
+            for (heads, kv_heads) in [(8, 1), (8, 2), (4, 4), (32, 8), (16, 1)] {
                 for paged_size in [0usize, 16, 64, 256] {
                     n += 1;
-                    if a.quick && n % 3 != 0 {
+                    if a.quick && !n.is_multiple_of(3) {
                         continue;
                     }
                     let n_q = 1 + (rng.next_u64() % 4) as usize;
-                    let append = rng.next_u64() % 3 != 0;
-                    let causal = rng.next_u64() % 2 == 0;
+                    let append = !rng.next_u64().is_multiple_of(3);
+                    let causal = rng.next_u64().is_multiple_of(2);
                     // long caches on few heads (the host builds and the reference walks them)
                     let (batch, max) = if kv_heads >= 8 { (2, long / 8) } else { (3, long / kv_heads) };
                     let n_new = if append { n_q } else { 0 };
@@ -95,7 +96,7 @@ fn cases(a: &CheckArgs) -> Vec<Case> {
                         _ => None,
                     };
                     let label = format!("H{heads}/{kv_heads} N_q {n_q} new {n_new} {} lens {lens:?}{}", if paged_size > 0 { format!("paged {paged_size}") } else { "contiguous".into() }, if causal { " causal" } else { "" });
-                    out.push(Case { label, dtype, p, splits, host_copies: n % 2 == 0, lying: false });
+                    out.push(Case { label, dtype, p, splits, host_copies: n.is_multiple_of(2), lying: false });
                 }
             }
         }
@@ -127,7 +128,7 @@ fn reference_rows(p: &KvCacheProblem, x: &KvCacheInputs<'_>, only: &[usize], see
         let mut pick: Vec<QueryRow> = Vec::new();
         for &b in only {
             pick.extend(rows.iter().filter(|r| r.b == b).take(1));
-            pick.extend(rows.iter().filter(|r| r.b == b).last());
+            pick.extend(rows.iter().rfind(|r| r.b == b));
         }
         while pick.len() < SAMPLED_ROWS.min(rows.len()) {
             pick.push(rows[(rng.next_u64() % rows.len() as u64) as usize]);
