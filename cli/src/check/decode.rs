@@ -27,12 +27,14 @@ struct Case {
     lying: bool,
 }
 
+/// `batch` lengths up to `max`: random ones, one just past a page boundary, and empty ones, in a random order.
 fn lengths(rng: &mut SplitMix, batch: usize, max: usize, page: usize) -> Vec<usize> {
+    let salt = rng.next_u64() as usize;
     (0..batch)
-        .map(|i| match i % 4 {
-            0 if i > 0 => 0,
-            1 => (rng.next_u64() % (max as u64 + 1)) as usize / page.max(1) * page.max(1) + page.max(1) / 2 + 1, // off the page
-            _ => (rng.next_u64() % (max as u64 + 1)) as usize,
+        .map(|i| match (i + salt) % 3 {
+            0 => (rng.next_u64() % (max as u64 + 1)) as usize,
+            1 => (rng.next_u64() % (max as u64 + 1)) as usize / page * page + page / 2 + 1, // off the page
+            _ => 0,
         })
         .map(|l| l.min(max))
         .collect()
@@ -276,4 +278,62 @@ pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>)
     }
     println!("decode: {passed} passed, {failed} failed");
     Ok((passed, failed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        check: CheckArgs,
+    }
+
+    /// Every case is a valid problem whose views the runtime accepts (the harness builds no call the host
+    /// checks would refuse), and the cases cover what the check promises.
+    #[test]
+    fn cases_are_valid_calls() {
+        for quick in [false, true] {
+            let args: Vec<&str> = if quick { vec!["check", "--quick"] } else { vec!["check"] };
+            let a = Cli::parse_from(args).check;
+            let all = cases(&a);
+            assert!(all.len() >= if quick { 20 } else { 80 }, "{}", all.len());
+            for c in &all {
+                c.p.validate(None).unwrap_or_else(|e| panic!("{}: {e}", c.label));
+                let (b, h, hkv, d, nq, nn) = (c.p.batch, c.p.heads, c.p.kv_heads, c.p.d_qk, c.p.n_q, c.p.n_new);
+                let (cache, table) = match &c.p.storage {
+                    CacheStorage::Contiguous { capacity } => (Layout::bshd(b, hkv, *capacity, d), None),
+                    CacheStorage::Paged { page_size, pages, max_pages, block_table } => (Layout::bshd(*pages, hkv, *page_size, d), Some((block_table.iter().map(|&x| x as i32).collect::<Vec<_>>(), *max_pages))),
+                };
+                let fake = |name: &'static str, l: Layout| unsafe { TensorView::from_raw_parts(name, 0x10000, l.extent(), c.dtype, l) }.unwrap();
+                let fake_mut = |name: &'static str, l: Layout| unsafe { TensorViewMut::from_raw_parts(name, 0x10000, l.extent(), c.dtype, l) }.unwrap();
+                let lens: Vec<i32> = c.p.cache_seqlens.iter().map(|&l| l as i32).collect();
+                let call = KvCacheCall {
+                    q: fake("q", Layout::bshd(b, h, nq, d)),
+                    k_cache: fake_mut("k_cache", cache),
+                    v_cache: fake_mut("v_cache", cache),
+                    cache_seqlens: unsafe { BufferView::from_raw_parts(0x20000, b) },
+                    host_cache_seqlens: (!c.lying).then_some(lens.as_slice()),
+                    block_table: table.as_ref().map(|(t, mp)| BlockTable { table: unsafe { BufferView::from_raw_parts(0x30000, t.len()) }, max_pages: *mp, host: Some(t.as_slice()) }),
+                    k_new: (nn > 0).then(|| fake("k_new", Layout::bshd(b, hkv, nn, d))),
+                    v_new: (nn > 0).then(|| fake("v_new", Layout::bshd(b, hkv, nn, d))),
+                    o: fake_mut("o", Layout::bshd(b, h, nq, d)),
+                    lse: None,
+                    causal: c.p.rules.mask.causal,
+                    sm_scale: None,
+                    num_splits: c.splits,
+                };
+                flashgen_runtime::DecodeGeometry::of(&call).unwrap_or_else(|e| panic!("{}: {e}", c.label));
+            }
+            if !quick {
+                let longest = all.iter().flat_map(|c| c.p.cache_seqlens.iter().copied()).max().unwrap_or(0);
+                assert!(longest > 20000, "lengths up to 40000: {longest}");
+                assert!(all.iter().any(|c| c.p.cache_seqlens.contains(&0)));
+                assert!(all.iter().any(|c| c.p.group() * c.p.n_q > 32), "row tiles");
+                assert!(all.iter().any(|c| c.lying));
+            }
+        }
+    }
 }
