@@ -500,3 +500,17 @@ fn decode_ptx_snapshots() {
         });
     }
 }
+
+#[test]
+fn decode_odd_pages_deep_rings_and_eight_warps_on_the_emulator() {
+    let Some(tools) = tools_or_skip() else { return };
+    // pages of 48 (a multiple of 16, not a power of two) under blocks of 128 keys on 8 warps
+    let mut rng = SplitMix(11);
+    let lens = vec![200, 47, 96];
+    let storage = paged(&mut rng, &lens, 2, 48, 6);
+    let p = problem(lens, 8, 2, 128, 2, 2, true, storage);
+    check(&tools, "pages of 48 w8", case(p, DType::Bf16, decode_spec(DType::Bf16, 128, 16, 128, true, 8, 2), 2), 12, None);
+    // a 6-slot ring over 20 blocks in one split, fp16, 32 rows (G 8, N_q 4) at HEAD_DIM 64 (Q in registers)
+    let p = problem(vec![1250], 8, 1, 64, 4, 4, true, CacheStorage::Contiguous { capacity: 1300 });
+    check(&tools, "6 slots fp16 d64 32 rows", case(p, DType::F16, decode_spec(DType::F16, 64, 32, 64, true, 4, 6), 1), 13, None);
+}
