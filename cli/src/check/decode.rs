@@ -171,7 +171,8 @@ fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<(f64, f64, bool, bool)
     let mut gen = |n: usize| -> Vec<f32> { (0..n).map(|_| round(rng.normal())).collect() };
     let (q, k_cache, v_cache, k_new, v_new) = (gen(p.q_len()), gen(p.cache_len(p.d_qk)), gen(p.cache_len(p.d_v)), gen(p.new_len(p.d_qk)), gen(p.new_len(p.d_v)));
     let x = KvCacheInputs { q: &q, k_cache: &k_cache, v_cache: &v_cache, k_new: &k_new, v_new: &v_new };
-    let up = |v: &[f32]| gpu.stream.clone_htod(&v.iter().map(|&x| to_bits(dt, x)).collect::<Vec<u16>>()).map_err(dr);
+    // (one element more: the driver allocates nothing of zero bytes, and K_NEW is empty without an append)
+    let up = |v: &[f32]| gpu.stream.clone_htod(&v.iter().map(|&x| to_bits(dt, x)).chain([0]).collect::<Vec<u16>>()).map_err(dr);
     let (d_q, mut d_kc, mut d_vc) = (up(&q)?, up(&k_cache)?, up(&v_cache)?);
     let (d_kn, d_vn) = (up(&k_new)?, up(&v_new)?);
     let mut d_o = gpu.stream.clone_htod(&vec![nan_bits(dt); p.o_len() + GUARD]).map_err(dr)?;
@@ -237,7 +238,7 @@ fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<(f64, f64, bool, bool)
     let appended = c.lying || {
         let (mut kc, mut vc) = (k_cache.clone(), v_cache.clone());
         reference::append_kv(p, &mut kc, &mut vc, &k_new, &v_new);
-        let down = |buf: &flashgen_runtime::cudarc::driver::CudaSlice<u16>| -> Result<Vec<f32>, String> { Ok(gpu.stream.clone_dtoh(buf).map_err(dr)?.iter().map(|&x| from_bits(dt, x)).collect()) };
+        let down = |buf: &flashgen_runtime::cudarc::driver::CudaSlice<u16>| -> Result<Vec<f32>, String> { Ok(gpu.stream.clone_dtoh(buf).map_err(dr)?[..kc.len()].iter().map(|&x| from_bits(dt, x)).collect()) };
         down(&d_kc)? == kc && down(&d_vc)? == vc
     };
     Ok((eo, el, appended, guards))
