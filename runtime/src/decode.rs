@@ -246,6 +246,39 @@ pub fn check_table(table: &[i32], lengths: &[i32], new_tokens: usize, p: Paging)
     Ok(())
 }
 
+/// The scalars of a decode launch.
+#[derive(Clone, Copy)]
+struct Scalars {
+    sm_scale: f32,
+    new_tokens: usize,
+    splits: usize,
+    paging: Paging,
+}
+
+/// decode's values by name: [Q, K_NEW, V_NEW], [K_CACHE, V_CACHE, Out], [LSE, O_PARTIAL, LSE_PARTIAL],
+/// [CACHE_SEQLENS, BLOCK_TABLE], the scalars and the geometry (`KernelArgs::launch` orders them by the list).
+fn decode_args<'a>(
+    args: &mut KernelArgs<'a>,
+    [q, k_new, v_new]: [&TensorView<'a>; 3],
+    [k_cache, v_cache, o]: [&'a mut TensorViewMut<'_>; 3],
+    [lse, partial_o, partial_m]: [&'a mut BufferViewMut<'_, f32>; 3],
+    [lens, table]: [&BufferView<'a, i32>; 2],
+    s: Scalars,
+    geometry: &KernelGeometry,
+) {
+    args.tensor("Q", q).tensor_mut("K_CACHE", k_cache).tensor_mut("V_CACHE", v_cache).tensor("K_NEW", k_new).tensor("V_NEW", v_new);
+    args.f32("sm_scale", s.sm_scale).tensor_mut("Out", o).f32s_mut("LSE", lse).f32s_mut("O_PARTIAL", partial_o).f32s_mut("LSE_PARTIAL", partial_m);
+    args.i32s("CACHE_SEQLENS", lens).i32s("BLOCK_TABLE", table);
+    args.i32("N_NEW", s.new_tokens as i32).i32("NUM_SPLITS", s.splits as i32).i32("PAGE_SIZE", s.paging.page_size as i32);
+    args.i32("MAX_PAGES", s.paging.max_pages as i32).i32("POOL_PAGES", s.paging.pages as i32).geometry(geometry);
+}
+
+/// decode_combine's values by name: [O_PARTIAL, LSE_PARTIAL], Out, LSE, NUM_SPLITS and the geometry.
+fn combine_args<'a>(args: &mut KernelArgs<'a>, [partial_o, partial_m]: [&BufferView<'a, f32>; 2], o: &'a mut TensorViewMut<'_>, lse: &'a mut BufferViewMut<'_, f32>, splits: usize, geometry: &KernelGeometry) {
+    args.f32s("O_PARTIAL", partial_o).f32s("LSE_PARTIAL", partial_m).tensor_mut("Out", o).f32s_mut("LSE", lse);
+    args.i32("NUM_SPLITS", splits as i32).geometry(geometry);
+}
+
 /// What a decode call ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DecodeRun {
@@ -358,12 +391,9 @@ impl Flash {
         let geometry = KernelGeometry { batch: g.batch, heads: g.heads, kv_heads: g.kv_heads, seqlen_q: g.queries, seqlen_k: g.capacity, bottom_right: true, cu_seqlens_q: 0, cu_seqlens_k: 0 };
         {
             let mut args = KernelArgs::new();
-            args.tensor("Q", &q).tensor_mut("K_CACHE", &mut k_cache).tensor_mut("V_CACHE", &mut v_cache).tensor("K_NEW", &k_new).tensor("V_NEW", &v_new);
-            args.f32("sm_scale", sm_scale).tensor_mut("Out", &mut o).f32s_mut("LSE", &mut lse);
-            args.f32s_mut("O_PARTIAL", partial_o.as_mut().unwrap_or(&mut no_partial)).f32s_mut("LSE_PARTIAL", partial_m.as_mut().unwrap_or(&mut no_partial_m));
-            args.i32s("CACHE_SEQLENS", &cache_seqlens).i32s("BLOCK_TABLE", &table);
-            args.i32("N_NEW", g.new_tokens as i32).i32("NUM_SPLITS", splits as i32).i32("PAGE_SIZE", paging.page_size as i32);
-            args.i32("MAX_PAGES", paging.max_pages as i32).i32("POOL_PAGES", paging.pages as i32).geometry(&geometry);
+            let (po, pm) = (partial_o.as_mut().unwrap_or(&mut no_partial), partial_m.as_mut().unwrap_or(&mut no_partial_m));
+            let scalars = Scalars { sm_scale, new_tokens: g.new_tokens, splits, paging };
+            decode_args(&mut args, [&q, &k_new, &v_new], [&mut k_cache, &mut v_cache, &mut o], [&mut lse, po, pm], [&cache_seqlens, &table], scalars, &geometry);
             let cfg = LaunchConfig { grid_dim: (splits as u32, (g.kv_heads * row_tiles) as u32, g.batch as u32), block_dim: (spec.threads(), 1, 1), shared_mem_bytes: kernel.shared_bytes };
             self.gpu.ctx.bind_to_thread()?;
             // # Safety
@@ -380,8 +410,7 @@ impl Flash {
         if let (Some(combine), Some(partial_o), Some(partial_m)) = (combine, partial_o, partial_m) {
             let (po, pm) = (partial_o.as_view(), partial_m.as_view());
             let mut args = KernelArgs::new();
-            args.f32s("O_PARTIAL", &po).f32s("LSE_PARTIAL", &pm).tensor_mut("Out", &mut o).f32s_mut("LSE", &mut lse);
-            args.i32("NUM_SPLITS", splits as i32).geometry(&geometry);
+            combine_args(&mut args, [&po, &pm], &mut o, &mut lse, splits, &geometry);
             let cfg = LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (comb.threads(), 1, 1), shared_mem_bytes: combine.shared_bytes };
             // # Safety
             // 1. decode_combine's parameter list, in order and type (checked by `launch`).
@@ -427,6 +456,27 @@ mod tests {
             sm_scale: None,
             num_splits: None,
         }
+    }
+
+    /// The values the launches give are exactly the kernels' parameter lists (flashgen::abi), so a name or
+    /// kind that drifted fails here, not on the GPU.
+    #[test]
+    fn launch_values_are_the_parameter_lists() {
+        use crate::kernel::argument_order;
+        let mut c = call(true, None, None, 1);
+        let geometry = KernelGeometry { batch: 2, heads: 8, kv_heads: 2, seqlen_q: 1, seqlen_k: 1024, bottom_right: true, cu_seqlens_q: 0, cu_seqlens_k: 0 };
+        let f = |n| unsafe { BufferViewMut::<f32>::from_raw_parts(0x40000, n) };
+        let (mut lse, mut po, mut pm) = (f(16), f(16 * 128 * 4), f(16 * 4));
+        let (kn, vn) = (c.k_new.unwrap(), c.v_new.unwrap());
+        let (lens, table) = (ints(2), ints(8));
+        let scalars = Scalars { sm_scale: 0.1, new_tokens: 1, splits: 4, paging: Paging { page_size: 256, pages: 10, max_pages: 4 } };
+        let mut args = KernelArgs::new();
+        decode_args(&mut args, [&c.q, &kn, &vn], [&mut c.k_cache, &mut c.v_cache, &mut c.o], [&mut lse, &mut po, &mut pm], [&lens, &table], scalars, &geometry);
+        argument_order("decode", abi::kernel_parameters(KernelKind::Decode), &args.supplied()).unwrap();
+        let (po, pm) = (po.as_view(), pm.as_view());
+        let mut args = KernelArgs::new();
+        combine_args(&mut args, [&po, &pm], &mut c.o, &mut lse, 4, &geometry);
+        argument_order("decode_combine", abi::kernel_parameters(KernelKind::DecodeCombine), &args.supplied()).unwrap();
     }
 
     #[test]
