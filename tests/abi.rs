@@ -9,6 +9,7 @@ use flashgen_runtime::kernel::{argument_order, ValueKind};
 /// One spec of every kind: the default set, and the opt-in kinds it lacks.
 fn one_of_each_kind() -> Vec<KernelSpec> {
     let mut specs = flashgen::plan::default_set();
+    specs.extend(flashgen::plan::decode_default_set());
     let p = |kind, d, bm, bn, stage, w, ns| SpecParams { kind, dtype: DType::Bf16, head_dim: d, block_m: bm, block_n: bn, stage, num_warps: w, num_stages: ns, arch: Arch::Sm90a };
     for extra in [p(KernelKind::BwdFusedAtomic, 64, 64, 64, 1, 8, 2), p(KernelKind::BwdFusedUp, 128, 64, 128, 3, 12, 2), p(KernelKind::Fwd, 64, 128, 64, 1, 4, 3)] {
         specs.push(KernelSpec::new(extra).unwrap());

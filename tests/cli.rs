@@ -57,8 +57,10 @@ fn emit_defaults_writes_the_default_set() {
     // per arch × dtype × head dim: forward, dK/dV and dQ for both stages, and one preprocess; on sm_90a
     // the tile kernels are the wgmma kinds, and the forward is fwd_ws with its fwd_wgmma fallback beside it
     // (at HEAD_DIM 64 also the short-sequence forward), and the two fused backwards per stage (three causal)
-    assert_eq!(files.iter().filter(|f| f.ends_with(".ptx")).count(), flashgen::plan::default_set().len());
-    assert_eq!(files.iter().filter(|f| f.ends_with(".json")).count(), flashgen::plan::default_set().len());
+    // (and the decode kernels, flashgen::plan::decode_default_set)
+    let n = flashgen::plan::default_set().len() + flashgen::plan::decode_default_set().len();
+    assert_eq!(files.iter().filter(|f| f.ends_with(".ptx")).count(), n);
+    assert_eq!(files.iter().filter(|f| f.ends_with(".json")).count(), n);
     for dt in ["bf16", "fp16"] {
         for d in ["d64", "d128"] {
             for st in ["st1", "st3"] {

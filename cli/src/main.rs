@@ -89,7 +89,15 @@ fn spec_from_flags(a: &EmitArgs) -> Result<KernelSpec, String> {
     let dtype = DType::parse(&a.dtype).map_err(|e| e.to_string())?;
     let arch = Arch::parse(&a.arch).map_err(|e| e.to_string())?;
     // tile flags left out come from the default config (itself checked by the same validation)
-    let base = flashgen::spec::defaults::spec(kind, arch, dtype, a.head_dim, a.stage == 3, 1).map(|s| *s.params()).unwrap_or(SpecParams {
+    let base = flashgen::spec::defaults::spec(kind, arch, dtype, a.head_dim, a.stage == 3, 1)
+        .or_else(|e| match kind {
+            // the decode kinds' own defaults (one query row tile of 16)
+            KernelKind::Decode => flashgen::spec::defaults::decode_spec(arch, dtype, a.head_dim, a.stage == 3, 16),
+            KernelKind::DecodeCombine => Ok(KernelSpec::decode_combine(arch, dtype, a.head_dim)),
+            _ => Err(e),
+        })
+        .map(|s| *s.params())
+        .unwrap_or(SpecParams {
         kind,
         dtype,
         head_dim: a.head_dim,
@@ -162,7 +170,7 @@ fn emit(a: &EmitArgs) -> Result<(), String> {
     if a.defaults || a.tuned.is_some() {
         let specs = match &a.tuned {
             Some(file) => autotune::tuned_specs(file)?,
-            None => flashgen::plan::default_set(),
+            None => flashgen::plan::default_set().into_iter().chain(flashgen::plan::decode_default_set()).collect(),
         };
         for spec in specs {
             emit_one(&spec, &a.out_dir.join(format!("{}.{ext}", spec.name())), a.ir, a.timings)?;

@@ -275,9 +275,72 @@ fn build(entry: Entry) -> Vec<Param> {
             p.extend(strides(&["Q", "K", "V", "DO", "DQ"]));
             p.extend(geometry());
         }
-        // `role` maps every kind onto the four above
+        KernelKind::Decode => p.extend(decode_parameters()),
+        KernelKind::DecodeCombine => p.extend(decode_combine_parameters()),
+        // `role` maps every other kind onto the four above
         _ => {}
     }
+    p
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The decode kernels (issue 33; templates/fa2_decode*.ll.tera, runtime/src/decode.rs)
+
+/// A tensor's four strides under their own names (the decode kernels' tensors have no row in STRIDE_NAMES).
+fn named_strides(tensor: &'static str, names: [&'static str; 4], what: &str) -> Vec<Param> {
+    let meaning = format!("{what} strides in elements (viewed [Z, H, N, D]: batch or page, head, token, head dim)");
+    names.into_iter().enumerate().map(|(axis, name)| Param { name, ty: ParamType::Stride { tensor, axis }, meaning: meaning.clone(), added_by: None }).collect()
+}
+
+fn f32_buffer(name: &'static str, read_only: bool, align: u32, meaning: &str) -> Param {
+    Param { name, ty: ParamType::Pointer { elem: Elem::F32, read_only, align }, meaning: meaning.into(), added_by: None }
+}
+
+/// `decode`: Q, the caches (written: the new tokens are appended), the new tokens, sm_scale, O and the
+/// natural-log LSE, the split partials, the cache lengths and block table, the strides, the cache's shape
+/// and the geometry (Z = B, N_Q = new queries, N_KV = the cache's capacity in tokens per sequence).
+fn decode_parameters() -> Vec<Param> {
+    let ints = |name, meaning: &str| Param { name, ty: ParamType::Pointer { elem: Elem::I32, read_only: true, align: 4 }, meaning: meaning.into(), added_by: None };
+    let mut p = vec![
+        tensor("Q", true, "queries [B, N_q, H, D] (FlashAttention's layout, viewed [B, H, N_q, D])"),
+        tensor("K_CACHE", false, "the K cache: [B, capacity, H_kv, D] (PAGE_SIZE 0) or a page pool [pages, PAGE_SIZE, H_kv, D]; the new tokens are written into it"),
+        tensor("V_CACHE", false, "the V cache, shaped like K_CACHE"),
+        tensor("K_NEW", true, "new keys [B, N_NEW, H_kv, D], appended at cache_seqlens[b] (unread when N_NEW = 0)"),
+        tensor("V_NEW", true, "new values, shaped like K_NEW"),
+        sm_scale(),
+        tensor("Out", false, "out: O [B, N_q, H, D] (NUM_SPLITS = 1)"),
+        f32_buffer("LSE", false, 4, "out: natural-log log-sum-exp f32 [B, H, N_q] (NUM_SPLITS = 1)"),
+        f32_buffer("O_PARTIAL", false, 16, "out: f32 [NUM_SPLITS, B·H·N_q, D], split s's O of row (b·H + h)·N_q + i (NUM_SPLITS > 1)"),
+        f32_buffer("LSE_PARTIAL", false, 4, "out: f32 [NUM_SPLITS, B·H·N_q], split s's base-2 log-sum-exp (−∞: the split saw no key of the row)"),
+        ints("CACHE_SEQLENS", "i32 [B]: tokens in each sequence's cache before the call (clamped to 0 ..= N_KV − N_NEW)"),
+        ints("BLOCK_TABLE", "i32 [B, MAX_PAGES]: the pages of each sequence, in order (PAGE_SIZE > 0; entries clamped to the pool)"),
+    ];
+    p.extend(named_strides("Q", ["stride_qz", "stride_qh", "stride_qm", "stride_qk"], "Q"));
+    p.extend(named_strides("K_CACHE", ["stride_kz", "stride_kh", "stride_kn", "stride_kk"], "K_CACHE"));
+    p.extend(named_strides("V_CACHE", ["stride_vz", "stride_vh", "stride_vk", "stride_vn"], "V_CACHE"));
+    p.extend(named_strides("K_NEW", ["stride_knz", "stride_knh", "stride_knn", "stride_knk"], "K_NEW"));
+    p.extend(named_strides("V_NEW", ["stride_vnz", "stride_vnh", "stride_vnk", "stride_vnn"], "V_NEW"));
+    p.extend(named_strides("Out", ["stride_oz", "stride_oh", "stride_om", "stride_on"], "Out"));
+    p.push(scalar_i32("N_NEW", "new K/V tokens per sequence (0: nothing appended)"));
+    p.push(scalar_i32("NUM_SPLITS", "splits of each sequence's keys (grid x); 1 writes Out and LSE, more the partials"));
+    p.push(scalar_i32("PAGE_SIZE", "tokens per page (a multiple of 16), or 0 for a contiguous cache"));
+    p.push(scalar_i32("MAX_PAGES", "entries per row of BLOCK_TABLE (paged)"));
+    p.push(scalar_i32("POOL_PAGES", "pages in the pool (paged; table entries are clamped below it)"));
+    p.extend(geometry());
+    p
+}
+
+/// `decode_combine`: the partials, O and the natural-log LSE, O's strides, the split count, the geometry.
+fn decode_combine_parameters() -> Vec<Param> {
+    let mut p = vec![
+        f32_buffer("O_PARTIAL", true, 16, "decode's partials f32 [NUM_SPLITS, B·H·N_q, D]"),
+        f32_buffer("LSE_PARTIAL", true, 4, "decode's base-2 log-sum-exps f32 [NUM_SPLITS, B·H·N_q]"),
+        tensor("Out", false, "out: O [B, N_q, H, D]"),
+        f32_buffer("LSE", false, 4, "out: natural-log log-sum-exp f32 [B, H, N_q]"),
+    ];
+    p.extend(named_strides("Out", ["stride_oz", "stride_oh", "stride_om", "stride_on"], "Out"));
+    p.push(scalar_i32("NUM_SPLITS", "the partials per row (1 ..= DECODE_MAX_SPLITS)"));
+    p.extend(geometry());
     p
 }
 

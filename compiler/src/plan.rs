@@ -245,3 +245,100 @@ pub fn default_set() -> Vec<KernelSpec> {
     }
     out
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Decoding against a KV cache (issue 33): `decode` over the cache's splits, `decode_combine` after it.
+
+/// What a decode call computes, as the kernel choice sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeProblem {
+    pub dtype: DType,
+    pub head_dim: u32,
+    pub causal: bool,
+    /// Query heads per K/V head (G = H / H_kv).
+    pub group: usize,
+    /// New queries per sequence (N_q).
+    pub queries: usize,
+}
+
+impl DecodeProblem {
+    /// The packed query rows of one K/V head: G·N_q.
+    pub fn rows(&self) -> usize {
+        self.group * self.queries
+    }
+}
+
+/// The kernels of a decode call: the split attention and the combine of its partials.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodePlan {
+    pub kernel: KernelSpec,
+    pub combine: KernelSpec,
+}
+
+impl DecodePlan {
+    /// Row tiles of BLOCK_M per K/V head (programs per (sequence, K/V head, split)).
+    pub fn row_tiles(&self, problem: &DecodeProblem) -> usize {
+        problem.rows().div_ceil(self.kernel.block_m() as usize).max(1)
+    }
+}
+
+/// BLOCK_M for `rows` packed query rows: 16 up to 16, else 32 (more rows run as row tiles of 32).
+pub fn decode_block_m(rows: usize) -> u32 {
+    if rows <= 16 {
+        16
+    } else {
+        32
+    }
+}
+
+/// The default decode kernels of a problem on `arch` (spec::defaults::DECODE_TILES).
+pub fn decode(arch: Arch, problem: &DecodeProblem) -> Result<DecodePlan, SpecError> {
+    if !HEAD_DIMS.contains(&problem.head_dim) {
+        return Err(SpecError(format!("decode: HEAD_DIM={} is not supported: use one of {HEAD_DIMS:?}", problem.head_dim)));
+    }
+    let kernel = defaults::decode_spec(arch, problem.dtype, problem.head_dim, problem.causal, decode_block_m(problem.rows()))?;
+    Ok(DecodePlan { kernel, combine: KernelSpec::decode_combine(arch, problem.dtype, problem.head_dim) })
+}
+
+/// Splits of a sequence worth at least this many blocks each (a split's prologue and merge amortized).
+pub const DECODE_MIN_BLOCKS_PER_SPLIT: usize = 2;
+
+/// The number of splits of each sequence's keys: `units` programs per split (B·H_kv·row tiles), `blocks` of
+/// the longest sequence, `slots` programs the GPU runs at once (SMs × programs per SM, from the driver).
+/// One split when the units already fill 80% of a wave (FlashAttention's rule); else the most splits whose
+/// programs still fit in one wave (all of them equal: one full wave has no tail), among counts that leave no
+/// split empty, with at least DECODE_MIN_BLOCKS_PER_SPLIT blocks each, at most DECODE_MAX_SPLITS. Batch 1,
+/// 8 K/V heads, 8192 keys in blocks of 64, 132 SMs × 2: 32 splits (256 programs of 4 blocks); batch 16: 2;
+/// batch 64: 1.
+pub fn decode_splits(units: usize, blocks: usize, slots: usize) -> usize {
+    if units == 0 || blocks == 0 || slots == 0 || units * 5 >= slots * 4 {
+        return 1;
+    }
+    let most = (crate::spec::DECODE_MAX_SPLITS as usize).min(blocks / DECODE_MIN_BLOCKS_PER_SPLIT).min(slots / units).max(1);
+    // (a count that leaves a split empty does the work of fewer splits)
+    (1..=most).rev().find(|&s| blocks.div_ceil(blocks.div_ceil(s)) == s).unwrap_or(1)
+}
+
+/// Every decode kernel the default plans run on sm_80 and sm_90a (both dtypes, head dims and causalities,
+/// BLOCK_M 16 and 32) and their combines, which `flashgen emit --defaults` generates too.
+pub fn decode_default_set() -> Vec<KernelSpec> {
+    let mut out = Vec::new();
+    for arch in [Arch::Sm80, Arch::Sm90a] {
+        for dtype in [DType::Bf16, DType::F16] {
+            for head_dim in HEAD_DIMS {
+                for causal in [false, true] {
+                    for queries in [1, 32] {
+                        let p = DecodeProblem { dtype, head_dim, causal, group: 1, queries };
+                        let plan = decode(arch, &p).expect("every decode problem of the tables plans");
+                        for spec in [plan.kernel, plan.combine] {
+                            if !out.contains(&spec) {
+                                out.push(spec);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}

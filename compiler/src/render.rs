@@ -17,6 +17,8 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("fa2_bwd_fused.ll.tera", include_str!("../../templates/fa2_bwd_fused.ll.tera")),
     ("fa2_bwd_dq.ll.tera", include_str!("../../templates/fa2_bwd_dq.ll.tera")),
     ("fa2_bwd_dq_wgmma.ll.tera", include_str!("../../templates/fa2_bwd_dq_wgmma.ll.tera")),
+    ("fa2_decode.ll.tera", include_str!("../../templates/fa2_decode.ll.tera")),
+    ("fa2_decode_combine.ll.tera", include_str!("../../templates/fa2_decode_combine.ll.tera")),
     // lib/: the verbs, one file per concept (templates/README.md)
     ("lib/intrinsics.ll.tera", include_str!("../../templates/lib/intrinsics.ll.tera")),
     ("lib/seqinfo.ll.tera", include_str!("../../templates/lib/seqinfo.ll.tera")),
@@ -31,6 +33,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("lib/epilogue.ll.tera", include_str!("../../templates/lib/epilogue.ll.tera")),
     ("lib/pingpong.ll.tera", include_str!("../../templates/lib/pingpong.ll.tera")),
     ("lib/dq_fused.ll.tera", include_str!("../../templates/lib/dq_fused.ll.tera")),
+    ("lib/decode.ll.tera", include_str!("../../templates/lib/decode.ll.tera")),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +87,12 @@ struct KernelConstants {
     /// The fused backward kinds (dQ inside dK/dV).
     #[serde(flatten)]
     fused: Option<FusedDq>,
+    /// The KV-cache decoding kernel (decode).
+    #[serde(flatten)]
+    decode: Option<Decode>,
+    /// The split-KV combine (decode_combine).
+    #[serde(flatten)]
+    decode_combine: Option<DecodeCombine>,
 }
 
 /// Every kind's constants.
@@ -393,7 +402,109 @@ impl KernelConstants {
                 DQ_SUM_THREADS: crate::spec::DQ_SUM_THREADS,
             }
         });
-        KernelConstants { common, forward, warp_specialized, registers, backward, preprocess, wgmma, fused }
+        let decode = (kind == KernelKind::Decode).then(|| Decode::of(spec));
+        let decode_combine = (kind == KernelKind::DecodeCombine).then(|| DecodeCombine::of(spec));
+        KernelConstants { common, forward, warp_specialized, registers, backward, preprocess, wgmma, fused, decode, decode_combine }
+    }
+}
+
+/// ln 2 rounded to f32, as LLVM's hexadecimal double literal (base-2 M -> natural-log LSE).
+fn ln2_literal() -> String {
+    format!("0x{:016X}", (std::f32::consts::LN_2 as f64).to_bits())
+}
+
+/// decode (spec/decode.rs): a program's BLOCK_M query rows (DEC_M_TILES m16 tiles) against its split of
+/// the cache, in blocks of BLOCK_N keys of which each warp computes KEYS_PER_WARP; the copy lanes (thread t
+/// copies 16-byte chunk t % CHUNKS_PER_ROW of tile rows t / CHUNKS_PER_ROW + COPY_STEP·i), each copy row's
+/// 16-token group (paged caches: one page lookup per group) and row within it, split into the part known
+/// here (COPY_GROUP[i], COPY_IN_GROUP[i]) and the thread's own (added in the kernel); the merge buffer.
+#[derive(Serialize)]
+#[allow(non_snake_case)]
+struct Decode {
+    DEC_M_TILES: u32,
+    KEYS_PER_WARP: u32,
+    KPW_N8_TILES: u32,
+    KPW_K16_STEPS: u32,
+    Q_IN_REGISTERS: bool,
+    COPY_STEP: u32,
+    KV_COPY_ROWS: u32,
+    COPY_GROUP: Vec<u32>,
+    COPY_IN_GROUP: Vec<u32>,
+    Q_COPY_ROWS: u32,
+    /// Whether the last Q copy row can fall past BLOCK_M (then it is skipped).
+    Q_COPY_GUARD: bool,
+    RING_OFFSET: u32,
+    V_OFFSET: u32,
+    MERGE_ROW_BYTES: u32,
+    MERGE_WARP_BYTES: u32,
+    /// The per-warp row maxima (f32 [num_warps][BLOCK_M]) and then the row sums.
+    STATS_OFFSET: u32,
+    SUMS_OFFSET: u32,
+    /// The output phase: (row, 8-column chunk) items per thread, and whether the last pass is partial.
+    OUT_ITERS: u32,
+    OUT_ITEMS: u32,
+    OUT_GUARD: bool,
+    LN2: String,
+}
+
+impl Decode {
+    fn of(spec: &KernelSpec) -> Decode {
+        let (d, bm, bn, w) = (spec.head_dim(), spec.block_m(), spec.block_n(), spec.num_warps());
+        let (threads, chunks) = (32 * w, d / 8);
+        let step = threads / chunks;
+        let kpw = spec.decode_keys_per_warp();
+        let rows = bn / step;
+        let items = bm * chunks;
+        Decode {
+            DEC_M_TILES: spec.decode_m_tiles(),
+            KEYS_PER_WARP: kpw,
+            KPW_N8_TILES: kpw / 8,
+            KPW_K16_STEPS: kpw / 16,
+            Q_IN_REGISTERS: spec.decode_q_in_registers(),
+            COPY_STEP: step,
+            KV_COPY_ROWS: rows,
+            COPY_GROUP: (0..rows).map(|i| step * i / 16).collect(),
+            COPY_IN_GROUP: (0..rows).map(|i| step * i % 16).collect(),
+            Q_COPY_ROWS: bm.div_ceil(step),
+            Q_COPY_GUARD: bm % step != 0,
+            RING_OFFSET: spec.decode_ring_offset(),
+            V_OFFSET: bn * d * spec.dtype().bytes(),
+            MERGE_ROW_BYTES: (d + crate::spec::DECODE_MERGE_PAD) * 4,
+            MERGE_WARP_BYTES: spec.decode_merge_warp_bytes(),
+            STATS_OFFSET: spec.decode_stats_offset(),
+            SUMS_OFFSET: spec.decode_stats_offset() + w * bm * 4,
+            OUT_ITERS: items.div_ceil(threads),
+            OUT_ITEMS: items,
+            OUT_GUARD: items % threads != 0,
+            LN2: ln2_literal(),
+        }
+    }
+}
+
+/// decode_combine: COMBINE_WARPS warps, each lane VEC columns (HEAD_DIM / 32) of the row; each warp's
+/// partials in passes of COMBINE_UNROLL splits.
+#[derive(Serialize)]
+#[allow(non_snake_case)]
+struct DecodeCombine {
+    COMBINE_WARPS: u32,
+    VEC: u32,
+    VEC_PAIRS: u32,
+    COMBINE_UNROLL: u32,
+    MAX_SPLIT_PASSES: u32,
+    LN2: String,
+}
+
+impl DecodeCombine {
+    fn of(spec: &KernelSpec) -> DecodeCombine {
+        DecodeCombine {
+            COMBINE_WARPS: crate::spec::DECODE_COMBINE_WARPS,
+            VEC: spec.head_dim() / 32,
+            VEC_PAIRS: spec.head_dim() / 64,
+            COMBINE_UNROLL: 4,
+            // the lanes' passes over the splits' log-sum-exps (32 a pass)
+            MAX_SPLIT_PASSES: crate::spec::DECODE_MAX_SPLITS / 32,
+            LN2: ln2_literal(),
+        }
     }
 }
 
@@ -450,6 +561,7 @@ pub const GENERATOR_SOURCES: &[(&str, &str)] = &[
     ("compiler/src/spec/schedule.rs", include_str!("spec/schedule.rs")),
     ("compiler/src/spec/rules.rs", include_str!("spec/rules.rs")),
     ("compiler/src/spec/resources.rs", include_str!("spec/resources.rs")),
+    ("compiler/src/spec/decode.rs", include_str!("spec/decode.rs")),
     ("compiler/src/render.rs", include_str!("render.rs")),
     ("compiler/src/abi.rs", include_str!("abi.rs")),
     ("compiler/src/codegen.rs", include_str!("codegen.rs")),
@@ -513,6 +625,8 @@ pub fn template_for(kind: KernelKind) -> &'static str {
         KernelKind::BwdFused | KernelKind::BwdFusedAtomic | KernelKind::BwdFusedUp => "fa2_bwd_fused.ll.tera",
         KernelKind::BwdDq => "fa2_bwd_dq.ll.tera",
         KernelKind::BwdDqWgmma => "fa2_bwd_dq_wgmma.ll.tera",
+        KernelKind::Decode => "fa2_decode.ll.tera",
+        KernelKind::DecodeCombine => "fa2_decode_combine.ll.tera",
     }
 }
 

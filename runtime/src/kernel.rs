@@ -357,6 +357,12 @@ impl<'a> KernelArgs<'a> {
         self.i32("TOTAL_Q", total(g.total_q)).i32("TOTAL_K", total(g.total_k))
     }
 
+    /// The values given so far, by name and kind (what `launch` orders by the parameter list; a test can
+    /// check a launch's values against its entry's list without a GPU).
+    pub fn supplied(&self) -> Vec<(&'static str, ValueKind)> {
+        self.values.iter().map(|(n, v)| (*n, v.kind())).collect()
+    }
+
     /// Launch `function` (of `entry`, which names it in errors) on `stream` with these values in the order of
     /// `params` (the entry's list, `flashgen::abi::parameters`), after checking each pointer against its
     /// parameter's alignment.

@@ -12,6 +12,7 @@ pub mod autotune;
 pub mod backward;
 pub mod cache;
 pub mod call;
+pub mod decode;
 pub mod env;
 pub mod forward;
 pub mod geometry;
@@ -26,6 +27,7 @@ pub mod view;
 
 pub use api::{Flash, ForwardOutput, Gradients, RowStats};
 pub use call::{BackwardCall, ForwardCall, StatsIn, StatsOut};
+pub use decode::{BlockTable, DecodeGeometry, DecodeRun, KvCacheCall, Paging};
 pub use stream::Stream;
 pub use geometry::{CausalAlign, Geometry, VarLen};
 /// The cudarc this runtime is built on (its `CudaSlice`s are what the owned API takes).

@@ -46,6 +46,10 @@ pub struct Scratch {
     /// The fused backward's dQ partial sums and locks.
     pub dq_partial: Option<CudaSlice<f32>>,
     pub locks: Option<CudaSlice<u32>>,
+    /// The split decode's partial O and base-2 log-sum-exps, and its LSE when the caller wants none.
+    pub decode_o: Option<CudaSlice<f32>>,
+    pub decode_m: Option<CudaSlice<f32>>,
+    pub decode_lse: Option<CudaSlice<f32>>,
 }
 
 /// The scratch of every stream calls have used, made on first use.

@@ -2,6 +2,7 @@
 //! 16384 tokens per batch, H·D = 2048), fa4_bench.py's gqa shapes (--heads, --kv-heads, --batch) or its
 //! varlen batch (--varlen SEED), printed as JSON lines in fa4_bench.py's format and as a table.
 
+mod decode;
 mod timing;
 mod workload;
 
@@ -89,6 +90,31 @@ pub struct BenchArgs {
     /// anchors' autotuner, leaves a memset between launches.
     #[arg(long, default_value_t = 0.0)]
     warmup_ms: f64,
+    /// Time the KV-cache decode (issue 33) in fa4_bench.py's decode shapes instead (rows kind "decode", and
+    /// a "decode_latency" row at batch 1, cache 8192); --heads and --kv-heads default to 32 and 8.
+    #[arg(long)]
+    decode: bool,
+    /// Decode batches, comma-separated.
+    #[arg(long, default_value = "1,16,64")]
+    decode_batch: String,
+    /// Decode cache lengths, comma-separated (multiples of --page).
+    #[arg(long, default_value = "8192,32768")]
+    decode_nk: String,
+    /// Decode head dims, comma-separated.
+    #[arg(long, default_value = "128")]
+    decode_d: String,
+    /// Tokens per page of the paged decode rows.
+    #[arg(long, default_value_t = 256)]
+    page: usize,
+    /// Decode tiles to time besides the default, "bn,warps,stages;..." (labelled by them).
+    #[arg(long)]
+    decode_configs: Option<String>,
+    /// Split counts to time besides the heuristic's, comma-separated (labelled "splits=N").
+    #[arg(long)]
+    decode_splits: Option<String>,
+    /// Skip the decode latency row.
+    #[arg(long)]
+    no_latency: bool,
 }
 
 fn list(s: &str) -> Result<Vec<u32>, String> {
@@ -241,6 +267,9 @@ fn varlen_of<'b>(cu: &'b Option<(CudaSlice<i32>, CudaSlice<i32>, Vec<i32>)>, w: 
 }
 
 pub fn run(a: &BenchArgs) -> Result<(), String> {
+    if a.decode {
+        return decode::run(a);
+    }
     let flash = Flash::new(Gpu::open(0).map_err(|e| format!("bench needs a GPU: {e}"))?, KernelCache::from_env());
     let gpu = &flash.gpu;
     let rt = |x: flashgen_runtime::RuntimeError| x.to_string();

@@ -36,6 +36,12 @@ pub struct CheckArgs {
     /// dK/dV kernel).
     #[arg(long)]
     pub fused_backward: bool,
+    /// Skip the KV-cache decode cases.
+    #[arg(long)]
+    pub skip_decode: bool,
+    /// Only the KV-cache decode cases (issue 33).
+    #[arg(long, conflicts_with = "skip_decode")]
+    pub decode_only: bool,
     /// Extra specs to check beside the defaults, as "[w:|ws:|wsp:]dtype,d,bm,bn,stage,warps,stages;..." (target = the GPU's; "w:" = fwd_wgmma, "ws:" = fwd_ws, "wsp:" = fwd_ws_persistent).
     #[arg(long)]
     pub specs: Option<String>,

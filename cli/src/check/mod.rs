@@ -6,6 +6,7 @@ mod args;
 mod backward;
 mod common;
 mod cpu;
+mod decode;
 mod forward;
 mod geometry;
 
@@ -17,7 +18,9 @@ use std::time::Instant;
 
 pub fn run(a: &CheckArgs) -> Result<(), String> {
     let t0 = Instant::now();
-    let defaults = flashgen::plan::default_set();
+    // (--decode-only: the decode kernels alone)
+    let attention = if a.decode_only { Vec::new() } else { flashgen::plan::default_set() };
+    let defaults: Vec<_> = attention.into_iter().chain(flashgen::plan::decode_default_set()).collect();
     for spec in &defaults {
         compile(spec, CompileOptions::default()).map_err(|e| e.to_string())?;
     }
@@ -42,7 +45,17 @@ pub fn run(a: &CheckArgs) -> Result<(), String> {
 /// The forward checks, then (unless --forward-only) the backward's; one JSON line per case.
 fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
     let mut json = a.json.as_ref().map(std::fs::File::create).transpose().map_err(|e| e.to_string())?;
+    if a.decode_only {
+        let (passed, failed) = decode::gpu_check(flash, a, &mut json)?;
+        println!("{passed} passed, {failed} failed");
+        return if failed > 0 { Err(format!("{failed} decode case(s) failed")) } else { Ok(()) };
+    }
     let (mut passed, mut failed) = forward::gpu_check(flash, a, &mut json)?;
+    if !a.skip_decode {
+        let (p, f) = decode::gpu_check(flash, a, &mut json)?;
+        passed += p;
+        failed += f;
+    }
     if !a.forward_only {
         let (p, f) = backward::gpu_check(flash, a, &mut json)?;
         passed += p;

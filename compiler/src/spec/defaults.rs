@@ -199,3 +199,53 @@ pub fn length_boundaries() -> Vec<usize> {
     out.dedup();
     out
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// The KV-cache decode kernels (issue 33; spec/decode.rs)
+
+/// One decode default: the tiles of `decode` on some targets at a head dim. BLOCK_M is not tabled: the plan
+/// takes the query rows of one K/V head (G·N_q) padded to 16 or 32 (`plan::decode`).
+#[derive(Debug)]
+pub struct DecodeRow {
+    pub targets: &'static [Arch],
+    pub head_dim: u32,
+    pub block_n: u32,
+    pub num_warps: u32,
+    pub num_stages: u32,
+    /// Why (no bench/results run has timed the decode kernels yet: these rows are the design's, to be
+    /// replaced by measured ones).
+    pub result: &'static str,
+}
+
+const fn decode_row(targets: &'static [Arch], head_dim: u32, block_n: u32, num_warps: u32, num_stages: u32, result: &'static str) -> DecodeRow {
+    DecodeRow { targets, head_dim, block_n, num_warps, num_stages, result }
+}
+
+/// 228 KB of shared memory per SM (sm_90, sm_90a), 164 KB (sm_80), 100 KB (sm_86, sm_89).
+const BIG_SMEM: &[Arch] = &[Arch::Sm90, Arch::Sm90a];
+const A100: &[Arch] = &[Arch::Sm80];
+const SMALL_SMEM: &[Arch] = &[Arch::Sm86, Arch::Sm89];
+
+/// The decode tiles. Memory-bound: a program needs enough bytes in flight, an SM two or three programs
+/// (the split heuristic counts the programs the driver fits per SM). HEAD_DIM 128: blocks of 64 keys
+/// (32 KB of K and V), 4 warps of 16 keys; 3 slots on Hopper (100 KB: two programs per SM, 64 KB in flight
+/// each), 2 elsewhere (68 KB: two per A100 SM). HEAD_DIM 64: 64 keys (16 KB), 4 slots (66 KB: three per
+/// Hopper SM). Chosen by design; `flashgen bench --decode --decode-configs` times the alternatives.
+pub static DECODE_TILES: &[DecodeRow] = &[
+    decode_row(BIG_SMEM, 128, 64, 4, 3, "design: 2 programs per SM, 64 KB in flight each (unmeasured)"),
+    decode_row(A100, 128, 64, 4, 2, "design: 2 programs per SM (unmeasured)"),
+    decode_row(SMALL_SMEM, 128, 64, 4, 2, "design: 1 program per SM (unmeasured)"),
+    decode_row(BIG_SMEM, 64, 64, 4, 4, "design: 3 programs per SM (unmeasured)"),
+    decode_row(A100, 64, 64, 4, 4, "design: 2 programs per SM (unmeasured)"),
+    decode_row(SMALL_SMEM, 64, 64, 4, 2, "design: 2 programs per SM (unmeasured)"),
+];
+
+/// The default decode spec for a target, dtype, head dim, causality and BLOCK_M.
+pub fn decode_spec(arch: Arch, dtype: DType, head_dim: u32, causal: bool, block_m: u32) -> Result<KernelSpec, SpecError> {
+    let row = DECODE_TILES
+        .iter()
+        .find(|r| r.targets.contains(&arch) && r.head_dim == head_dim)
+        .ok_or_else(|| SpecError(format!("no decode tile row is tabled for HEAD_DIM={head_dim} on {arch}: add a row to DECODE_TILES in compiler/src/spec/defaults.rs (or give the tiles explicitly)")))?;
+    let params = SpecParams { kind: Decode, dtype, head_dim, block_m, block_n: row.block_n, stage: if causal { 3 } else { 1 }, num_warps: row.num_warps, num_stages: row.num_stages, arch };
+    KernelSpec::new(params)
+}

@@ -10,11 +10,13 @@
 
 mod resources;
 mod rules;
+mod decode;
 pub mod defaults;
 pub mod schedule;
 pub mod types;
 
 pub use resources::{FusedLayout, Registers};
+pub use decode::{DECODE_BLOCK_MS, DECODE_BLOCK_NS, DECODE_COMBINE_WARPS, DECODE_KEYS_PER_WARP, DECODE_MAX_SPLITS, DECODE_MERGE_PAD, DECODE_NUM_WARPS};
 pub use schedule::{Schedule, ScheduleOverrides};
 pub use types::*;
 

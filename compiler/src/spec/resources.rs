@@ -72,6 +72,9 @@ impl KernelSpec {
     /// also carry the block's M and Δ, one f32 each per row). wgmma kernels: every slot a multiple of
     /// 1024 B, and 1 KB more, with which the kernel aligns its tiles to 1024 B itself (128B-swizzle atoms).
     pub fn shared_memory_bytes(&self) -> u32 {
+        if self.params.kind.decodes() {
+            return self.decode_shared_memory_bytes();
+        }
         let row = self.params.head_dim * self.params.dtype.bytes();
         let (res, strm, ns) = (self.resident_rows(), self.streamed_rows(), self.params.num_stages);
         let (resident, slot) = match self.params.kind.role() {
@@ -145,6 +148,9 @@ impl KernelSpec {
 
     /// The shared-memory layout in words, for error messages.
     pub(crate) fn shared_memory_layout(&self) -> String {
+        if self.params.kind.decodes() {
+            return self.decode_shared_memory_layout();
+        }
         let (d, res, strm, ns) = (self.params.head_dim, self.resident_rows(), self.streamed_rows(), self.params.num_stages);
         match self.params.kind.role() {
             KernelKind::Fwd if self.params.kind.persistent() => format!("{} × Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}", self.q_buffers()),
@@ -164,6 +170,9 @@ impl KernelSpec {
     /// stay in registers, else 16 for the ones in flight. Calibrated on ptxas 12.9 over the whole admitted
     /// space (tests/ptxas.rs sweeps it: everything this admits assembles without spills).
     pub fn register_estimate(&self) -> u32 {
+        if self.params.kind.decodes() {
+            return self.decode_register_estimate();
+        }
         let m_tiles = self.rows_per_warp() / 16;
         let (d, strm) = (self.params.head_dim, self.streamed_rows());
         let a_fragments = if self.q_in_registers() {
@@ -192,6 +201,8 @@ impl KernelSpec {
             // (locks, chains, the final dQ): fitted to ptxas 12.9
             KernelKind::BwdFused | KernelKind::BwdFusedAtomic | KernelKind::BwdFusedUp => (d + strm + 24, BACKWARD_REGISTER_OVERHEAD),
             KernelKind::BwdPre => (0, 0),
+            // (decode_register_estimate, above)
+            KernelKind::Decode | KernelKind::DecodeCombine => (0, 0),
         };
         let in_flight = if self.params.kind.uses_wgmma() { 0 } else { strm * d / 256 };
         m_tiles * per_tile + a_fragments + in_flight + overhead

@@ -47,6 +47,9 @@ impl KernelSpec {
         if p.kind.fuses_dq() {
             return KernelSpec::new_fused(p, overrides);
         }
+        if p.kind.decodes() {
+            return KernelSpec::new_decode(p, overrides);
+        }
         rule(overrides.is_empty(), || format!("{}: schedule `{overrides}`: this kind has no schedule switches (they belong to fwd_ws and fwd_ws_persistent)", p.kind.name()))?;
         rule(NUM_WARPS.contains(&w), || format!("num_warps={w} is not supported: use one of {NUM_WARPS:?}"))?;
         if p.kind == KernelKind::BwdPre {

@@ -55,6 +55,16 @@ pub enum KernelKind {
     /// programs do). The default causal backward at HEAD_DIM 128 from 1024 tokens
     /// (`spec::defaults::BACKWARD_KINDS`).
     BwdFusedUp,
+    /// Decoding against a KV cache (issue 33, FlashAttention's `flash_attn_with_kvcache`): a program owns one
+    /// (sequence, K/V head, split of the cache) and computes all G·N_q query rows of that K/V head's G query
+    /// heads (BLOCK_M rows, padded to m16 tiles), so K/V is read once; the cache (contiguous or paged: a
+    /// block table into a pool, a runtime switch) streams through a cp.async ring of BLOCK_N-key blocks whose
+    /// keys the warps share out; new K/V tokens are read from their own tensors and appended to the cache.
+    /// One split writes O and the natural-log LSE; more write f32 partials that `decode_combine` merges.
+    Decode,
+    /// The split-KV merge of `decode`'s partials (one program per query row): O = Σ_s exp2(M_s − M)·O_s / Σ_s
+    /// exp2(M_s − M), in a fixed order (deterministic); writes O and the natural-log LSE.
+    DecodeCombine,
 }
 
 /// Element type of Q, K, V and O. Accumulation is always f32.
@@ -226,7 +236,7 @@ impl DType {
 
 impl KernelKind {
     /// Every kind; a role's plain wgmma kind comes before bwd_fused (`wgmma_kind` takes the first).
-    pub const ALL: [KernelKind; 12] = [
+    pub const ALL: [KernelKind; 14] = [
         KernelKind::Fwd,
         KernelKind::FwdWgmma,
         KernelKind::FwdWs,
@@ -239,13 +249,15 @@ impl KernelKind {
         KernelKind::BwdFused,
         KernelKind::BwdFusedAtomic,
         KernelKind::BwdFusedUp,
+        KernelKind::Decode,
+        KernelKind::DecodeCombine,
     ];
 
     pub fn parse(s: &str) -> Result<KernelKind, SpecError> {
         KernelKind::ALL
             .into_iter()
             .find(|k| k.name() == s.trim())
-            .ok_or_else(|| SpecError(format!("kernel `{s}` is unknown: use one of fwd, fwd_wgmma, fwd_ws, fwd_ws_persistent, bwd_pre, bwd_dkdv, bwd_dq, bwd_dkdv_wgmma, bwd_dq_wgmma, bwd_fused, bwd_fused_atomic, bwd_fused_up")))
+            .ok_or_else(|| SpecError(format!("kernel `{s}` is unknown: use one of fwd, fwd_wgmma, fwd_ws, fwd_ws_persistent, bwd_pre, bwd_dkdv, bwd_dq, bwd_dkdv_wgmma, bwd_dq_wgmma, bwd_fused, bwd_fused_atomic, bwd_fused_up, decode, decode_combine")))
     }
     pub fn name(self) -> &'static str {
         match self {
@@ -261,6 +273,8 @@ impl KernelKind {
             KernelKind::BwdFused => "bwd_fused",
             KernelKind::BwdFusedAtomic => "bwd_fused_atomic",
             KernelKind::BwdFusedUp => "bwd_fused_up",
+            KernelKind::Decode => "decode",
+            KernelKind::DecodeCombine => "decode_combine",
         }
     }
     /// The kernel's role in the pass, whichever instructions implement it: a wgmma kind has the role (and
@@ -306,6 +320,10 @@ impl KernelKind {
     /// to each block from its highest program down (bwd_fused_up).
     pub fn dq_up(self) -> bool {
         self == KernelKind::BwdFusedUp
+    }
+    /// Whether the kind is one of the KV-cache decoding kernels (`decode`, `decode_combine`; spec/decode.rs).
+    pub fn decodes(self) -> bool {
+        matches!(self, KernelKind::Decode | KernelKind::DecodeCombine)
     }
     /// The Hopper (wgmma) kind that plays this kind's role, if there is one (not for the preprocess).
     pub fn wgmma_kind(self) -> Option<KernelKind> {

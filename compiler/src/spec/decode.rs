@@ -1,0 +1,149 @@
+//! The KV-cache decoding kernels (issue 33): their rules, shared memory and register estimates.
+//!
+//! - `decode`: one program per (sequence b, K/V head, split of the cache, tile of BLOCK_M query rows). The
+//!   G = H / H_kv query heads of the K/V head and the N_q new queries give G·N_q rows, packed row
+//!   R = i·G + g and padded to m16 tiles, so the program reads its K/V once for all of them. K/V stream in
+//!   blocks of BLOCK_N keys through a cp.async ring of NUM_STAGES slots; each of the num_warps warps takes
+//!   its own BLOCK_N / num_warps keys of every block (`keys per warp`, 16 or 32: one or two k16 steps of
+//!   P·V) with all the rows, keeping its own running max, sum and accumulator; at the end the warps merge
+//!   through shared memory in warp order (deterministic). Shared memory: [Q tile | ring], reused after the
+//!   loop by the merge buffer (per warp BLOCK_M rows of HEAD_DIM + 8 f32, then each warp's row max and sum).
+//! - `decode_combine`: one program per query row, merging the splits' partials by their log-sum-exps.
+//!
+//! The spec's fields mean: BLOCK_M query rows per program (16, 32 or 64), BLOCK_N keys per block, STAGE 3
+//! causal among the new queries (bottom-right by default) or 1, num_warps 4 or 8, num_stages the ring's slots.
+
+use super::rules::rule;
+use super::types::*;
+use super::{Features, KernelSpec, Schedule, ScheduleOverrides};
+
+/// Query rows per program (G·N_q padded to m16 tiles; more rows run as several row tiles). 64 rows would
+/// hold 4 m16 tiles of accumulators per warp: past the registers at HEAD_DIM 128, and spilling at 64.
+pub const DECODE_BLOCK_MS: [u32; 2] = [16, 32];
+/// Keys per block of the ring.
+pub const DECODE_BLOCK_NS: [u32; 3] = [32, 64, 128];
+/// Warps per program.
+pub const DECODE_NUM_WARPS: [u32; 2] = [4, 8];
+/// Keys of each block a warp computes: one or two k16 steps of P·V (more would hold S in too many registers).
+pub const DECODE_KEYS_PER_WARP: [u32; 2] = [16, 32];
+/// The most splits of one sequence's cache (the combine reads this many partials per row at most).
+pub const DECODE_MAX_SPLITS: u32 = 128;
+/// Warps of `decode_combine`: warp w sums the partials of splits w, w + 4, ...; warp 0 adds the four.
+pub const DECODE_COMBINE_WARPS: u32 = 4;
+/// f32 of padding per row of the merge buffer (rows 8 words apart modulo the 32 banks: the fragments'
+/// float2 stores of 4 rows fill 32 distinct banks).
+pub const DECODE_MERGE_PAD: u32 = 8;
+
+impl KernelSpec {
+    /// The split-KV combine for a target, dtype and head dim: one query row per program, 4 warps; it has
+    /// no tiles, so its other parameters are fixed (like the backward preprocess).
+    pub fn decode_combine(arch: Arch, dtype: DType, head_dim: u32) -> KernelSpec {
+        let params = SpecParams { kind: KernelKind::DecodeCombine, dtype, head_dim, block_m: 1, block_n: 0, stage: 1, num_warps: DECODE_COMBINE_WARPS, num_stages: 1, arch };
+        KernelSpec { params, schedule: Schedule::PLAIN, overrides: ScheduleOverrides::NONE, features: Features::NONE }
+    }
+
+    /// The rules of the decode kinds (after the common ones on HEAD_DIM and STAGE).
+    pub(crate) fn new_decode(p: SpecParams, overrides: ScheduleOverrides) -> Result<KernelSpec, SpecError> {
+        let SpecParams { head_dim: d, block_m: bm, block_n: bn, num_warps: w, num_stages: ns, .. } = p;
+        let kind = p.kind.name();
+        rule(overrides.is_empty(), || format!("{kind}: schedule `{overrides}`: the decode kernels have no schedule switches"))?;
+        if p.kind == KernelKind::DecodeCombine {
+            let canonical = KernelSpec::decode_combine(p.arch, p.dtype, d);
+            rule(p == canonical.params, || {
+                let c = canonical.params;
+                format!(
+                    "decode_combine takes only dtype, HEAD_DIM and arch (one query row per program): use BLOCK_M={} BLOCK_N={} STAGE={} num_warps={} num_stages={} (KernelSpec::decode_combine)",
+                    c.block_m, c.block_n, c.stage, c.num_warps, c.num_stages
+                )
+            })?;
+            return Ok(canonical);
+        }
+        rule(DECODE_BLOCK_MS.contains(&bm), || format!("{kind}: BLOCK_M={bm} is not supported: use one of {DECODE_BLOCK_MS:?} (the query rows G·N_q of one K/V head, padded to m16 tiles; more rows run as several row tiles)"))?;
+        rule(DECODE_BLOCK_NS.contains(&bn), || format!("{kind}: BLOCK_N={bn} is not supported: use one of {DECODE_BLOCK_NS:?}"))?;
+        rule(DECODE_NUM_WARPS.contains(&w), || format!("{kind}: num_warps={w} is not supported: use one of {DECODE_NUM_WARPS:?}"))?;
+        rule(bn % w == 0 && DECODE_KEYS_PER_WARP.contains(&(bn / w)), || {
+            format!("{kind}: BLOCK_N={bn} over num_warps={w} gives each warp {} keys of a block: use BLOCK_N = 16 or 32 × num_warps (whole k16 steps of P·V; 32 at most, so S fits in registers)", bn as f64 / w as f64)
+        })?;
+        rule(NUM_STAGES.contains(&ns), || format!("{kind}: num_stages={ns} must be in {}..={} (the depth of the cp.async ring of K/V blocks)", NUM_STAGES.start(), NUM_STAGES.end()))?;
+        let spec = KernelSpec { params: p, schedule: Schedule::PLAIN, overrides: ScheduleOverrides::NONE, features: Features::NONE };
+        let (threads, chunks) = (32 * w, d / 8);
+        let step = threads / chunks;
+        rule((bn * chunks) % threads == 0 && bn % step == 0, || format!("{kind}: BLOCK_N={bn} × HEAD_DIM={d} must be a multiple of 256 × num_warps={w} (each thread copies whole 16-byte chunks of every K/V tile)"))?;
+        spec.fits_decode_shared_memory()?;
+        let regs = spec.decode_register_estimate();
+        rule(regs <= MAX_REGISTERS, || {
+            format!("{kind}: an estimated {regs} registers per thread (the accumulators of BLOCK_M={bm} rows × HEAD_DIM={d} per warp, scores of {} keys) exceed {MAX_REGISTERS}: lower BLOCK_M (the plan runs more row tiles) or BLOCK_N", bn / w)
+        })?;
+        Ok(spec)
+    }
+
+    fn fits_decode_shared_memory(&self) -> Result<(), SpecError> {
+        let (smem, limit) = (self.shared_memory_bytes(), self.params.arch.shared_memory_limit());
+        rule(smem <= limit, || format!("shared memory {smem} B ({}) exceeds the {limit} B limit of {}: lower num_stages, BLOCK_N or BLOCK_M", self.decode_shared_memory_layout(), self.params.arch))
+    }
+
+    /// Keys of each K/V block one warp computes (BLOCK_N / num_warps).
+    pub fn decode_keys_per_warp(&self) -> u32 {
+        self.params.block_n / self.params.num_warps.max(1)
+    }
+
+    /// m16 tiles of query rows (BLOCK_M / 16).
+    pub fn decode_m_tiles(&self) -> u32 {
+        self.params.block_m / 16
+    }
+
+    /// Whether the warps keep Q's fragments in registers for the whole loop (at most 32 registers: 16 rows
+    /// at HEAD_DIM 128, 32 at 64), else re-read them from the Q tile per block.
+    pub fn decode_q_in_registers(&self) -> bool {
+        self.decode_m_tiles() * self.params.head_dim / 4 <= 32
+    }
+
+    /// Bytes of the Q tile, and where the ring starts.
+    pub fn decode_ring_offset(&self) -> u32 {
+        self.params.block_m * self.params.head_dim * self.params.dtype.bytes()
+    }
+
+    /// Bytes of one warp's part of the merge buffer (BLOCK_M rows of HEAD_DIM + DECODE_MERGE_PAD f32), and
+    /// where the row statistics (per warp BLOCK_M maxima, then BLOCK_M sums, f32) start after all of them.
+    pub fn decode_merge_warp_bytes(&self) -> u32 {
+        self.params.block_m * (self.params.head_dim + DECODE_MERGE_PAD) * 4
+    }
+    pub fn decode_stats_offset(&self) -> u32 {
+        self.params.num_warps * self.decode_merge_warp_bytes()
+    }
+
+    /// Dynamic shared memory of the decode kinds: the larger of [Q tile | ring] and the merge area.
+    pub(crate) fn decode_shared_memory_bytes(&self) -> u32 {
+        match self.params.kind {
+            KernelKind::Decode => {
+                let main = self.decode_ring_offset() + self.params.num_stages * self.slot_bytes();
+                let merge = self.decode_stats_offset() + 2 * self.params.num_warps * self.params.block_m * 4;
+                main.max(merge)
+            }
+            // the four warps' partial rows of HEAD_DIM f32
+            _ => DECODE_COMBINE_WARPS * self.params.head_dim * 4,
+        }
+    }
+
+    pub(crate) fn decode_shared_memory_layout(&self) -> String {
+        let (d, bm, bn, ns, w) = (self.params.head_dim, self.params.block_m, self.params.block_n, self.params.num_stages, self.params.num_warps);
+        match self.params.kind {
+            KernelKind::Decode => format!("Q {bm}×{d} + num_stages={ns} × K/V {bn}×{d}, or the merge of {w} warps × {bm}×{d} f32"),
+            _ => format!("{DECODE_COMBINE_WARPS} warps × {d} f32"),
+        }
+    }
+
+    /// Registers per thread a spec needs: per m16 tile the f32 accumulator (HEAD_DIM / 2), the scores and
+    /// packed P of the warp's keys (3·keys / 4) and the row statistics, Q's fragments when they stay in
+    /// registers, and the overhead of addresses, the ring and the mask. ptxas 12.9 uses more where it has
+    /// room (it keeps the copy rows' addresses: 141-254 over the admitted space, tests/decode.rs), never
+    /// spilling; the rule only refuses what cannot fit (64 query rows per program).
+    pub(crate) fn decode_register_estimate(&self) -> u32 {
+        if self.params.kind == KernelKind::DecodeCombine {
+            return 64;
+        }
+        let (m_tiles, d, kpw) = (self.decode_m_tiles(), self.params.head_dim, self.decode_keys_per_warp());
+        let q = if self.decode_q_in_registers() { m_tiles * d / 4 } else { 16 };
+        m_tiles * (d / 2 + 3 * kpw / 4 + 8) + q + 48
+    }
+}

@@ -1,0 +1,520 @@
+//! The KV-cache decode kernels (issue 33) on the CPU: their rules, every admitted spec through ptxas (no
+//! spills, no local memory), a PTX snapshot, and the kernels themselves run on the SIMT emulator
+//! (tests/simt) against flashgen::reference::decode — contiguous and paged caches, appends, causal new
+//! queries, grouped heads, split-KV with the combine, row tiles, lying cache lengths and block tables.
+
+#[path = "simt/mod.rs"]
+mod simt;
+
+use flashgen::abi::{self, ParamType};
+use flashgen::numeric::SplitMix;
+use flashgen::reference::{self, CacheStorage, KvCacheInputs, KvCacheProblem};
+use flashgen::{Arch, DType, KernelKind, KernelSpec, SpecParams};
+use simt::{Arg, Launch};
+use std::collections::HashMap;
+
+fn decode_spec(dtype: DType, d: u32, bm: u32, bn: u32, causal: bool, w: u32, ns: u32) -> KernelSpec {
+    KernelSpec::new(SpecParams { kind: KernelKind::Decode, dtype, head_dim: d, block_m: bm, block_n: bn, stage: if causal { 3 } else { 1 }, num_warps: w, num_stages: ns, arch: Arch::Sm90a }).unwrap()
+}
+
+fn bits(dtype: DType, x: f32) -> u16 {
+    match dtype {
+        DType::Bf16 => half::bf16::from_f32(x).to_bits(),
+        DType::F16 => half::f16::from_f32(x).to_bits(),
+    }
+}
+fn value(dtype: DType, b: u16) -> f32 {
+    match dtype {
+        DType::Bf16 => half::bf16::from_bits(b).to_f32(),
+        DType::F16 => half::f16::from_bits(b).to_f32(),
+    }
+}
+fn bytes16(v: &[u16]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+fn bytes32<T: Copy + Into<f64>>(v: &[T], f: impl Fn(T) -> [u8; 4]) -> Vec<u8> {
+    v.iter().flat_map(|&x| f(x)).collect()
+}
+fn u16s(b: &[u8]) -> Vec<u16> {
+    b.chunks(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()
+}
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+/// One emulated decode call: the problem, its inputs (f32, already rounded to the dtype), and how to run it.
+struct Case {
+    p: KvCacheProblem,
+    dtype: DType,
+    spec: KernelSpec,
+    splits: usize,
+    /// The cache lengths the kernel is given (a lying one differs from p.cache_seqlens) and the block table.
+    device_lens: Vec<i32>,
+    device_table: Vec<i32>,
+}
+
+/// Buffers in the kernel's order of use (indices into the emulator's buffers).
+const Q: usize = 0;
+const KC: usize = 1;
+const VC: usize = 2;
+const KN: usize = 3;
+const VN: usize = 4;
+const OUT: usize = 5;
+const LSE: usize = 6;
+const OP: usize = 7;
+const LP: usize = 8;
+const LENS: usize = 9;
+const TABLE: usize = 10;
+
+struct Ran {
+    o: Vec<f32>,
+    lse: Vec<f32>,
+    k_cache: Vec<f32>,
+    v_cache: Vec<f32>,
+    partial_lse: Vec<f32>,
+}
+
+fn random(rng: &mut SplitMix, n: usize, dtype: DType) -> Vec<f32> {
+    (0..n).map(|_| value(dtype, bits(dtype, rng.normal()))).collect()
+}
+
+/// The arguments of `entry`'s list from named values: tensors' strides by their [Z, H, N, D] views.
+fn args_of(kind: KernelKind, named: &HashMap<&str, Arg>, strides: &HashMap<&str, [i64; 4]>) -> Vec<Arg> {
+    abi::kernel_parameters(kind)
+        .iter()
+        .map(|p| match p.ty {
+            ParamType::Stride { tensor, axis } => Arg::I64(strides[tensor][axis]),
+            _ => *named.get(p.name).unwrap_or_else(|| panic!("no value for {}", p.name)),
+        })
+        .collect()
+}
+
+fn run_case(tools: &simt::Tools, c: &Case, x: &KvCacheInputs<'_>) -> Ran {
+    let p = &c.p;
+    let (b, h, hkv, d, nq, nn) = (p.batch, p.heads, p.kv_heads, p.d_qk, p.n_q, p.n_new);
+    let dt = c.dtype;
+    let enc = |v: &[f32]| bytes16(&v.iter().map(|&x| bits(dt, x)).collect::<Vec<_>>());
+    let rows = b * h * nq;
+    let nan = match dt {
+        DType::Bf16 => 0x7FC0u16,
+        DType::F16 => 0x7E00,
+    };
+    let mut bufs = vec![
+        enc(x.q),
+        enc(x.k_cache),
+        enc(x.v_cache),
+        enc(x.k_new),
+        enc(x.v_new),
+        bytes16(&vec![nan; p.o_len()]),
+        bytes32(&vec![f32::NAN; rows], f32::to_le_bytes),
+        bytes32(&vec![f32::NAN; c.splits * rows * d], f32::to_le_bytes),
+        bytes32(&vec![f32::NAN; c.splits * rows], f32::to_le_bytes),
+        c.device_lens.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        c.device_table.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    ];
+    let (capacity, page_size, max_pages, pool) = match &p.storage {
+        CacheStorage::Contiguous { capacity } => (*capacity, 0, 0, 0),
+        CacheStorage::Paged { page_size, pages, max_pages, .. } => (max_pages * page_size, *page_size, *max_pages, *pages),
+    };
+    let cache_rows = if page_size > 0 { page_size } else { capacity };
+    let bshd = |heads: usize, n: usize| [(n * heads * d) as i64, d as i64, (heads * d) as i64, 1];
+    let strides: HashMap<&str, [i64; 4]> =
+        [("Q", bshd(h, nq)), ("Out", bshd(h, nq)), ("K_CACHE", bshd(hkv, cache_rows)), ("V_CACHE", bshd(hkv, cache_rows)), ("K_NEW", bshd(hkv, nn)), ("V_NEW", bshd(hkv, nn))].into_iter().collect();
+    let named: HashMap<&str, Arg> = [
+        ("Q", Arg::Buf(Q)),
+        ("K_CACHE", Arg::Buf(KC)),
+        ("V_CACHE", Arg::Buf(VC)),
+        ("K_NEW", if nn > 0 { Arg::Buf(KN) } else { Arg::Null }),
+        ("V_NEW", if nn > 0 { Arg::Buf(VN) } else { Arg::Null }),
+        ("sm_scale", Arg::F32(p.rules.sm_scale as f32)),
+        ("Out", Arg::Buf(OUT)),
+        ("LSE", Arg::Buf(LSE)),
+        ("O_PARTIAL", Arg::Buf(OP)),
+        ("LSE_PARTIAL", Arg::Buf(LP)),
+        ("CACHE_SEQLENS", Arg::Buf(LENS)),
+        ("BLOCK_TABLE", if page_size > 0 { Arg::Buf(TABLE) } else { Arg::Null }),
+        ("N_NEW", Arg::I32(nn as i32)),
+        ("NUM_SPLITS", Arg::I32(c.splits as i32)),
+        ("PAGE_SIZE", Arg::I32(page_size as i32)),
+        ("MAX_PAGES", Arg::I32(max_pages as i32)),
+        ("POOL_PAGES", Arg::I32(pool as i32)),
+        ("Z", Arg::I32(b as i32)),
+        ("H", Arg::I32(h as i32)),
+        ("H_KV", Arg::I32(hkv as i32)),
+        ("N_Q", Arg::I32(nq as i32)),
+        ("N_KV", Arg::I32(capacity as i32)),
+        ("ALIGN", Arg::I32(1)),
+        ("CU_SEQLENS_Q", Arg::Null),
+        ("CU_SEQLENS_K", Arg::Null),
+        ("TOTAL_Q", Arg::I32((b * nq) as i32)),
+        ("TOTAL_K", Arg::I32((b * capacity) as i32)),
+    ]
+    .into_iter()
+    .collect();
+    let spec = &c.spec;
+    let row_tiles = (p.group() * nq).div_ceil(spec.block_m() as usize);
+    let mut launches = vec![Launch {
+        ir: flashgen::render::render(spec).unwrap(),
+        entry: spec.name(),
+        args: args_of(KernelKind::Decode, &named, &strides),
+        grid: (c.splits as u32, (hkv * row_tiles) as u32, b as u32),
+        threads: spec.threads(),
+    }];
+    if c.splits > 1 {
+        let comb = KernelSpec::decode_combine(Arch::Sm90a, dt, d as u32);
+        launches.push(Launch { ir: flashgen::render::render(&comb).unwrap(), entry: comb.name(), args: args_of(KernelKind::DecodeCombine, &named, &strides), grid: (rows as u32, 1, 1), threads: comb.threads() });
+    }
+    simt::run(tools, &launches, &mut bufs).unwrap();
+    let dec = |b: &[u8]| u16s(b).into_iter().map(|v| value(dt, v)).collect::<Vec<f32>>();
+    Ran { o: dec(&bufs[OUT]), lse: f32s(&bufs[LSE]), k_cache: dec(&bufs[KC]), v_cache: dec(&bufs[VC]), partial_lse: f32s(&bufs[LP]) }
+}
+
+/// Relative error of the whole tensor (NaN or inf anywhere: infinite).
+fn rel(got: &[f32], want: &[f64]) -> f64 {
+    if got.iter().any(|x| !x.is_finite()) {
+        return f64::INFINITY;
+    }
+    let num: f64 = got.iter().zip(want).map(|(&a, &b)| (a as f64 - b).powi(2)).sum();
+    let den: f64 = want.iter().map(|b| b * b).sum();
+    (num / den.max(1e-30)).sqrt()
+}
+
+/// LSE: −∞ exactly where the reference has −∞, else the absolute error.
+fn lse_err(got: &[f32], want: &[f64]) -> f64 {
+    got.iter()
+        .zip(want)
+        .map(|(&a, &b)| if b == f64::NEG_INFINITY { if a == f32::NEG_INFINITY { 0.0 } else { f64::INFINITY } } else { (a as f64 - b).abs() })
+        .fold(0.0, f64::max)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn problem(lens: Vec<usize>, heads: usize, kv_heads: usize, d: usize, n_q: usize, n_new: usize, causal: bool, storage: CacheStorage) -> KvCacheProblem {
+    let mut p = KvCacheProblem::new(lens, heads, d, n_q, 0);
+    p.kv_heads = kv_heads;
+    p.n_new = n_new;
+    p.storage = storage;
+    p.rules.mask.causal = causal;
+    p
+}
+
+/// A paged storage for `lens` (+ n_new) with pages of `page_size`, pages permuted, a few spare pages.
+fn paged(rng: &mut SplitMix, lens: &[usize], n_new: usize, page_size: usize, max_pages: usize) -> CacheStorage {
+    let need: usize = lens.iter().map(|l| (l + n_new).div_ceil(page_size)).sum();
+    let pages = need + 3;
+    let mut order: Vec<usize> = (0..pages).collect();
+    for i in (1..pages).rev() {
+        order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+    }
+    let mut table = vec![0usize; lens.len() * max_pages];
+    let mut next = 0;
+    for (b, l) in lens.iter().enumerate() {
+        for j in 0..(l + n_new).div_ceil(page_size) {
+            table[b * max_pages + j] = order[next];
+            next += 1;
+        }
+        // unused entries point at the last spare page (never read)
+        for j in (l + n_new).div_ceil(page_size)..max_pages {
+            table[b * max_pages + j] = order[pages - 1];
+        }
+    }
+    CacheStorage::Paged { page_size, pages, max_pages, block_table: table }
+}
+
+/// Run `c` and compare with the reference: O and LSE of every row (or, with lying device inputs, of the
+/// `honest` sequences only), the caches after the append, and the split partials' log-sum-exps.
+fn check(tools: &simt::Tools, label: &str, c: Case, seed: u64, honest: Option<&[usize]>) {
+    let p = &c.p;
+    let mut rng = SplitMix(seed);
+    let q = random(&mut rng, p.q_len(), c.dtype);
+    let k_cache = random(&mut rng, p.cache_len(p.d_qk), c.dtype);
+    let v_cache = random(&mut rng, p.cache_len(p.d_v), c.dtype);
+    let k_new = random(&mut rng, p.new_len(p.d_qk), c.dtype);
+    let v_new = random(&mut rng, p.new_len(p.d_v), c.dtype);
+    let x = KvCacheInputs { q: &q, k_cache: &k_cache, v_cache: &v_cache, k_new: &k_new, v_new: &v_new };
+    let want = reference::decode(p, &x);
+    let ran = run_case(tools, &c, &x);
+    let keep: Vec<reference::QueryRow> = p.rows().filter(|r| honest.is_none_or(|h| h.contains(&r.b))).collect();
+    let got_o: Vec<f32> = keep.iter().flat_map(|&r| ran.o[p.o_offset(r)..p.o_offset(r) + p.d_v].to_vec()).collect();
+    let want_o: Vec<f64> = keep.iter().flat_map(|&r| want.o[p.o_offset(r)..p.o_offset(r) + p.d_v].to_vec()).collect();
+    let got_l: Vec<f32> = keep.iter().map(|&r| ran.lse[p.lse_offset(r)]).collect();
+    let want_l: Vec<f64> = keep.iter().map(|&r| want.lse[p.lse_offset(r)]).collect();
+    let (eo, el) = (rel(&got_o, &want_o), lse_err(&got_l, &want_l));
+    let written = ran.o.iter().all(|v| v.is_finite()) && ran.lse.iter().all(|v| !v.is_nan());
+    // the caches: the new tokens appended, nothing else changed
+    let appended = honest.is_some() || {
+        let (mut kc, mut vc) = (k_cache.clone(), v_cache.clone());
+        reference::append_kv(p, &mut kc, &mut vc, &k_new, &v_new);
+        ran.k_cache == kc && ran.v_cache == vc
+    };
+    println!("{label}: {} splits {} rel err O {eo:.2e}, LSE max abs err {el:.2e}, caches {}", c.spec.name(), c.splits, if appended { "as appended" } else { "WRONG" });
+    assert!(eo < 1e-2 && el < 2e-3 && appended && written, "{label}: O {eo:e} LSE {el:e} appended {appended} written {written}");
+    if c.splits > 1 && honest.is_none() {
+        // the partials' log-sum-exps are the reference's splits' (base 2)
+        let parts = reference::decode_splits(p, &x, c.splits, c.spec.block_n() as usize);
+        for (s, part) in parts.iter().enumerate() {
+            let rows = p.lse_len();
+            let err = lse_err(&ran.partial_lse[s * rows..(s + 1) * rows], &part.m);
+            assert!(err < 3e-3, "{label}: split {s} partial M err {err:e}");
+        }
+    }
+}
+
+fn honest_lens(p: &KvCacheProblem) -> Vec<i32> {
+    p.cache_seqlens.iter().map(|&l| l as i32).collect()
+}
+
+fn table_of(p: &KvCacheProblem) -> Vec<i32> {
+    match &p.storage {
+        CacheStorage::Paged { block_table, .. } => block_table.iter().map(|&x| x as i32).collect(),
+        CacheStorage::Contiguous { .. } => vec![0],
+    }
+}
+
+fn case(p: KvCacheProblem, dtype: DType, spec: KernelSpec, splits: usize) -> Case {
+    Case { device_lens: honest_lens(&p), device_table: table_of(&p), p, dtype, spec, splits }
+}
+
+fn tools_or_skip() -> Option<simt::Tools> {
+    let t = simt::tools();
+    if t.is_none() {
+        eprintln!("SKIPPED: opt-19/llc-19 or cc not found (scripts/setup.sh installs llvm-19)");
+    }
+    t
+}
+
+#[test]
+fn decode_contiguous_append_gqa_splits_on_the_emulator() {
+    let Some(tools) = tools_or_skip() else { return };
+    // G = 4 query heads per K/V head, one new query and one appended token; lengths 0, ragged, full
+    let p = problem(vec![0, 137, 299], 8, 2, 128, 1, 1, true, CacheStorage::Contiguous { capacity: 300 });
+    check(&tools, "contiguous bf16 d128", case(p, DType::Bf16, decode_spec(DType::Bf16, 128, 16, 64, true, 4, 3), 3), 1, None);
+}
+
+#[test]
+fn decode_paged_fp16_causal_appends_on_the_emulator() {
+    let Some(tools) = tools_or_skip() else { return };
+    let mut rng = SplitMix(5);
+    // three new queries appended and attending causally (bottom-right), pages of 16 in any order
+    let lens = vec![45, 0, 100, 16];
+    let storage = paged(&mut rng, &lens, 3, 16, 8);
+    let p = problem(lens, 4, 2, 64, 3, 3, true, storage);
+    check(&tools, "paged fp16 d64 bn64", case(p.clone(), DType::F16, decode_spec(DType::F16, 64, 16, 64, true, 4, 3), 2), 2, None);
+    check(&tools, "paged fp16 d64 bn128", case(p, DType::F16, decode_spec(DType::F16, 64, 16, 128, true, 4, 2), 3), 3, None);
+}
+
+#[test]
+fn decode_32_rows_and_row_tiles_on_the_emulator() {
+    let Some(tools) = tools_or_skip() else { return };
+    // G = 8, N_q = 4: 32 rows in one program (Q re-read from shared memory at HEAD_DIM 128), one split
+    let p = problem(vec![33, 250], 16, 2, 128, 4, 4, true, CacheStorage::Contiguous { capacity: 260 });
+    check(&tools, "32 rows bf16 d128", case(p, DType::Bf16, decode_spec(DType::Bf16, 128, 32, 64, true, 4, 3), 1), 4, None);
+    // G = 8, N_q = 3: 24 rows in two row tiles of 16, paged 32, four splits
+    let mut rng = SplitMix(6);
+    let lens = vec![200, 31];
+    let storage = paged(&mut rng, &lens, 3, 32, 8);
+    let p = problem(lens, 16, 2, 64, 3, 3, true, storage);
+    check(&tools, "row tiles bf16 d64", case(p, DType::Bf16, decode_spec(DType::Bf16, 64, 16, 64, true, 4, 4), 4), 5, None);
+}
+
+#[test]
+fn decode_non_causal_without_append_eight_warps_on_the_emulator() {
+    let Some(tools) = tools_or_skip() else { return };
+    // MHA (G = 1), two queries, nothing appended, 8 warps of 16 keys; five splits, the last ones empty
+    let p = problem(vec![70, 1, 0], 2, 2, 128, 2, 0, false, CacheStorage::Contiguous { capacity: 96 });
+    check(&tools, "non-causal fp16 d128 w8", case(p, DType::F16, decode_spec(DType::F16, 128, 16, 128, false, 8, 2), 5), 7, None);
+}
+
+#[test]
+fn lying_lengths_and_block_tables_stay_inside_the_cache_on_the_emulator() {
+    let Some(tools) = tools_or_skip() else { return };
+    // contiguous: a length past the capacity and a negative one; the emulator aborts on any read outside
+    let p = problem(vec![50, 60, 70], 4, 1, 64, 1, 1, true, CacheStorage::Contiguous { capacity: 128 });
+    let mut c = case(p, DType::Bf16, decode_spec(DType::Bf16, 64, 16, 64, true, 4, 3), 2);
+    c.device_lens = vec![50, 1_000_000, -5];
+    check(&tools, "lying lengths", c, 8, Some(&[0]));
+    // paged: entries past the pool and negative ones, and a length past the table's pages
+    let mut rng = SplitMix(9);
+    let lens = vec![40, 40, 40];
+    let storage = paged(&mut rng, &lens, 1, 16, 4);
+    let p = problem(lens, 4, 1, 64, 1, 1, true, storage);
+    let mut c = case(p, DType::Bf16, decode_spec(DType::Bf16, 64, 16, 64, true, 4, 3), 2);
+    c.device_table[4] = 1_000_000;
+    c.device_table[5] = -3;
+    c.device_lens = vec![40, 40, 5000];
+    check(&tools, "lying block table", c, 10, Some(&[0]));
+}
+
+/// Every admitted decode spec of a grid of the parameters (both kinds).
+fn admitted(dtypes: &[DType], archs: &[Arch], stages: &[u32], num_stages: &[u32]) -> Vec<KernelSpec> {
+    let mut out = Vec::new();
+    for &arch in archs {
+        for &dtype in dtypes {
+            for d in flashgen::spec::HEAD_DIMS {
+                out.push(KernelSpec::decode_combine(arch, dtype, d));
+                for bm in flashgen::spec::DECODE_BLOCK_MS {
+                    for bn in flashgen::spec::DECODE_BLOCK_NS {
+                        for w in flashgen::spec::DECODE_NUM_WARPS {
+                            for &stage in stages {
+                                for &ns in num_stages {
+                                    let p = SpecParams { kind: KernelKind::Decode, dtype, head_dim: d, block_m: bm, block_n: bn, stage, num_warps: w, num_stages: ns, arch };
+                                    if let Ok(s) = KernelSpec::new(p) {
+                                        out.push(s);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// ptxas over the admitted decode space: no spills, no stack, no ptxas warnings, no local memory in SASS,
+/// and the ring as LDGSTS and the products as HMMA.
+#[test]
+fn admitted_decode_specs_assemble_without_spills_or_local_memory() {
+    let Some(ptxas) = flashgen_tests::find_ptxas() else {
+        assert!(!flashgen_tests::in_ci(), "ptxas not found (set FLASHGEN_PTXAS): CI must install it");
+        eprintln!("SKIPPED: ptxas not found (set FLASHGEN_PTXAS)");
+        return;
+    };
+    let nvdisasm = flashgen_tests::find_nvdisasm();
+    // every tile shape (HEAD_DIM × BLOCK_M × BLOCK_N / warps × STAGE) at the ring's extremes on sm_90a, and
+    // each other target and dtype at one depth (the depth changes constants of the ring, not its code)
+    let mut specs = admitted(&[DType::Bf16], &[Arch::Sm90a], &[1, 3], &[2, 6]);
+    specs.extend(admitted(&[DType::F16], &[Arch::Sm90a, Arch::Sm80], &[3], &[3]));
+    specs.extend(admitted(&[DType::Bf16], &[Arch::Sm86, Arch::Sm89], &[1], &[2]));
+    specs.dedup();
+    assert!(specs.len() >= 60, "the admitted space should be a real one: {}", specs.len());
+    let (a, b) = specs.split_at(specs.len() / 2);
+    std::thread::scope(|s| {
+        for half in [a, b] {
+            let (ptxas, nvdisasm) = (&ptxas, &nvdisasm);
+            s.spawn(move || {
+                for spec in half {
+                    let art = flashgen::compile(spec, flashgen::CompileOptions::default()).unwrap();
+                    let r = flashgen_tests::ptxas(ptxas, &art.ptx, spec.arch().name()).unwrap();
+                    println!("{:<52} registers {:>3} (estimate {:>3})  shared {:>6} B  stack {} spills {}/{}", spec.name(), r.registers, spec.register_estimate(), spec.shared_memory_bytes(), r.stack_frame, r.spill_stores, r.spill_loads);
+                    assert_eq!((r.stack_frame, r.spill_stores, r.spill_loads), (0, 0, 0), "{} spills: {r:?}", spec.name());
+                    assert!(r.warnings.is_empty(), "{}: {:?}", spec.name(), r.warnings);
+                    if let Some(nvdisasm) = nvdisasm {
+                        let text = flashgen_tests::sass(ptxas, nvdisasm, &art.ptx, spec.arch().name()).unwrap();
+                        let local = text.lines().filter(|l| l.contains(" LDL") || l.contains(" STL")).count();
+                        assert_eq!(local, 0, "{}: local memory", spec.name());
+                        if spec.kind() == KernelKind::Decode {
+                            assert!(text.contains("LDGSTS"), "{}: the cp.async ring is not LDGSTS in SASS", spec.name());
+                            assert!(text.contains("HMMA"), "{}: no HMMA", spec.name());
+                        }
+                    }
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn decode_rules_name_the_fix() {
+    let p = SpecParams { kind: KernelKind::Decode, dtype: DType::Bf16, head_dim: 128, block_m: 16, block_n: 64, stage: 1, num_warps: 4, num_stages: 3, arch: Arch::Sm90a };
+    let s = KernelSpec::new(p).unwrap();
+    assert_eq!(s.name(), "fa2_decode_bf16_d128_st1_bm16_bn64_w4_ns3_sm90a");
+    assert_eq!((s.decode_keys_per_warp(), s.decode_m_tiles(), s.decode_q_in_registers()), (16, 1, true));
+    // [Q 16×128 | 3 × (K, V) 64×128] = 4 KB + 96 KB: two programs per H200 SM
+    assert_eq!(s.shared_memory_bytes(), 4096 + 3 * 32768);
+    let err = |p: SpecParams| KernelSpec::new(p).unwrap_err().to_string();
+    assert!(err(SpecParams { block_m: 48, ..p }).contains("BLOCK_M=48 is not supported"));
+    assert!(err(SpecParams { block_n: 64, num_warps: 8, ..p }).contains("gives each warp 8 keys"));
+    assert!(err(SpecParams { block_n: 32, ..p }).contains("gives each warp 8 keys"));
+    assert!(err(SpecParams { num_stages: 7, ..p }).contains("num_stages=7"));
+    assert!(err(SpecParams { head_dim: 96, ..p }).contains("HEAD_DIM=96"));
+    assert!(err(SpecParams { block_m: 64, ..p }).contains("BLOCK_M=64 is not supported"), "64 rows of accumulators per warp");
+    assert!(err(SpecParams { num_stages: 6, block_n: 128, arch: Arch::Sm86, ..p }).contains("shared memory"));
+    // the combine has one form
+    let c = KernelSpec::decode_combine(Arch::Sm80, DType::F16, 64);
+    assert_eq!(c.name(), "fa2_decode_combine_fp16_d64_st1_bm1_bn0_w4_ns1_sm80");
+    assert_eq!(KernelSpec::new(*c.params()).unwrap(), c);
+    assert!(err(SpecParams { block_m: 2, ..*c.params() }).contains("decode_combine takes only dtype, HEAD_DIM and arch"));
+    // a spec read from a file obeys the same rules
+    let json = serde_json::to_string(&s).unwrap();
+    assert_eq!(serde_json::from_str::<KernelSpec>(&json).unwrap(), s);
+}
+
+/// The split heuristic on fa4_bench.py's decode shapes (8 K/V heads, blocks of 64 keys) on the H200's 132
+/// SMs at two programs each, and its edges.
+#[test]
+fn split_heuristic_fills_the_chip() {
+    use flashgen::plan::decode_splits;
+    let slots = 132 * 2;
+    // batch 1: 8 programs a split; 8192 keys = 128 blocks: 32 splits of 4 blocks (256 programs, 97% of a wave)
+    assert_eq!(decode_splits(8, 128, slots), 32);
+    // 32768 keys: as many splits, 16 blocks each
+    assert_eq!(decode_splits(8, 512, slots), 32);
+    // batch 16: 128 programs fill 48% of a wave: 2 splits (97%)
+    assert_eq!(decode_splits(128, 128, slots), 2);
+    // batch 64: 512 programs, two waves already
+    assert_eq!(decode_splits(512, 512, slots), 1);
+    // short caches: at least 2 blocks a split
+    assert_eq!(decode_splits(8, 3, slots), 1);
+    assert_eq!(decode_splits(8, 4, slots), 2);
+    assert_eq!(decode_splits(0, 100, slots), 1);
+    assert!(decode_splits(1, 1 << 20, slots) <= flashgen::spec::DECODE_MAX_SPLITS as usize);
+    for units in [1, 3, 8, 50, 100, 200, 300] {
+        for blocks in [1, 2, 7, 64, 129, 1000] {
+            let s = decode_splits(units, blocks, slots);
+            // never a split without blocks
+            assert_eq!(blocks.div_ceil(blocks.div_ceil(s)), s, "units {units} blocks {blocks}: {s}");
+        }
+    }
+}
+
+#[test]
+fn decode_plans_take_the_rows_of_a_kv_head() {
+    use flashgen::plan::{decode, DecodeProblem};
+    let p = |group, queries| DecodeProblem { dtype: DType::Bf16, head_dim: 128, causal: true, group, queries };
+    let plan = decode(Arch::Sm90a, &p(4, 1)).unwrap();
+    assert_eq!(plan.kernel.name(), "fa2_decode_bf16_d128_st3_bm16_bn64_w4_ns3_sm90a");
+    assert_eq!(plan.combine.name(), "fa2_decode_combine_bf16_d128_st1_bm1_bn0_w4_ns1_sm90a");
+    assert_eq!(plan.row_tiles(&p(4, 1)), 1);
+    let plan = decode(Arch::Sm90a, &p(8, 4)).unwrap();
+    assert_eq!((plan.kernel.block_m(), plan.row_tiles(&p(8, 4))), (32, 1));
+    let plan = decode(Arch::Sm80, &p(16, 4)).unwrap();
+    assert_eq!((plan.kernel.block_m(), plan.row_tiles(&p(16, 4))), (32, 2));
+    assert!(decode(Arch::Sm90a, &DecodeProblem { head_dim: 96, ..p(1, 1) }).unwrap_err().to_string().contains("HEAD_DIM=96"));
+    let set = flashgen::plan::decode_default_set();
+    assert!(set.iter().any(|s| s.kind() == KernelKind::DecodeCombine) && set.len() >= 2 * 2 * 2 * 2 * 2);
+    for arch in Arch::ALL {
+        for d in [64, 128] {
+            let plan = decode(arch, &DecodeProblem { head_dim: d, ..p(8, 4) }).unwrap();
+            assert!(plan.kernel.shared_memory_bytes() <= arch.shared_memory_limit());
+        }
+    }
+}
+
+/// The PTX of the default decode kernel (H200, bf16, HEAD_DIM 128, one m16 tile of rows) and of its combine:
+/// any change to the generated code shows as a diff to review (`cargo insta review`).
+#[test]
+fn decode_ptx_snapshots() {
+    let plan = flashgen::plan::decode(Arch::Sm90a, &flashgen::plan::DecodeProblem { dtype: DType::Bf16, head_dim: 128, causal: false, group: 4, queries: 1 }).unwrap();
+    for s in [plan.kernel, plan.combine] {
+        let a = flashgen::compile(&s, flashgen::CompileOptions::default()).unwrap();
+        let name = format!("fa2_{}@{}_d{}_stage{}_bm{}_bn{}_w{}_ns{}_{}", s.kind().name(), s.dtype().name(), s.head_dim(), s.stage() as u32, s.block_m(), s.block_n(), s.num_warps(), s.num_stages(), s.arch().name());
+        insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+            insta::assert_snapshot!(name, a.ptx);
+        });
+    }
+}
+
+#[test]
+fn decode_odd_pages_deep_rings_and_eight_warps_on_the_emulator() {
+    let Some(tools) = tools_or_skip() else { return };
+    // pages of 48 (a multiple of 16, not a power of two) under blocks of 128 keys on 8 warps
+    let mut rng = SplitMix(11);
+    let lens = vec![200, 47, 96];
+    let storage = paged(&mut rng, &lens, 2, 48, 6);
+    let p = problem(lens, 8, 2, 128, 2, 2, true, storage);
+    check(&tools, "pages of 48 w8", case(p, DType::Bf16, decode_spec(DType::Bf16, 128, 16, 128, true, 8, 2), 2), 12, None);
+    // a 6-slot ring over 20 blocks in one split, fp16, 32 rows (G 8, N_q 4) at HEAD_DIM 64 (Q in registers)
+    let p = problem(vec![1250], 8, 1, 64, 4, 4, true, CacheStorage::Contiguous { capacity: 1300 });
+    check(&tools, "6 slots fp16 d64 32 rows", case(p, DType::F16, decode_spec(DType::F16, 64, 32, 64, true, 4, 6), 1), 13, None);
+}

@@ -1,0 +1,223 @@
+// A CPU emulator of the NVVM intrinsics the decode kernels call, for running their LLVM IR on the host
+// (tests/simt/mod.rs compiles a kernel's IR for x86 with llc, with every @llvm.nvvm.* call renamed to the
+// @emu.nvvm.* wrappers of wrappers.ll, which call these functions). Each GPU thread of a CTA is a pthread;
+// warp-wide instructions (shfl, vote, ldmatrix, mma) meet at a barrier of the warp's 32 threads, exchange
+// their operands through the warp's slots and meet again; bar.sync is a barrier of the CTA. cp.async copies
+// are queued per thread and done at the cp.async.wait_group that must have completed them (a read of shared
+// memory before its wait sees stale bytes, as it could on the GPU). One CTA runs at a time.
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static __thread int T_tid, T_cx, T_cy, T_cz;
+static int G_nx, G_ny, G_nz, G_threads;
+
+typedef struct {
+  pthread_barrier_t bar;
+  uint64_t slot[32][8];
+} Warp;
+static Warp warps[32];
+static pthread_barrier_t cta_bar;
+
+static void wsync(void) { pthread_barrier_wait(&warps[T_tid / 32].bar); }
+static uint64_t *myslot(void) { return warps[T_tid / 32].slot[T_tid % 32]; }
+static uint64_t *lslot(int lane) { return warps[T_tid / 32].slot[lane]; }
+
+int emu_tid(void) { return T_tid; }
+int emu_ctaid_x(void) { return T_cx; }
+int emu_ctaid_y(void) { return T_cy; }
+int emu_ctaid_z(void) { return T_cz; }
+int emu_nctaid_x(void) { return G_nx; }
+void emu_barrier(void) { pthread_barrier_wait(&cta_bar); }
+
+float emu_shfl_bfly(float v, int lanemask) {
+  float out;
+  memcpy(myslot(), &v, 4);
+  wsync();
+  memcpy(&out, lslot((T_tid % 32) ^ lanemask), 4);
+  wsync();
+  return out;
+}
+float emu_shfl_idx(float v, int src) {
+  float out;
+  memcpy(myslot(), &v, 4);
+  wsync();
+  memcpy(&out, lslot(src & 31), 4);
+  wsync();
+  return out;
+}
+int emu_vote_any(int p) {
+  myslot()[0] = p != 0;
+  wsync();
+  int any = 0;
+  for (int l = 0; l < 32; l++) any |= (int)lslot(l)[0];
+  wsync();
+  return any;
+}
+unsigned emu_redux_umin(unsigned v) {
+  myslot()[0] = v;
+  wsync();
+  unsigned m = 0xffffffffu;
+  for (int l = 0; l < 32; l++) if ((unsigned)lslot(l)[0] < m) m = (unsigned)lslot(l)[0];
+  wsync();
+  return m;
+}
+
+// ldmatrix .x4 (.trans): lanes 8m..8m+7 give the rows of matrix m; lane l's register m holds row l/4,
+// columns 2(l%4), 2(l%4)+1 (transposed: rows 2(l%4), 2(l%4)+1 of column l/4)
+void emu_ldmatrix(uint8_t *addr, int trans, uint32_t *out) {
+  myslot()[0] = (uint64_t)(uintptr_t)addr;
+  wsync();
+  int lane = T_tid % 32;
+  for (int m = 0; m < 4; m++) {
+    uint16_t e[2];
+    for (int k = 0; k < 2; k++) {
+      int row, col;
+      if (!trans) { row = lane / 4; col = 2 * (lane % 4) + k; }
+      else { row = 2 * (lane % 4) + k; col = lane / 4; }
+      const uint8_t *rp = (const uint8_t *)(uintptr_t)lslot(8 * m + row)[0];
+      memcpy(&e[k], rp + 2 * col, 2);
+    }
+    out[m] = (uint32_t)e[0] | ((uint32_t)e[1] << 16);
+  }
+  wsync();
+}
+
+static float bf16f(uint16_t b) { uint32_t u = (uint32_t)b << 16; float f; memcpy(&f, &u, 4); return f; }
+static float f16f(uint16_t h) {
+  uint32_t s = (h >> 15) & 1, e = (h >> 10) & 31, m = h & 1023;
+  float v;
+  if (e == 0) v = ldexpf((float)m, -24);
+  else if (e == 31) v = m ? NAN : INFINITY;
+  else v = ldexpf((float)(m | 1024), (int)e - 25);
+  return s ? -v : v;
+}
+static uint16_t f2bf(float f) {
+  uint32_t u; memcpy(&u, &f, 4);
+  if (isnan(f)) return 0x7fc0;
+  uint32_t r = u + 0x7fff + ((u >> 16) & 1);
+  return (uint16_t)(r >> 16);
+}
+static uint16_t f2h(float f) {
+  // round to nearest even via double arithmetic on the f16 grid
+  if (isnan(f)) return 0x7e00;
+  uint16_t s = signbit(f) ? 0x8000 : 0;
+  double a = fabs((double)f);
+  if (a >= 65520.0) return s | 0x7c00;
+  if (a < ldexp(1.0, -14)) { double q = nearbyint(a / ldexp(1.0, -24)); return s | (uint16_t)q; }
+  int e; frexp(a, &e); // a = m·2^e, m in [0.5, 1)
+  int E = e - 1;       // a in [2^E, 2^(E+1))
+  double q = nearbyint(a / ldexp(1.0, E - 10));
+  if (q >= 2048) { q /= 2; E += 1; }
+  if (E + 15 >= 31) return s | 0x7c00;
+  return s | (uint16_t)(((E + 15) << 10) | ((int)q - 1024));
+}
+uint32_t emu_ff2bf16x2(float hi, float lo) { return ((uint32_t)f2bf(hi) << 16) | f2bf(lo); }
+uint32_t emu_ff2f16x2(float hi, float lo) { return ((uint32_t)f2h(hi) << 16) | f2h(lo); }
+
+// mma.sync m16n8k16 row.col, f32 accumulate: A fragments a0 (row g, k 2t..), a1 (row g+8), a2 (row g,
+// k 2t+8..), a3 (row g+8, k 2t+8..); B b0 (k 2t, 2t+1 of column g), b1 (k 2t+8, 2t+9); C/D c0 (g, 2t),
+// c1 (g, 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1)
+void emu_mma(uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1, float c0, float c1, float c2, float c3, int is_bf16, float *out) {
+  uint64_t *s = myslot();
+  s[0] = a0; s[1] = a1; s[2] = a2; s[3] = a3; s[4] = b0; s[5] = b1;
+  wsync();
+  float A[16][16], B[16][8];
+  for (int l = 0; l < 32; l++) {
+    int g = l / 4, t = l % 4;
+    uint64_t *q = lslot(l);
+    for (int h = 0; h < 2; h++) {
+      float (*cv)(uint16_t) = is_bf16 ? bf16f : f16f;
+      A[g][2 * t + h] = cv((uint16_t)(q[0] >> (16 * h)));
+      A[g + 8][2 * t + h] = cv((uint16_t)(q[1] >> (16 * h)));
+      A[g][2 * t + 8 + h] = cv((uint16_t)(q[2] >> (16 * h)));
+      A[g + 8][2 * t + 8 + h] = cv((uint16_t)(q[3] >> (16 * h)));
+      B[2 * t + h][g] = cv((uint16_t)(q[4] >> (16 * h)));
+      B[2 * t + 8 + h][g] = cv((uint16_t)(q[5] >> (16 * h)));
+    }
+  }
+  wsync();
+  int lane = T_tid % 32, g = lane / 4, t = lane % 4;
+  float c[4] = {c0, c1, c2, c3};
+  int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+  for (int i = 0; i < 4; i++) {
+    double acc = c[i];
+    for (int k = 0; k < 16; k++) acc += (double)A[rows[i]][k] * (double)B[k][cols[i]];
+    out[i] = (float)acc;
+  }
+}
+
+// the device buffers: a cp.async that reads outside them aborts the run (the kernels' clamps under test)
+static const uint8_t *R_lo[64];
+static size_t R_len[64];
+static int R_n;
+void emu_register(const void *p, size_t len) { R_lo[R_n] = p; R_len[R_n++] = len; }
+static void check_read(const uint8_t *src, int n) {
+  for (int i = 0; i < R_n; i++)
+    if (src >= R_lo[i] && src + n <= R_lo[i] + R_len[i]) return;
+  fprintf(stderr, "cp.async reads %d bytes at %p, outside every buffer (thread %d of CTA %d,%d,%d)\n", n, (const void *)src, T_tid, T_cx, T_cy, T_cz);
+  abort();
+}
+
+// cp.async: per-thread queues, done at the wait_group that must have completed them
+typedef struct { uint8_t *dst; const uint8_t *src; int n, size, group; } Copy;
+static __thread Copy *T_q;
+static __thread int T_qn, T_qcap, T_groups;
+void emu_cp_async(uint8_t *dst, const uint8_t *src, int size, int n) {
+  if (n > 0) check_read(src, n);
+  if (T_qn == T_qcap) { T_qcap = T_qcap ? 2 * T_qcap : 256; T_q = realloc(T_q, sizeof(Copy) * T_qcap); }
+  T_q[T_qn++] = (Copy){dst, src, n, size, -1};
+}
+void emu_cp_commit(void) {
+  for (int i = 0; i < T_qn; i++) if (T_q[i].group < 0) T_q[i].group = T_groups;
+  T_groups++;
+}
+void emu_cp_wait(int pending) {
+  int keep = 0;
+  for (int i = 0; i < T_qn; i++) {
+    Copy c = T_q[i];
+    if (c.group >= 0 && c.group < T_groups - pending) {
+      if (c.n > 0) memcpy(c.dst, c.src, c.n);
+      if (c.n < c.size) memset(c.dst + c.n, 0, c.size - c.n);
+    } else T_q[keep++] = c;
+  }
+  T_qn = keep;
+}
+
+float emu_ex2(float x) { return exp2f(x); }
+float emu_lg2(float x) { return log2f(x); }
+float emu_rcp(float x) { return 1.0f / x; }
+
+// the kernel, called with the argument block the generated main fills
+typedef void (*Launch)(void);
+static Launch G_launch;
+static int S_cx, S_cy, S_cz;
+static void *thread_main(void *arg) {
+  T_tid = (int)(intptr_t)arg;
+  T_cx = S_cx; T_cy = S_cy; T_cz = S_cz;
+  T_qn = 0; T_groups = 0;
+  G_launch();
+  emu_cp_wait(0);
+  return NULL;
+}
+void emu_run_grid(int nx, int ny, int nz, int threads, Launch launch) {
+  G_nx = nx; G_ny = ny; G_nz = nz; G_threads = threads; G_launch = launch;
+  pthread_t th[1024];
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 1 << 20);
+  for (int z = 0; z < nz; z++)
+    for (int y = 0; y < ny; y++)
+      for (int x = 0; x < nx; x++) {
+        S_cx = x; S_cy = y; S_cz = z;
+        pthread_barrier_init(&cta_bar, NULL, threads);
+        for (int w = 0; w < threads / 32; w++) pthread_barrier_init(&warps[w].bar, NULL, 32);
+        for (int t = 0; t < threads; t++) pthread_create(&th[t], &attr, thread_main, (void *)(intptr_t)t);
+        for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
+        pthread_barrier_destroy(&cta_bar);
+        for (int w = 0; w < threads / 32; w++) pthread_barrier_destroy(&warps[w].bar);
+      }
+}

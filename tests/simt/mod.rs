@@ -1,0 +1,160 @@
+//! Run a kernel's LLVM IR on the CPU: a SIMT emulator for the CPU tests of kernels no GPU here can run.
+//!
+//! The kernel's rendered IR is retargeted to x86-64 (its @llvm.nvvm.* intrinsics renamed to the stand-ins of
+//! wrappers.ll, which call emu.c; shared memory one static array), optimized with opt and compiled with llc,
+//! linked with emu.c and a generated main that loads the buffers, runs the grid one CTA at a time (each GPU
+//! thread a pthread; warp instructions exchange operands at warp barriers; cp.async copies are done at the
+//! wait_group that must have completed them) and writes the buffers back. Tools: opt-19 and llc-19 (Debian's
+//! llvm-19, which scripts/setup.sh installs) and a C compiler (cc); `tools()` is None without them.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A kernel argument: a buffer (by index: its host address in the emulated run), a null pointer, a scalar.
+#[derive(Clone, Copy, Debug)]
+pub enum Arg {
+    Buf(usize),
+    Null,
+    I64(i64),
+    F32(f32),
+    I32(i32),
+}
+
+/// One grid launch.
+pub struct Launch {
+    pub ir: String,
+    pub entry: String,
+    pub args: Vec<Arg>,
+    pub grid: (u32, u32, u32),
+    pub threads: u32,
+}
+
+/// The tools, if this machine has them.
+pub struct Tools {
+    opt: PathBuf,
+    llc: PathBuf,
+}
+
+fn find(names: &[&str]) -> Option<PathBuf> {
+    for n in names {
+        for dir in ["/usr/bin", "/usr/lib/llvm-19/bin", "/usr/local/bin"] {
+            let p = Path::new(dir).join(n);
+            if p.exists() {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+pub fn tools() -> Option<Tools> {
+    let (opt, llc) = (find(&["opt-19", "opt"])?, find(&["llc-19", "llc"])?);
+    Command::new("cc").arg("--version").output().ok().filter(|o| o.status.success())?;
+    Some(Tools { opt, llc })
+}
+
+const X86_LAYOUT: &str = "target datalayout = \"e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128\"";
+const X86_TRIPLE: &str = "target triple = \"x86_64-unknown-linux-gnu\"";
+/// Bytes of the emulated shared memory (the largest opt-in on any target is 227 KB).
+const SMEM_BYTES: usize = 262_144;
+
+/// The kernel's IR for x86-64 with the emulator's intrinsics.
+pub fn retarget(ir: &str) -> String {
+    let mut out = String::new();
+    for line in ir.lines() {
+        let l = line.trim_start();
+        if l.starts_with("target datalayout") {
+            out.push_str(X86_LAYOUT);
+        } else if l.starts_with("target triple") {
+            out.push_str(X86_TRIPLE);
+        } else if l.starts_with("@smem = external") {
+            let _ = write!(out, "@smem = internal addrspace(3) global [{SMEM_BYTES} x i8] zeroinitializer, align 128");
+        } else if l.starts_with("declare") && l.contains("@llvm.nvvm.") {
+            continue;
+        } else {
+            out.push_str(&line.replace("@llvm.nvvm.", "@emu.nvvm."));
+        }
+        out.push('\n');
+    }
+    out.push_str(include_str!("wrappers.ll"));
+    out
+}
+
+fn c_type(a: &Arg) -> &'static str {
+    match a {
+        Arg::Buf(_) | Arg::Null => "void *",
+        Arg::I64(_) => "long long",
+        Arg::F32(_) => "float",
+        Arg::I32(_) => "int",
+    }
+}
+
+fn c_value(a: &Arg) -> String {
+    match a {
+        Arg::Buf(i) => format!("B[{i}]"),
+        Arg::Null => "(void *)0".into(),
+        Arg::I64(v) => format!("{v}LL"),
+        Arg::F32(v) => format!("f32_of(0x{:08x}u)", v.to_bits()),
+        Arg::I32(v) => format!("({v})"),
+    }
+}
+
+fn sh(cmd: &mut Command, what: &str) -> Result<(), String> {
+    let out = cmd.output().map_err(|e| format!("{what}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("{what} failed: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(())
+}
+
+/// Run `launches` in order on `buffers` (their bytes are the device memory; they are updated in place).
+pub fn run(tools: &Tools, launches: &[Launch], buffers: &mut [Vec<u8>]) -> Result<(), String> {
+    static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("flashgen-simt-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let mut objects = Vec::new();
+    let mut main = String::from("#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n");
+    main.push_str("typedef void (*Launch)(void);\nvoid emu_run_grid(int, int, int, int, Launch);\nvoid emu_register(const void *, size_t);\n");
+    main.push_str("static float f32_of(unsigned u) { float f; memcpy(&f, &u, 4); return f; }\n");
+    let _ = writeln!(main, "static void *B[{}];", buffers.len().max(1));
+    for (i, l) in launches.iter().enumerate() {
+        let ll = dir.join(format!("k{i}.ll"));
+        std::fs::write(&ll, retarget(&l.ir)).map_err(|e| e.to_string())?;
+        let bc = dir.join(format!("k{i}.bc"));
+        sh(Command::new(&tools.opt).arg("-O2").arg(&ll).arg("-o").arg(&bc), "opt")?;
+        let obj = dir.join(format!("k{i}.o"));
+        sh(Command::new(&tools.llc).args(["-O2", "-relocation-model=pic", "-filetype=obj"]).arg(&bc).arg("-o").arg(&obj), "llc")?;
+        objects.push(obj);
+        let types: Vec<&str> = l.args.iter().map(c_type).collect();
+        let values: Vec<String> = l.args.iter().map(c_value).collect();
+        let _ = writeln!(main, "extern void {}({});", l.entry, types.join(", "));
+        let _ = writeln!(main, "static void launch{i}(void) {{ {}({}); }}", l.entry, values.join(", "));
+    }
+    main.push_str("int main(void) {\n");
+    for (i, b) in buffers.iter().enumerate() {
+        let size = b.len().max(1).next_multiple_of(128);
+        let _ = writeln!(main, "  B[{i}] = aligned_alloc(128, {size}); {{ FILE *f = fopen(\"in{i}.bin\", \"rb\"); if (!f || fread(B[{i}], 1, {}, f) != {}) return 2; fclose(f); }} emu_register(B[{i}], {});", b.len(), b.len(), b.len());
+    }
+    for (i, l) in launches.iter().enumerate() {
+        let _ = writeln!(main, "  emu_run_grid({}, {}, {}, {}, launch{i});", l.grid.0, l.grid.1, l.grid.2, l.threads);
+    }
+    for (i, b) in buffers.iter().enumerate() {
+        let _ = writeln!(main, "  {{ FILE *f = fopen(\"out{i}.bin\", \"wb\"); if (!f || fwrite(B[{i}], 1, {}, f) != {}) return 3; fclose(f); }}", b.len(), b.len());
+    }
+    main.push_str("  return 0;\n}\n");
+    std::fs::write(dir.join("main.c"), main).map_err(|e| e.to_string())?;
+    for (i, b) in buffers.iter().enumerate() {
+        std::fs::write(dir.join(format!("in{i}.bin")), b).map_err(|e| e.to_string())?;
+    }
+    let emu = Path::new(env!("CARGO_MANIFEST_DIR")).join("simt/emu.c");
+    let exe = dir.join("run");
+    sh(Command::new("cc").args(["-O2", "-pthread"]).arg(dir.join("main.c")).arg(&emu).args(&objects).args(["-lm", "-o"]).arg(&exe), "cc")?;
+    sh(Command::new(&exe).current_dir(&dir), "the emulated run")?;
+    for (i, b) in buffers.iter_mut().enumerate() {
+        *b = std::fs::read(dir.join(format!("out{i}.bin"))).map_err(|e| e.to_string())?;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
