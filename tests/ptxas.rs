@@ -1,7 +1,7 @@
 //! Every spec of the default set (and a sweep of the validated tile space) assembles with ptxas for its
 //! target with no spills and no stack frame. Registers and shared memory are reported per spec.
 
-use flashgen::{compile, Arch, CompileOptions, DType, KernelKind, KernelSpec, SpecParams};
+use flashgen::{compile, Arch, CompileOptions, DType, Features, KernelKind, KernelSpec, SpecParams};
 use flashgen_tests::{find_nvdisasm, find_ptxas, in_ci, ptxas, ptxas_entries, sass};
 
 fn ptxas_or_skip() -> Option<std::path::PathBuf> {
@@ -54,6 +54,32 @@ fn assemble_clean(tool: &std::path::Path, spec: &KernelSpec) -> String {
     a.ptx
 }
 
+/// The variants of `specs` with each feature the rules admit (`KernelSpec::with_features`): packed
+/// sequences, and for causal specs rows that see no key, alone and with packed sequences. The plain specs
+/// are not among them.
+fn feature_variants(specs: &[KernelSpec]) -> Vec<KernelSpec> {
+    let mut out = Vec::new();
+    for spec in specs {
+        for (varlen, empty_rows) in [(true, false), (false, true), (true, true)] {
+            let f = Features { varlen, empty_rows };
+            let s = flashgen::plan::with_features(spec, f).unwrap();
+            if s.features() == f && !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
+/// `specs`, or with `features` their `feature_variants`.
+fn plain_or_featured(specs: Vec<KernelSpec>, features: bool) -> Vec<KernelSpec> {
+    if features {
+        feature_variants(&specs)
+    } else {
+        specs
+    }
+}
+
 /// `assemble_clean` over `specs` on two threads, then `also` on each spec's PTX.
 fn assemble_all_clean(tool: &std::path::Path, specs: &[KernelSpec], also: impl Fn(&KernelSpec, &str) + Sync) {
     let (a, b) = specs.split_at(specs.len() / 2);
@@ -73,12 +99,32 @@ fn default_set_assembles_without_spills() {
     }
 }
 
+/// Every default spec with each feature (packed sequences, rows that see no key) assembles clean too
+/// (tests/timing.rs holds their generation to the 100 ms bound).
+#[test]
+fn default_set_with_features_assembles_without_spills() {
+    let Some(tool) = ptxas_or_skip() else { return };
+    let specs = feature_variants(&flashgen::plan::default_set());
+    assert!(specs.len() >= 150, "{} featured default specs", specs.len());
+    assemble_all_clean(&tool, &specs, |_, _| {});
+}
+
 /// The register estimate in validation must be conservative: whatever it admits, ptxas fits in registers.
 /// This sweeps every admitted tile shape of the forward and the two backward tile kernels (HEAD_DIM ×
 /// warps × resident rows per warp × streamed rows × STAGE), for bf16 on sm_90a and sm_80 and fp16 on
 /// sm_90a, at num_stages 2, on two threads.
 #[test]
 fn admitted_tile_space_assembles_without_spills() {
+    admitted_tile_space(false);
+}
+
+/// The same sweep with each feature (packed sequences; causal, rows that see no key).
+#[test]
+fn admitted_tile_space_with_features_assembles_without_spills() {
+    admitted_tile_space(true);
+}
+
+fn admitted_tile_space(features: bool) {
     let Some(tool) = ptxas_or_skip() else { return };
     let mut specs = Vec::new();
     let (mut admitted, mut rejected) = (0, 0);
@@ -108,7 +154,7 @@ fn admitted_tile_space_assembles_without_spills() {
     }
     println!("{admitted} admitted, {rejected} rejected tile shapes");
     assert!(admitted >= 150, "the admitted space should be a real one: {admitted}");
-    assemble_all_clean(&tool, &specs, |_, _| {});
+    assemble_all_clean(&tool, &plain_or_featured(specs, features), |_, _| {});
 }
 
 /// The hand-written M -> natural-log LSE kernel assembles for the oldest target it declares.
@@ -127,6 +173,16 @@ fn lse_scale_kernel_assembles() {
 /// and the async-proxy fence after the cp.async writes.
 #[test]
 fn wgmma_kernels_assemble_without_spills_or_serialization() {
+    wgmma_kernels(false);
+}
+
+/// The same with each feature.
+#[test]
+fn wgmma_kernels_with_features_assemble_without_spills_or_serialization() {
+    wgmma_kernels(true);
+}
+
+fn wgmma_kernels(features: bool) {
     let Some(tool) = ptxas_or_skip() else { return };
     let mut specs = Vec::new();
     let kinds = [KernelKind::FwdWgmma, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma, KernelKind::BwdFused, KernelKind::BwdFusedAtomic, KernelKind::BwdFusedUp];
@@ -158,7 +214,7 @@ fn wgmma_kernels_assemble_without_spills_or_serialization() {
         let least = if kind.dq_up() { 8 } else { 16 };
         assert!(n >= least, "{}: {n} shapes admitted", kind.name());
     }
-    assemble_all_clean(&tool, &specs, |spec, ptx| {
+    assemble_all_clean(&tool, &plain_or_featured(specs, features), |spec, ptx| {
         for needle in ["wgmma.fence.sync.aligned", "wgmma.mma_async.sync.aligned.m64n", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned 0", "fence.proxy.async.shared::cta"] {
             assert!(ptx.contains(needle), "{}: no `{needle}`", spec.name());
         }
@@ -223,6 +279,18 @@ fn wgmma_kernels_are_hgmma_in_sass() {
 /// and no local memory.
 #[test]
 fn warp_specialized_forward_assembles_with_tma_and_setmaxnreg() {
+    warp_specialized_forward(false);
+}
+
+/// The same with each feature: packed sequences and rows that see no key add a warp vote on a tile
+/// without keys wherever a persistent consumer takes its next tile (`pp::seek_tile`: once, or twice across
+/// tiles), and nothing else in the SASS.
+#[test]
+fn warp_specialized_forward_with_features_assembles_with_tma_and_setmaxnreg() {
+    warp_specialized_forward(true);
+}
+
+fn warp_specialized_forward(features: bool) {
     let Some(tool) = ptxas_or_skip() else { return };
     let mut specs = Vec::new();
     for dtype in [DType::Bf16, DType::F16] {
@@ -242,7 +310,7 @@ fn warp_specialized_forward_assembles_with_tma_and_setmaxnreg() {
     assert!(specs.len() >= 30, "{} fwd_ws shapes", specs.len());
     let dis = find_nvdisasm();
     assert!(dis.is_some() || !in_ci(), "nvdisasm not found: CI must install it");
-    assemble_all_clean(&tool, &specs, |spec, ptx| {
+    assemble_all_clean(&tool, &plain_or_featured(specs, features), |spec, ptx| {
         let launch = spec.registers().launch;
         assert!(ptx.contains(&format!(".maxnreg {launch}")), "{}: .maxnreg {launch}", spec.name());
         // the epilogue's 1/l_i: approximate (computed under the last P·V) where `early_row_norm`, IEEE otherwise
@@ -277,7 +345,15 @@ fn warp_specialized_forward_assembles_with_tma_and_setmaxnreg() {
         // the warp's votes: lazy rescaling's on whether any row's max grew (one, in the K/V loop), the half
         // block softmax's on whether any row reaches the second half (two: the first block's mask, the loop's),
         // and the narrowed last P·V's (one a copy)
-        let votes = spec.lazy_rescale() as u32 + 2 * spec.half_block_softmax() as u32 + narrow * last_pvs;
+        let empty_tiles = spec.features().varlen || spec.features().empty_rows;
+        let seeks = if !spec.kind().persistent() || !empty_tiles {
+            0
+        } else if spec.cross_tile() {
+            2
+        } else {
+            1
+        };
+        let votes = spec.lazy_rescale() as u32 + 2 * spec.half_block_softmax() as u32 + narrow * last_pvs + seeks;
         assert_eq!(count("VOTE.ANY"), votes, "{}: the warp's votes (lazy rescaling, half block softmax)", spec.name());
         // each consumer's own blocks (`own_blocks`): the K/V loop's bound made warp-uniform by one reduction
         assert_eq!(count("REDUX"), spec.own_blocks() as u32, "{}: the own-blocks bound's warp reduction", spec.name());
@@ -296,6 +372,16 @@ fn warp_specialized_forward_assembles_with_tma_and_setmaxnreg() {
 /// USETMAXREG.DEALLOC).
 #[test]
 fn fused_backward_touches_no_local_memory() {
+    fused_backward(false);
+}
+
+/// The same with each feature.
+#[test]
+fn fused_backward_with_features_touches_no_local_memory() {
+    fused_backward(true);
+}
+
+fn fused_backward(features: bool) {
     let Some(tool) = ptxas_or_skip() else { return };
     let Some(dis) = nvdisasm_or_skip() else { return };
     let mut checked = 0;
@@ -306,12 +392,14 @@ fn fused_backward_touches_no_local_memory() {
                     let d = 16 * (w - 4);
                     let p = SpecParams { kind, dtype: DType::Bf16, head_dim: d, block_m: 64, block_n: d, stage, num_warps: w, num_stages, arch: Arch::Sm90a };
                     let Ok(spec) = KernelSpec::new(p) else { continue };
-                    let text = sass(&tool, &dis, &compile(&spec, CompileOptions::default()).unwrap().ptx, "sm_90a").unwrap();
-                    assert!(text.lines().all(|l| !l.contains(" LDL") && !l.contains(" STL")), "{}: local memory", spec.name());
-                    if spec.registers().producer > 0 {
-                        assert!(text.contains("USETMAXREG.TRY_ALLOC") && text.contains("USETMAXREG.DEALLOC"), "{}: setmaxnreg", spec.name());
+                    for spec in plain_or_featured(vec![spec], features) {
+                        let text = sass(&tool, &dis, &compile(&spec, CompileOptions::default()).unwrap().ptx, "sm_90a").unwrap();
+                        assert!(text.lines().all(|l| !l.contains(" LDL") && !l.contains(" STL")), "{}: local memory", spec.name());
+                        if spec.registers().producer > 0 {
+                            assert!(text.contains("USETMAXREG.TRY_ALLOC") && text.contains("USETMAXREG.DEALLOC"), "{}: setmaxnreg", spec.name());
+                        }
+                        checked += 1;
                     }
-                    checked += 1;
                 }
             }
         }

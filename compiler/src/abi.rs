@@ -7,7 +7,7 @@
 //!   the builder pushes them in this order and refuses a missing, surplus or mistyped one;
 //! - docs/ABI.md's parameter tables ([`markdown`]; tests/abi.rs fails when the doc and the lists disagree).
 //!
-//! The order mirrors the seed's Triton kernel (Q, K, V, sm_scale, M, Out, the strides, Z, H, N_CTX), so a
+//! The order mirrors the seed's Triton kernel (Q, K, V, sm_scale, M, Out, the strides, the geometry), so a
 //! Triton user maps arguments one to one. A kind adds parameters where its role's list says (fwd_ws appends
 //! three TMA descriptors, fwd_ws_persistent a tile counter, the fused backward its dQ buffers after Δ, dQ's
 //! strides after dV's and two TMA descriptors last): the lists below read as that rule.
@@ -103,12 +103,13 @@ pub fn index_of(params: &[Param], name: &str) -> Option<usize> {
 // ---------------------------------------------------------------------------------------------------------
 // The lists
 
-/// A tensor of the kernel's dtype, [Z, H, N_CTX, HEAD_DIM], 16-byte aligned (cp.async and TMA move 16 bytes).
+/// A tensor of the kernel's dtype, [Z, H, N_Q, HEAD_DIM] (K and V: [Z, H_KV, N_KV, HEAD_DIM]; packed: one batch
+/// of TOTAL_Q or TOTAL_K rows), 16-byte aligned (cp.async and TMA move 16 bytes).
 fn tensor(name: &'static str, read_only: bool, meaning: &str) -> Param {
     Param { name, ty: ParamType::Pointer { elem: Elem::DType, read_only, align: 16 }, meaning: meaning.into(), added_by: None }
 }
 
-/// An f32 row vector [Z·H·N_CTX] (M, Δ), 4-byte aligned.
+/// An f32 row vector (M, Δ: Z·H·N_Q rows, packed H·TOTAL_Q), 4-byte aligned.
 fn rows(name: &'static str, read_only: bool, meaning: &str) -> Param {
     Param { name, ty: ParamType::Pointer { elem: Elem::F32, read_only, align: 4 }, meaning: meaning.into(), added_by: None }
 }
@@ -203,7 +204,7 @@ fn build(entry: Entry) -> Vec<Param> {
     match kind.role() {
         KernelKind::Fwd => {
             p.extend([tensor("Q", true, "queries"), tensor("K", true, "keys"), tensor("V", true, "values"), sm_scale()]);
-            p.push(rows("M", false, "out: f32 [Z·H·N_CTX], row `off_hz·N_CTX + i` = base-2 log-sum-exp m_i + log2(l_i)"));
+            p.push(rows("M", false, "out: f32 row statistics, row `(z·H + h)·N_Q + i` (packed: `h·TOTAL_Q + cu_seqlens_q[b] + i`) = base-2 log-sum-exp m_i + log2(l_i); −inf for a row that sees no key"));
             p.push(tensor("Out", false, "out: O"));
             p.extend(strides(&["Q", "K", "V", "Out"]));
             p.extend(geometry());
@@ -227,7 +228,7 @@ fn build(entry: Entry) -> Vec<Param> {
         }
         KernelKind::BwdPre => {
             p.extend([tensor("O", true, "the forward's output"), tensor("DO", true, "dO")]);
-            p.push(rows("Delta", false, "out: f32 [Z·H·N_CTX], Δ = rowsum(dO ⊙ O)"));
+            p.push(rows("Delta", false, "out: f32, rows as the forward's M, Δ = rowsum(dO ⊙ O)"));
             p.extend(strides(&["O", "DO"]));
             p.extend(geometry());
         }
@@ -235,19 +236,19 @@ fn build(entry: Entry) -> Vec<Param> {
             let fused = kind.fuses_dq();
             p.extend([tensor("Q", true, "queries"), tensor("K", true, "keys"), tensor("V", true, "values"), sm_scale()]);
             p.extend([tensor("DO", true, "dO"), tensor("DK", false, "out: dK"), tensor("DV", false, "out: dV")]);
-            p.push(rows("M", true, "the forward's base-2 M, f32 [Z·H·N_CTX]"));
-            p.push(rows("Delta", true, "Δ from bwd_pre, f32 [Z·H·N_CTX]"));
+            p.push(rows("M", true, "the forward's base-2 M (its rows; −inf: a row that saw no key)"));
+            p.push(rows("Delta", true, "Δ from bwd_pre (rows as M)"));
             if fused {
                 let partial = Param {
                     name: "DQ_PARTIAL",
                     ty: ParamType::Pointer { elem: Elem::F32, read_only: false, align: 16 },
-                    meaning: "f32 partial sums of dQ, [CHAINS][Z·H][cdiv(N_CTX, 64)][HEAD_DIM / 64] pieces of 64×64 (below)".into(),
+                    meaning: "f32 partial sums of dQ, [CHAINS][blocks][HEAD_DIM / 64] pieces of 64×64, blocks = Z·H·cdiv(N_Q, 64) (packed: H·(TOTAL_Q / 64 + B)) (below)".into(),
                     added_by: None,
                 };
                 let locks = Param {
                     name: "LOCKS",
                     ty: ParamType::Pointer { elem: Elem::U32, read_only: false, align: 4 },
-                    meaning: "u32 [Z·H][cdiv(N_CTX, 64)][HEAD_DIM / 64][CHAINS], zero at launch (ordered kinds)".into(),
+                    meaning: "u32 [blocks][HEAD_DIM / 64][CHAINS], zero at launch (ordered kinds)".into(),
                     added_by: None,
                 };
                 let dq = tensor("DQ", false, "dQ (written by the dQ sum pass, not by the kernel)");
@@ -270,8 +271,8 @@ fn build(entry: Entry) -> Vec<Param> {
         KernelKind::BwdDq => {
             p.extend([tensor("Q", true, "queries"), tensor("K", true, "keys"), tensor("V", true, "values"), sm_scale()]);
             p.extend([tensor("DO", true, "dO"), tensor("DQ", false, "out: dQ")]);
-            p.push(rows("M", true, "the forward's base-2 M, f32 [Z·H·N_CTX]"));
-            p.push(rows("Delta", true, "Δ from bwd_pre, f32 [Z·H·N_CTX]"));
+            p.push(rows("M", true, "the forward's base-2 M (its rows; −inf: a row that saw no key)"));
+            p.push(rows("Delta", true, "Δ from bwd_pre (rows as M)"));
             p.extend(strides(&["Q", "K", "V", "DO", "DQ"]));
             p.extend(geometry());
         }

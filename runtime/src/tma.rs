@@ -1,6 +1,9 @@
 //! TMA descriptors (CUtensorMap) of the operands fwd_ws and bwd_fused load, built on the host with the driver and passed
-//! by value as `__grid_constant__` kernel parameters: 4-D maps over [Z, H, N, D] (innermost first for the
-//! driver), whose boxes are 64 columns (128 bytes: one 128B-swizzle panel) × the tile's rows.
+//! by value as `__grid_constant__` kernel parameters: 4-D maps over each tensor's own [Z, heads, rows, D]
+//! (innermost first for the driver), whose boxes are 64 columns (128 bytes: one 128B-swizzle panel) × the
+//! tile's rows. K and V have their own H_KV heads (the kernels address K/V head h / (H / H_KV)); packed
+//! sequences' tensors are one batch of total rows (the kernels address a sequence's rows from its offset,
+//! and mask what a box reads past its end).
 
 use crate::{Layout, TensorView};
 use cudarc::driver::sys;

@@ -64,8 +64,13 @@ impl KernelSpec {
     /// most 32 registers (forward: 16 rows × HEAD_DIM 128 or 32 rows × 64; backward: 16 rows × 64 for
     /// both operands); beyond that they are re-read from shared memory each block, which frees the
     /// registers for the accumulators (and in the forward lets one K/V fragment feed two m16 tiles).
+    /// A forward computing a feature (`Features`: a packed sequence's length and offsets, or the diagonal
+    /// of rows without keys, held in registers) re-reads them where a block has 128 keys: its S and packed
+    /// P take 96 registers a tile, and with Q's fragments it spilled (tests/ptxas.rs).
     pub fn q_in_registers(&self) -> bool {
-        self.a_operands() > 0 && self.a_operands() * (self.rows_per_warp() / 16) * self.params.head_dim / 4 <= 32
+        let fits = self.a_operands() > 0 && self.a_operands() * (self.rows_per_warp() / 16) * self.params.head_dim / 4 <= 32;
+        let wide_featured = self.params.kind == KernelKind::Fwd && !self.features().is_none() && self.streamed_rows() >= 128;
+        fits && !wide_featured
     }
 
     /// Dynamic shared memory: the resident tiles plus num_stages slots of streamed tiles (dK/dV's slots
