@@ -1,6 +1,9 @@
-"""flash_attn_func for torch tensors: flash-attn 2's arguments and (batch, seqlen, heads, head_dim) layout.
+"""flash_attn_func and flash_attn_varlen_func for torch tensors: flash-attn 2's arguments and layouts,
+(batch, seqlen, heads, head_dim) and packed sequences (total_tokens, heads, head_dim) with cumulative lengths;
+K/V may have fewer heads (GQA/MQA) and other lengths than the queries.
 
-Two ways into the same native calls (flashgen._native.forward / backward):
+Both public functions go through one path (_attention), and two ways into the same native calls
+(flashgen._native.forward / backward, which take packed sequences as their cu_seqlens_* arguments):
 - eager: FlashAttnFunc, a torch.autograd.Function. Its overhead is what a small call pays on the host;
   measured on a 2-core CI machine (CPU tensors, no launch): about 5 us for the Function, against about
   40 us for a torch.library.custom_op with autograd, which is above the 20 us budget of a small call;
@@ -42,12 +45,37 @@ def _stream(t: Tensor) -> int:
     return torch.cuda.current_stream(index).cuda_stream
 
 
-def _check_tensors(q: Tensor, k: Tensor, v: Tensor) -> None:
+# the native calls' packed-sequence arguments: (cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k), or None
+VarLen = Optional[Tuple[Tensor, Tensor, int, int]]
+
+
+def _check_tensors(q: Tensor, k: Tensor, v: Tensor, varlen: VarLen = None) -> None:
+    func, rank, layout = ("flash_attn_varlen_func", 3, "(total_tokens, heads, head_dim)") if varlen is not None else \
+        ("flash_attn_func", 4, "(batch, seqlen, heads, head_dim)")
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, Tensor):
-            raise TypeError(f"{name} is a {type(t).__name__}: flash_attn_func takes torch.Tensor (batch, seqlen, heads, head_dim)")
-        if t.dim() != 4:
-            raise ValueError(f"{name} has shape {tuple(t.shape)}: expected 4 dimensions (batch, seqlen, heads, head_dim)")
+            raise TypeError(f"{name} is a {type(t).__name__}: {func} takes torch.Tensor {layout}")
+        if t.dim() != rank:
+            raise ValueError(f"{name} has shape {tuple(t.shape)}: expected {rank} dimensions {layout}")
+    if varlen is not None:
+        for name, t in (("cu_seqlens_q", varlen[0]), ("cu_seqlens_k", varlen[1])):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"{name} is a {type(t).__name__}: the cumulative sequence lengths are an int32 torch.Tensor (batch + 1,)")
+
+
+def _native_varlen(varlen: VarLen) -> dict:
+    if varlen is None:
+        return {}
+    cu_q, cu_k, max_q, max_k = varlen
+    return dict(cu_seqlens_q=_to_dlpack(cu_q), cu_seqlens_k=_to_dlpack(cu_k), max_seqlen_q=max_q, max_seqlen_k=max_k)
+
+
+def _lse_shape(q: Tensor, varlen: VarLen) -> Tuple[int, ...]:
+    if varlen is not None:
+        total, h, _ = q.shape
+        return (h, total)
+    b, n, h, _ = q.shape
+    return (b, h, n)
 
 
 def _kernel_ready(t: Tensor) -> Tensor:
@@ -60,83 +88,102 @@ def _kernel_ready(t: Tensor) -> Tensor:
 
 
 def _forward(q: Tensor, k: Tensor, v: Tensor, softmax_scale: float, causal: bool, window_size: Tuple[int, int], softcap: float,
-             alibi_slopes: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-    b, n, h, _ = q.shape
+             alibi_slopes: Optional[Tensor], varlen: VarLen = None) -> Tuple[Tensor, Tensor]:
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    lse = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
+    lse = torch.empty(_lse_shape(q, varlen), dtype=torch.float32, device=q.device)
     _native.forward(_to_dlpack(q), _to_dlpack(k), _to_dlpack(v), _to_dlpack(out), _to_dlpack(lse), softmax_scale, causal,
-                    window_size[0], window_size[1], softcap, alibi_slopes, 0.0, _stream(q), True)
+                    window_size[0], window_size[1], softcap, alibi_slopes, 0.0, _stream(q), True, **_native_varlen(varlen))
     return out, lse  # lse: base-2 M
 
 
 def _backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, softmax_scale: float, causal: bool,
-              window_size: Tuple[int, int], softcap: float, alibi_slopes: Optional[Tensor], deterministic: bool) -> Tuple[Tensor, Tensor, Tensor]:
+              window_size: Tuple[int, int], softcap: float, alibi_slopes: Optional[Tensor], deterministic: bool,
+              varlen: VarLen = None) -> Tuple[Tensor, Tensor, Tensor]:
     dout = _kernel_ready(dout)
     dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
-    dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
+    # dk, dv like k, v (GQA: each K/V head's gradient summed over its query heads). Without a query row the runtime
+    # launches nothing, so they are zeros from the start then (keys no query sees: the kernels write the zeros)
+    alloc = torch.zeros if q.numel() == 0 else torch.empty
+    dk = alloc(k.shape, dtype=k.dtype, device=k.device)
+    dv = alloc(v.shape, dtype=v.dtype, device=v.device)
     _native.backward(_to_dlpack(dout), _to_dlpack(q), _to_dlpack(k), _to_dlpack(v), _to_dlpack(out), _to_dlpack(lse),
                      _to_dlpack(dq), _to_dlpack(dk), _to_dlpack(dv), softmax_scale, causal, window_size[0], window_size[1],
-                     softcap, alibi_slopes, deterministic, _stream(q), True)
+                     softcap, alibi_slopes, deterministic, _stream(q), True, **_native_varlen(varlen))
     return dq, dk, dv
 
 
 class FlashAttnFunc(torch.autograd.Function):
-    """(out, m) = attention(q, k, v); m: the rows' base-2 log-sum-exp (B, H, N) f32, which the backward takes."""
+    """(out, m) = attention(q, k, v); m: the rows' base-2 log-sum-exp, (B, H, N_q) or packed (H, total_q) f32, which
+    the backward takes. `varlen`: packed sequences' (cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k), or None."""
 
     @staticmethod
-    def forward(ctx, q, k, v, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic):
-        out, lse = _forward(q, k, v, softmax_scale, causal, window_size, softcap, alibi_slopes)
-        ctx.save_for_backward(q, k, v, out, lse)
+    def forward(ctx, q, k, v, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, varlen=None):
+        out, lse = _forward(q, k, v, softmax_scale, causal, window_size, softcap, alibi_slopes, varlen)
+        cu_q, cu_k, ctx.max_seqlens = (varlen[0], varlen[1], varlen[2:]) if varlen is not None else (None, None, None)
+        ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
         ctx.args = (softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic)
         ctx.mark_non_differentiable(lse)
         return out, lse
 
     @staticmethod
     def backward(ctx, dout, _dlse):
-        q, k, v, out, lse = ctx.saved_tensors
-        dq, dk, dv = _backward(dout, q, k, v, out, lse, *ctx.args)
-        return dq, dk, dv, None, None, None, None, None, None
+        q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
+        varlen = (cu_q, cu_k, *ctx.max_seqlens) if ctx.max_seqlens is not None else None
+        dq, dk, dv = _backward(dout, q, k, v, out, lse, *ctx.args, varlen)
+        return dq, dk, dv, None, None, None, None, None, None, None
 
 
 # --- torch.compile: the same calls as custom ops -------------------------------------------------------------
+# Packed sequences are the ops' last four arguments (cu_seqlens_q, cu_seqlens_k: None for (B, N, H, D) tensors).
+
+def _varlen_of(cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor], max_seqlen_q: int, max_seqlen_k: int) -> VarLen:
+    if cu_seqlens_q is None and cu_seqlens_k is None:
+        return None
+    return (cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)  # (one of them None: the native call says so)
+
 
 @torch.library.custom_op("flashgen::fwd", mutates_args=())
 def _fwd_op(q: Tensor, k: Tensor, v: Tensor, softmax_scale: float, causal: bool, window_left: int, window_right: int,
-            softcap: float, alibi_slopes: Optional[Tensor], deterministic: bool) -> Tuple[Tensor, Tensor]:
-    return _forward(q, k, v, softmax_scale, causal, (window_left, window_right), softcap, alibi_slopes)
+            softcap: float, alibi_slopes: Optional[Tensor], deterministic: bool, cu_seqlens_q: Optional[Tensor] = None,
+            cu_seqlens_k: Optional[Tensor] = None, max_seqlen_q: int = 0, max_seqlen_k: int = 0) -> Tuple[Tensor, Tensor]:
+    return _forward(q, k, v, softmax_scale, causal, (window_left, window_right), softcap, alibi_slopes,
+                    _varlen_of(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k))
 
 
 @_fwd_op.register_fake
-def _fwd_fake(q, k, v, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes, deterministic):
-    b, n, h, _ = q.shape
-    return q.new_empty(q.shape), q.new_empty((b, h, n), dtype=torch.float32)
+def _fwd_fake(q, k, v, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes, deterministic,
+              cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0):
+    varlen = _varlen_of(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    return q.new_empty(q.shape), q.new_empty(_lse_shape(q, varlen), dtype=torch.float32)
 
 
 @torch.library.custom_op("flashgen::bwd", mutates_args=())
 def _bwd_op(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, softmax_scale: float, causal: bool,
-            window_left: int, window_right: int, softcap: float, alibi_slopes: Optional[Tensor],
-            deterministic: bool) -> Tuple[Tensor, Tensor, Tensor]:
-    return _backward(dout, q, k, v, out, lse, softmax_scale, causal, (window_left, window_right), softcap, alibi_slopes, deterministic)
+            window_left: int, window_right: int, softcap: float, alibi_slopes: Optional[Tensor], deterministic: bool,
+            cu_seqlens_q: Optional[Tensor] = None, cu_seqlens_k: Optional[Tensor] = None, max_seqlen_q: int = 0,
+            max_seqlen_k: int = 0) -> Tuple[Tensor, Tensor, Tensor]:
+    return _backward(dout, q, k, v, out, lse, softmax_scale, causal, (window_left, window_right), softcap, alibi_slopes, deterministic,
+                     _varlen_of(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k))
 
 
 @_bwd_op.register_fake
-def _bwd_fake(dout, q, k, v, out, lse, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes, deterministic):
+def _bwd_fake(dout, q, k, v, out, lse, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes, deterministic,
+              cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
 def _fwd_setup_context(ctx, inputs, output):
-    q, k, v, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes, deterministic = inputs
+    q, k, v, *args = inputs
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse)
-    ctx.args = (softmax_scale, causal, window_left, window_right, softcap, alibi_slopes, deterministic)
+    ctx.args = tuple(args)  # softmax_scale .. deterministic, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
     ctx.mark_non_differentiable(lse)
 
 
 def _fwd_op_backward(ctx, dout, _dlse):
     q, k, v, out, lse = ctx.saved_tensors
     dq, dk, dv = torch.ops.flashgen.bwd(dout, q, k, v, out, lse, *ctx.args)
-    return dq, dk, dv, None, None, None, None, None, None, None
+    return (dq, dk, dv) + (None,) * len(ctx.args)
 
 
 _fwd_op.register_autograd(_fwd_op_backward, setup_context=_fwd_setup_context)
@@ -144,23 +191,10 @@ _fwd_op.register_autograd(_fwd_op_backward, setup_context=_fwd_setup_context)
 
 # --- the public functions ------------------------------------------------------------------------------------
 
-def flash_attn_func(q: Tensor, k: Tensor, v: Tensor, dropout_p: float = 0.0, softmax_scale: Optional[float] = None,
-                    causal: bool = False, window_size: Tuple[int, int] = (-1, -1), softcap: float = 0.0,
-                    alibi_slopes: Optional[Tensor] = None, deterministic: bool = False, return_attn_probs: bool = False,
-                    *, return_lse: bool = False):
-    """softmax(q kᵀ · softmax_scale [causal]) v, as flash_attn.flash_attn_func.
-
-    q: (batch, seqlen, heads, head_dim); k, v: (batch, seqlen, heads, head_dim); bfloat16 or float16, on one
-    GPU, head dim contiguous (stride 1), other strides multiples of 8 elements and the base 16-byte aligned
-    (views into a packed QKV tensor qualify). softmax_scale defaults to 1/sqrt(head_dim).
-    Returns out (batch, seqlen, heads, head_dim), contiguous; with return_lse=True (out, softmax_lse), the
-    natural-log log-sum-exp of each row, (batch, heads, seqlen) float32.
-
-    Not (yet) in flashgen's runtime, each a NotImplementedError: dropout_p > 0, window_size other than (-1, -1),
-    softcap > 0, alibi_slopes, fewer K/V heads than query heads (GQA), unequal query and key lengths,
-    return_attn_probs. The backward is deterministic (deterministic=True is accepted; it only conflicts with
-    FLASHGEN_BACKWARD=fused-atomic).
-    """
+def _attention(q: Tensor, k: Tensor, v: Tensor, varlen: VarLen, dropout_p, softmax_scale, causal, window_size, softcap,
+               alibi_slopes, deterministic, return_attn_probs, return_lse):
+    """flash_attn_func and flash_attn_varlen_func: `varlen` None, or packed sequences'
+    (cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)."""
     if return_attn_probs:
         raise NotImplementedError("return_attn_probs=True: flashgen's kernels never form the attention matrix; "
                                   "use return_lse=True for the log-sum-exp, or torch's SDPA for the probabilities")
@@ -170,17 +204,45 @@ def flash_attn_func(q: Tensor, k: Tensor, v: Tensor, dropout_p: float = 0.0, sof
         # (under torch.compile the op's own native call makes these checks when it runs: dynamo cannot trace
         # into an extension function, and a call here would break the graph)
         _native.check_arguments(causal, window_size[0], window_size[1], softcap, alibi_slopes, dropout_p, softmax_scale)
-    _check_tensors(q, k, v)
+    _check_tensors(q, k, v, varlen)
+    if varlen is not None and not compiling:
+        # (under torch.compile the lengths may be symbolic: they go to the op as they are)
+        varlen = (varlen[0], varlen[1], int(varlen[2]), int(varlen[3]))
     scale = float(softmax_scale) if softmax_scale is not None else q.shape[-1] ** -0.5
     if compiling:
+        packed = varlen if varlen is not None else (None, None, 0, 0)
         out, lse = torch.ops.flashgen.fwd(q, k, v, scale, bool(causal), window_size[0], window_size[1], float(softcap),
-                                          alibi_slopes, bool(deterministic))
+                                          alibi_slopes, bool(deterministic), *packed)
     elif torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-        out, lse = FlashAttnFunc.apply(q, k, v, scale, bool(causal), window_size, float(softcap), alibi_slopes, bool(deterministic))
+        out, lse = FlashAttnFunc.apply(q, k, v, scale, bool(causal), window_size, float(softcap), alibi_slopes, bool(deterministic), varlen)
     else:
         # nothing to differentiate (inference, torch.no_grad): the autograd.Function's few microseconds are skipped
-        out, lse = _forward(q, k, v, scale, bool(causal), window_size, float(softcap), alibi_slopes)
+        out, lse = _forward(q, k, v, scale, bool(causal), window_size, float(softcap), alibi_slopes, varlen)
     return (out, lse * LN2) if return_lse else out
+
+
+def flash_attn_func(q: Tensor, k: Tensor, v: Tensor, dropout_p: float = 0.0, softmax_scale: Optional[float] = None,
+                    causal: bool = False, window_size: Tuple[int, int] = (-1, -1), softcap: float = 0.0,
+                    alibi_slopes: Optional[Tensor] = None, deterministic: bool = False, return_attn_probs: bool = False,
+                    *, return_lse: bool = False):
+    """softmax(q kᵀ · softmax_scale [causal]) v, as flash_attn.flash_attn_func.
+
+    q: (batch, seqlen_q, heads, head_dim); k, v: (batch, seqlen_k, heads_k, head_dim), heads a multiple of heads_k
+    (GQA; MQA with heads_k = 1: query head h reads K/V head h // (heads // heads_k)); seqlen_q and seqlen_k may
+    differ. bfloat16 or float16, on one GPU, head dim contiguous (stride 1), other strides multiples of 8 elements
+    and the base 16-byte aligned (views into a packed QKV tensor qualify). softmax_scale defaults to
+    1/sqrt(head_dim). causal=True aligns the mask to the bottom right, as flash-attn 2: query i sees key j iff
+    j <= i + seqlen_k - seqlen_q (with seqlen_q > seqlen_k the first rows see no key: their output is 0).
+    Returns out (batch, seqlen_q, heads, head_dim), contiguous; with return_lse=True (out, softmax_lse), the
+    natural-log log-sum-exp of each row, (batch, heads, seqlen_q) float32 (-inf for a row that sees no key).
+    The backward gives dk, dv shaped like k, v.
+
+    Not (yet) in flashgen's runtime, each a NotImplementedError: dropout_p > 0, window_size other than (-1, -1),
+    softcap > 0, alibi_slopes, v's head dim other than q's, return_attn_probs. The backward is deterministic
+    (deterministic=True is accepted; it only conflicts with FLASHGEN_BACKWARD=fused-atomic).
+    """
+    return _attention(q, k, v, None, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,
+                      return_attn_probs, return_lse)
 
 
 def flash_attn_varlen_func(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int,
@@ -188,9 +250,26 @@ def flash_attn_varlen_func(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor
                            window_size: Tuple[int, int] = (-1, -1), softcap: float = 0.0, alibi_slopes: Optional[Tensor] = None,
                            deterministic: bool = False, return_attn_probs: bool = False, block_table: Optional[Tensor] = None,
                            *, return_lse: bool = False):
-    """flash_attn.flash_attn_varlen_func's signature: packed sequences (total_tokens, heads, head_dim) with
-    cumulative lengths. The runtime has no varlen kernels yet: NotImplementedError (after the argument checks
-    every flashgen call makes), so that code written against it keeps working when they land."""
-    _native.check_arguments(causal, int(window_size[0]), int(window_size[1]), softcap, alibi_slopes, dropout_p, softmax_scale)
-    raise NotImplementedError("flash_attn_varlen_func: variable-length (packed) sequences are not in flashgen's runtime yet; "
-                              "pad to (batch, seqlen, heads, head_dim) and use flash_attn_func")
+    """Attention over packed variable-length sequences, as flash_attn.flash_attn_varlen_func.
+
+    q: (total_q, heads, head_dim), k, v: (total_k, heads_k, head_dim): the batch's sequences one after another,
+    sequence b owning rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] of q and cu_seqlens_k[b] .. cu_seqlens_k[b + 1]
+    of k and v. cu_seqlens_q, cu_seqlens_k: torch.int32, 1-D, contiguous, (batch + 1,) each, starting at 0, on
+    the GPU of q. max_seqlen_q, max_seqlen_k: the longest sequences' lengths (positive ints). Everything else as
+    flash_attn_func: GQA/MQA, per-sequence query and key lengths (empty sequences included), causal aligned to
+    each sequence's bottom right, the dtypes and strides, the backward through autograd, torch.compile (the same
+    custom ops, torch.ops.flashgen.fwd / bwd).
+    Returns out (total_q, heads, head_dim); with return_lse=True (out, softmax_lse), softmax_lse (heads, total_q)
+    float32, natural log.
+
+    As flash-attn, the offsets are read on the GPU only (no copy to the host, no synchronization), so they are not
+    checked against the tensors: offsets that do not increase, run past total_q / total_k, or a sequence longer
+    than max_seqlen give wrong numbers for those sequences, never a read or write outside the tensors. Rows of q
+    outside every sequence are left as they are in out (uninitialized).
+
+    Not (yet) in flashgen's runtime, each a NotImplementedError: as flash_attn_func, and block_table (paged K/V).
+    """
+    if block_table is not None:
+        raise NotImplementedError("block_table: paged K/V is not in flash_attn_varlen_func yet; pass block_table=None")
+    return _attention(q, k, v, (cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k), dropout_p, softmax_scale, causal,
+                      window_size, softcap, alibi_slopes, deterministic, return_attn_probs, return_lse)

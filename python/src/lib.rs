@@ -4,18 +4,20 @@
 //! touches a GPU, and calls the runtime's view-based calls (`Flash::forward` / `Flash::backward`).
 //!
 //! Check order, each failure a Python exception that names the tensor: the features asked for (dropout,
-//! windows, softcap, ALiBi: NotImplementedError until the runtime has them), dtypes, ranks and shapes in
-//! flash-attn's (B, N, H, D) layout, the views (base alignment, head-dim stride, extent: the runtime's own
-//! checks and messages), the devices (CPU memory and mixed GPUs refused), and only then the device's
-//! `Flash` and the launch. So a machine without a GPU (CI) checks all of it through the real path.
+//! windows, softcap, ALiBi: NotImplementedError until the runtime has them), the packed-sequence offsets
+//! (cu_seqlens: int32, 1-D, B + 1 each), dtypes, ranks and shapes in flash-attn's (B, N, H, D) layout or
+//! its packed (total, H, D) one (GQA/MQA: K/V with fewer heads; unequal query and key lengths), the views
+//! (base alignment, head-dim stride, extent: the runtime's own checks and messages), the devices (CPU
+//! memory and mixed GPUs refused), and only then the device's `Flash` and the launch. So a machine without
+//! a GPU (CI) checks all of it through the real path.
 
 mod dlpack;
 
-use dlpack::{device_name, Operand, DL_BFLOAT, DL_CUDA, DL_FLOAT};
+use dlpack::{device_name, Operand, DL_BFLOAT, DL_CUDA, DL_FLOAT, DL_INT};
 use flashgen::{BackwardPath, DType};
 use flashgen_runtime::{
-    BackwardCall, BufferView, BufferViewMut, Flash, ForwardCall, Gpu, KernelCache, Layout, RuntimeError, StatsIn, StatsOut, Stream,
-    TensorView, TensorViewMut,
+    BackwardCall, BufferView, BufferViewMut, CausalAlign, Flash, ForwardCall, Gpu, KernelCache, Layout, RuntimeError, StatsIn, StatsOut,
+    Stream, TensorView, TensorViewMut, VarLen,
 };
 use flashgen_runtime::cudarc::driver::sys;
 use pyo3::exceptions::{PyNotImplementedError, PyRuntimeError, PyValueError};
@@ -150,15 +152,33 @@ fn dims(op: &Operand, expected: usize, what: &str) -> PyResult<Vec<usize>> {
     op.shape.iter().map(|&s| usize::try_from(s).map_err(|_| value_err(format!("tensor {}: negative size {s}", op.name)))).collect()
 }
 
-/// flash-attn's (B, N, H, D) tensor as the runtime's [Z, H, N, D] layout: the N and H strides swap places.
-/// A size-1 dimension's stride addresses nothing, and torch leaves it arbitrary (a contiguous (1, N, H, D)
-/// tensor may report any stride for B): such a stride is replaced by one the kernels accept.
-fn layout_of(op: &Operand) -> PyResult<Layout> {
-    let shape = dims(op, 4, "(batch, seqlen, heads, head_dim)")?;
-    let mut strides = [0usize; 4];
+/// How a call's tensors are shaped: flash-attn's batches (B, N, H, D), or packed variable-length sequences
+/// (total_tokens, H, D) with cumulative lengths (flash_attn_varlen_func).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Batched,
+    Packed,
+}
+
+/// A q, k, v, out (or gradient) tensor as the runtime's [Z, H, N, D] layout: flash-attn's (B, N, H, D) with
+/// the N and H strides swapped, or a packed (total, H, D) as [1, H, total, D] (the runtime's form of packed
+/// sequences). A size-1 dimension's stride addresses nothing, and torch leaves it arbitrary (a contiguous
+/// (1, N, H, D) tensor may report any stride for B; a packed tensor has no Z at all): such a stride is
+/// replaced by one the kernels accept.
+fn layout_of(op: &Operand, form: Form) -> PyResult<Layout> {
+    let given = match form {
+        Form::Batched => dims(op, 4, "(batch, seqlen, heads, head_dim)")?,
+        Form::Packed => dims(op, 3, "(total_tokens, heads, head_dim) for packed sequences")?,
+    };
+    let mut given_strides = Vec::with_capacity(given.len());
     for (i, &s) in op.strides.iter().enumerate() {
-        strides[i] = usize::try_from(s).map_err(|_| value_err(format!("tensor {}: negative stride {s} in dim {i}: flip a copy instead", op.name)))?;
+        given_strides.push(usize::try_from(s).map_err(|_| value_err(format!("tensor {}: negative stride {s} in dim {i}: flip a copy instead", op.name)))?);
     }
+    // (Z, N, H, D) shape and strides; a packed tensor's Z (size 1) gets a stride the fix below replaces
+    let (shape, mut strides) = match form {
+        Form::Batched => ([given[0], given[1], given[2], given[3]], [given_strides[0], given_strides[1], given_strides[2], given_strides[3]]),
+        Form::Packed => ([1, given[0], given[1], given[2]], [1, given_strides[0], given_strides[1], given_strides[2]]),
+    };
     if shape.iter().product::<usize>() > 0 {
         let reach = shape.iter().zip(&strides).map(|(&n, &s)| n * s).max().unwrap_or(1);
         for i in 0..3 {
@@ -167,8 +187,8 @@ fn layout_of(op: &Operand) -> PyResult<Layout> {
             }
         }
     }
-    let [b, n, h, d] = [shape[0], shape[1], shape[2], shape[3]];
-    Ok(Layout { shape: [b, h, n, d], strides: [strides[0], strides[2], strides[1], strides[3]] })
+    let [z, n, h, d] = shape;
+    Ok(Layout { shape: [z, h, n, d], strides: [strides[0], strides[2], strides[1], strides[3]] })
 }
 
 /// A read-only view of `op`: the runtime checks the base's alignment, the strides and the extent.
@@ -188,24 +208,33 @@ fn view_mut<'a>(op: &Operand, dtype: DType, layout: Layout) -> PyResult<TensorVi
     unsafe { TensorViewMut::from_raw_parts(op.name, op.addr, layout.extent(), dtype, layout) }.map_err(|e| py_err(e.into()))
 }
 
-/// The row statistics: f32 [B, H, N], contiguous.
-fn rows_of(op: &Operand, b: usize, h: usize, n: usize) -> PyResult<usize> {
+/// The row statistics: f32, contiguous, (B, H, N_q), or (H, total_q) for packed sequences.
+fn rows_of(op: &Operand, form: Form, q: &Layout) -> PyResult<usize> {
     if (op.dtype.code, op.dtype.bits, op.dtype.lanes) != (DL_FLOAT, 32, 1) {
         return Err(value_err(format!("tensor {} is {}: the log-sum-exp is float32", op.name, op.dtype.describe())));
     }
-    let shape = dims(op, 3, "(batch, heads, seqlen)")?;
-    if shape != [b, h, n] {
-        return Err(value_err(format!("tensor {} has shape {shape:?}: expected (batch, heads, seqlen) = {:?}", op.name, [b, h, n])));
+    let [b, h, n, _] = q.shape;
+    let (expected, what) = match form {
+        Form::Batched => (vec![b, h, n], "(batch, heads, seqlen)"),
+        Form::Packed => (vec![h, n], "(heads, total_q) for packed sequences"),
+    };
+    let shape = dims(op, expected.len(), what)?;
+    if shape != expected {
+        return Err(value_err(format!("tensor {} has shape {shape:?}: expected {what} = {expected:?}", op.name)));
     }
-    let compact = [(h * n) as i64, n as i64, 1];
+    let mut compact = vec![1i64; shape.len()];
+    for i in (0..shape.len() - 1).rev() {
+        compact[i] = compact[i + 1] * shape[i + 1] as i64;
+    }
     let strides_ok = op.strides.iter().zip(&compact).zip(&shape).all(|((&s, &c), &len)| len <= 1 || s == c);
     if !strides_ok {
         return Err(value_err(format!("tensor {} has strides {:?}: the log-sum-exp must be contiguous", op.name, op.strides)));
     }
-    if b * h * n > 0 && !op.addr.is_multiple_of(4) {
+    let rows = shape.iter().product::<usize>();
+    if rows > 0 && !op.addr.is_multiple_of(4) {
         return Err(value_err(format!("tensor {}: base address {:#x} is not 4-byte aligned", op.name, op.addr)));
     }
-    Ok(b * h * n)
+    Ok(rows)
 }
 
 /// Every operand in one GPU's memory; that GPU's ordinal.
@@ -237,37 +266,99 @@ fn check_scale(softmax_scale: Option<f64>) -> PyResult<Option<f32>> {
     }
 }
 
-/// Q, K, V in (B, N, H, D) as layouts, after the checks the runtime cannot make yet (GQA and unequal
-/// lengths are refused as not implemented, not as errors of the caller).
-fn qkv_layouts(q: &Operand, k: &Operand, v: &Operand) -> PyResult<(Layout, Layout, Layout)> {
-    let (lq, lk, lv) = (layout_of(q)?, layout_of(k)?, layout_of(v)?);
-    let ([b, h, n, d], [bk, hk, nk, dk], [bv, hv, nv, dv]) = (lq.shape, lk.shape, lv.shape);
+/// Q, K, V as layouts, after the shape rules, each a ValueError naming what disagrees: one batch (B, N, H, D
+/// tensors), K and V of one shape, one head dim for Q and K, and the query heads a multiple of the K/V heads
+/// (GQA/MQA: query head h reads K/V head h / (H / H_kv)). Query and key lengths may differ (a causal mask
+/// then aligns the last query with the last key). V's head dim other than Q's is not implemented.
+fn qkv_layouts(q: &Operand, k: &Operand, v: &Operand, form: Form) -> PyResult<(Layout, Layout, Layout)> {
+    let (lq, lk, lv) = (layout_of(q, form)?, layout_of(k, form)?, layout_of(v, form)?);
+    let ([b, h, _, d], [bk, hk, nk, dk], [bv, hv, nv, dv]) = (lq.shape, lk.shape, lv.shape);
     if bk != b || bv != b {
         return Err(value_err(format!("batch sizes differ: q has {b}, k {bk}, v {bv}")));
     }
     if (hk, nk) != (hv, nv) {
-        return Err(value_err(format!("k is (B, N, H, D) = {:?} but v is {:?}: k and v share seqlen and heads", k.shape, v.shape)));
+        return Err(value_err(format!("k has shape {:?} but v has {:?}: k and v share seqlen and heads", k.shape, v.shape)));
     }
     if dk != d {
         return Err(value_err(format!("q's head dim is {d} but k's is {dk}: they must agree")));
     }
-    if hk != h {
-        if hk == 0 || h % hk != 0 {
-            return Err(value_err(format!("q has {h} heads, k and v {hk}: the query heads must be a multiple of the key/value heads")));
-        }
-        return Err(PyNotImplementedError::new_err(format!(
-            "q has {h} heads and k, v {hk} (GQA/MQA): grouped heads are not in flashgen's runtime yet; repeat k and v to {h} heads"
-        )));
+    if hk == 0 || h % hk != 0 {
+        return Err(value_err(format!("q has {h} heads, k and v {hk}: the query heads must be a multiple of the key/value heads")));
     }
     if dv != d {
         return Err(PyNotImplementedError::new_err(format!("v's head dim {dv} differs from q's {d}: not in flashgen's runtime yet")));
     }
-    if nk != n {
-        return Err(PyNotImplementedError::new_err(format!(
-            "q has {n} queries and k, v {nk} keys: unequal lengths are not in flashgen's runtime yet (pad, or use equal lengths)"
+    Ok((lq, lk, lv))
+}
+
+/// Packed sequences' arguments, checked: cu_seqlens_q and cu_seqlens_k (int32, 1-D, contiguous, B + 1
+/// each; their device is checked with the other tensors'), the longest lengths. The capsules stay alive
+/// with it. The offsets stay on the GPU (as flash-attn, nothing is copied or synchronized): the kernels
+/// clamp every sequence to its packed tensor, so offsets that lie give wrong numbers for those sequences,
+/// never a read or write outside the tensors.
+struct Packed<'py> {
+    cu_q: Operand,
+    cu_k: Operand,
+    max_q: usize,
+    max_k: usize,
+    _capsules: (Bound<'py, PyAny>, Bound<'py, PyAny>),
+}
+
+impl Packed<'_> {
+    /// The runtime's VarLen over the offsets.
+    fn varlen<'a>(&self) -> VarLen<'a> {
+        let (nq, nk) = (self.cu_q.shape[0] as usize, self.cu_k.shape[0] as usize);
+        // SAFETY (BufferView::from_raw_parts): int32 1-D contiguous tensors of these lengths, 4-byte aligned
+        // (`offsets_of`), in the call's GPU's memory (`check_devices` before any launch), which the caller's
+        // tensors keep alive across the call; the kernels only read them.
+        let (cu_seqlens_q, cu_seqlens_k) = unsafe { (BufferView::<i32>::from_raw_parts(self.cu_q.addr, nq), BufferView::<i32>::from_raw_parts(self.cu_k.addr, nk)) };
+        VarLen { cu_seqlens_q, cu_seqlens_k, max_seqlen_q: self.max_q, max_seqlen_k: self.max_k, host_cu_seqlens_q: None, host_cu_seqlens_k: None }
+    }
+
+    fn operands(&self) -> [&Operand; 2] {
+        [&self.cu_q, &self.cu_k]
+    }
+}
+
+/// One offsets tensor: int32, (B + 1,), contiguous, 4-byte aligned.
+fn offsets_of(op: &Operand) -> PyResult<()> {
+    if (op.dtype.code, op.dtype.bits, op.dtype.lanes) != (DL_INT, 32, 1) {
+        return Err(value_err(format!("tensor {} is {}: the cumulative sequence lengths are int32 (torch.int32), as flash-attn takes them", op.name, op.dtype.describe())));
+    }
+    let shape = dims(op, 1, "(batch + 1,)")?;
+    if shape[0] == 0 {
+        return Err(value_err(format!("tensor {} is empty: it holds batch + 1 offsets, the first 0", op.name)));
+    }
+    if shape[0] > 1 && op.strides[0] != 1 {
+        return Err(value_err(format!("tensor {} has stride {}: the offsets must be contiguous", op.name, op.strides[0])));
+    }
+    if op.addr == 0 || !op.addr.is_multiple_of(4) {
+        return Err(value_err(format!("tensor {}: base address {:#x} is not a 4-byte aligned address", op.name, op.addr)));
+    }
+    Ok(())
+}
+
+/// The packed-sequence arguments of a forward or backward: both offsets or neither.
+fn read_packed<'py>(cu_q: Option<&Bound<'py, PyAny>>, cu_k: Option<&Bound<'py, PyAny>>, max_q: i64, max_k: i64) -> PyResult<Option<Packed<'py>>> {
+    let (cu_q, cu_k) = match (cu_q, cu_k) {
+        (None, None) => return Ok(None),
+        (Some(q), Some(k)) => (q, k),
+        _ => return Err(value_err("cu_seqlens_q and cu_seqlens_k come together: both for packed sequences, neither for (batch, seqlen, heads, head_dim) tensors")),
+    };
+    let ((cu_q, c1), (cu_k, c2)) = (dlpack::read("cu_seqlens_q", cu_q)?, dlpack::read("cu_seqlens_k", cu_k)?);
+    offsets_of(&cu_q)?;
+    offsets_of(&cu_k)?;
+    if cu_q.shape[0] != cu_k.shape[0] {
+        return Err(value_err(format!(
+            "cu_seqlens_q has {} offsets but cu_seqlens_k {}: both hold batch + 1 (one sequence of queries for each of keys)",
+            cu_q.shape[0], cu_k.shape[0]
         )));
     }
-    Ok((lq, lk, lv))
+    let positive = |name: &str, m: i64| match usize::try_from(m) {
+        Ok(m) if m > 0 => Ok(m),
+        _ => Err(value_err(format!("{name}={m}: the longest sequence's length, a positive int, is expected"))),
+    };
+    Ok(Some(Packed { max_q: positive("max_seqlen_q", max_q)?, max_k: positive("max_seqlen_k", max_k)?, cu_q, cu_k, _capsules: (c1, c2) }))
 }
 
 fn same_shape(o: &Operand, layout: &Layout, like: &Operand, like_layout: &Layout) -> PyResult<()> {
@@ -277,12 +368,15 @@ fn same_shape(o: &Operand, layout: &Layout, like: &Operand, like_layout: &Layout
     Ok(())
 }
 
-/// The forward into the caller's `out` (B, N, H, D) and `lse` (B, H, N) float32, on `stream` (a
-/// cudaStream_t of the tensors' device; 0: the legacy default stream). `lse` is the natural-log log-sum-exp,
-/// or with `base2` the kernels' own M = m + log2(l) (Triton's convention), which saves the conversion
-/// kernel's launch here and in the backward, which takes M as it is.
+/// The forward into the caller's `out` (shaped like q) and `lse` float32, on `stream` (a cudaStream_t of the
+/// tensors' device; 0: the legacy default stream). q (B, N_q, H, D), k and v (B, N_kv, H_kv, D) with H a
+/// multiple of H_kv, lse (B, H, N_q); or, with `cu_seqlens_q` and `cu_seqlens_k` (int32 (B + 1,) on the
+/// GPU) and the longest lengths, packed sequences: q (total_q, H, D), k and v (total_k, H_kv, D), lse
+/// (H, total_q). A causal mask aligns each sequence's last query with its last key (flash-attn 2's rule).
+/// `lse` is the natural-log log-sum-exp, or with `base2` the kernels' own M = m + log2(l) (Triton's
+/// convention), which saves the conversion kernel's launch here and in the backward, which takes M as it is.
 #[pyfunction]
-#[pyo3(signature = (q, k, v, out, lse, softmax_scale=None, causal=false, window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, dropout_p=0.0, stream=0, base2=false))]
+#[pyo3(signature = (q, k, v, out, lse, softmax_scale=None, causal=false, window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, dropout_p=0.0, stream=0, base2=false, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0))]
 #[allow(clippy::too_many_arguments)]
 fn forward(
     py: Python<'_>,
@@ -300,25 +394,33 @@ fn forward(
     dropout_p: f64,
     stream: usize,
     base2: bool,
+    cu_seqlens_q: Option<&Bound<'_, PyAny>>,
+    cu_seqlens_k: Option<&Bound<'_, PyAny>>,
+    max_seqlen_q: i64,
+    max_seqlen_k: i64,
 ) -> PyResult<()> {
     let variant = check_variant(causal, (window_size_left, window_size_right), softcap, alibi_slopes.is_some(), dropout_p)?;
     let sm_scale = check_scale(softmax_scale)?;
+    let packed = read_packed(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)?;
+    let form = if packed.is_some() { Form::Packed } else { Form::Batched };
     // the capsules stay alive (bound here) until the launch is queued
     let ((q, _c1), (k, _c2), (v, _c3), (o, _c4), (l, _c5)) = (dlpack::read("q", q)?, dlpack::read("k", k)?, dlpack::read("v", v)?, dlpack::read("out", out)?, dlpack::read("softmax_lse", lse)?);
     let dtype = dtype_of(&q)?;
     same_dtype(&q, dtype, &[&k, &v, &o])?;
-    let (lq, lk, lv) = qkv_layouts(&q, &k, &v)?;
-    let lo = layout_of(&o)?;
+    let (lq, lk, lv) = qkv_layouts(&q, &k, &v, form)?;
+    let lo = layout_of(&o, form)?;
     same_shape(&o, &lo, &q, &lq)?;
-    let [b, h, n, _] = lq.shape;
-    let rows = rows_of(&l, b, h, n)?;
+    let rows = rows_of(&l, form, &lq)?;
     let (qv, kv, vv, ov) = (view(&q, dtype, lq)?, view(&k, dtype, lk)?, view(&v, dtype, lv)?, view_mut(&o, dtype, lo)?);
-    let device = check_devices(&[&q, &k, &v, &o, &l])?;
+    let mut operands = vec![&q, &k, &v, &o, &l];
+    operands.extend(packed.iter().flat_map(Packed::operands));
+    let device = check_devices(&operands)?;
     let flash = flash_for(device).map_err(py_err)?;
-    // SAFETY: checked above to be float32 [B, H, N] in the same GPU's memory, held alive by the caller.
+    // SAFETY: checked above to be float32 (B, H, N_q) or (H, total_q) in the same GPU's memory, held alive by the caller.
     let lse_view = unsafe { BufferViewMut::<f32>::from_raw_parts(l.addr, rows) };
     let stats = if base2 { StatsOut::M(lse_view) } else { StatsOut::Lse(lse_view) };
-    let call = ForwardCall { q: qv, k: kv, v: vv, o: ov, stats, causal: variant.causal, align: flashgen_runtime::CausalAlign::BottomRight, sm_scale, varlen: None };
+    let varlen = packed.as_ref().map(Packed::varlen);
+    let call = ForwardCall { q: qv, k: kv, v: vv, o: ov, stats, causal: variant.causal, align: CausalAlign::BottomRight, sm_scale, varlen };
     // SAFETY (Stream::from_raw): the wrapper passes the current stream of the tensors' device
     // (torch.cuda.current_stream(device)), a stream of the primary context; this call's contract.
     let stream = unsafe { Stream::from_raw(stream as flashgen_runtime::cudarc::driver::sys::CUstream) };
@@ -327,10 +429,11 @@ fn forward(
     py.detach(|| flash.forward(call, stream)).map_err(py_err)
 }
 
-/// The backward into the caller's dq, dk, dv (each shaped like its input), from the forward's out and
-/// lse (natural log; with `base2` the kernels' M) and the output gradient dout, on `stream`.
+/// The backward into the caller's dq, dk, dv (each shaped like its input: dk and dv like k and v, each K/V
+/// head's gradient summed over its query heads), from the forward's out and lse (natural log; with `base2`
+/// the kernels' M) and the output gradient dout, on `stream`; packed sequences as in `forward`.
 #[pyfunction]
-#[pyo3(signature = (dout, q, k, v, out, lse, dq, dk, dv, softmax_scale=None, causal=false, window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, deterministic=false, stream=0, base2=false))]
+#[pyo3(signature = (dout, q, k, v, out, lse, dq, dk, dv, softmax_scale=None, causal=false, window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, deterministic=false, stream=0, base2=false, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0))]
 #[allow(clippy::too_many_arguments)]
 fn backward(
     py: Python<'_>,
@@ -352,32 +455,40 @@ fn backward(
     deterministic: bool,
     stream: usize,
     base2: bool,
+    cu_seqlens_q: Option<&Bound<'_, PyAny>>,
+    cu_seqlens_k: Option<&Bound<'_, PyAny>>,
+    max_seqlen_q: i64,
+    max_seqlen_k: i64,
 ) -> PyResult<()> {
     let variant = check_variant(causal, (window_size_left, window_size_right), softcap, alibi_slopes.is_some(), 0.0)?;
     let sm_scale = check_scale(softmax_scale)?;
+    let packed = read_packed(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)?;
+    let form = if packed.is_some() { Form::Packed } else { Form::Batched };
     let (d_o, _c0) = dlpack::read("dout", dout)?;
     let ((q, _c1), (k, _c2), (v, _c3), (o, _c4), (l, _c5)) = (dlpack::read("q", q)?, dlpack::read("k", k)?, dlpack::read("v", v)?, dlpack::read("out", out)?, dlpack::read("softmax_lse", lse)?);
     let ((gq, _c6), (gk, _c7), (gv, _c8)) = (dlpack::read("dq", dq)?, dlpack::read("dk", dk)?, dlpack::read("dv", dv)?);
     let dtype = dtype_of(&q)?;
     same_dtype(&q, dtype, &[&k, &v, &o, &d_o, &gq, &gk, &gv])?;
-    let (lq, lk, lv) = qkv_layouts(&q, &k, &v)?;
-    let (lo, ldo, lgq, lgk, lgv) = (layout_of(&o)?, layout_of(&d_o)?, layout_of(&gq)?, layout_of(&gk)?, layout_of(&gv)?);
+    let (lq, lk, lv) = qkv_layouts(&q, &k, &v, form)?;
+    let (lo, ldo, lgq, lgk, lgv) = (layout_of(&o, form)?, layout_of(&d_o, form)?, layout_of(&gq, form)?, layout_of(&gk, form)?, layout_of(&gv, form)?);
     for (op, layout, like, like_layout) in [(&o, &lo, &q, &lq), (&d_o, &ldo, &q, &lq), (&gq, &lgq, &q, &lq), (&gk, &lgk, &k, &lk), (&gv, &lgv, &v, &lv)] {
         same_shape(op, layout, like, like_layout)?;
     }
-    let [b, h, n, _] = lq.shape;
-    let rows = rows_of(&l, b, h, n)?;
+    let rows = rows_of(&l, form, &lq)?;
     let (qv, kv, vv, ov, dov) = (view(&q, dtype, lq)?, view(&k, dtype, lk)?, view(&v, dtype, lv)?, view(&o, dtype, lo)?, view(&d_o, dtype, ldo)?);
     let (dqv, dkv, dvv) = (view_mut(&gq, dtype, lgq)?, view_mut(&gk, dtype, lgk)?, view_mut(&gv, dtype, lgv)?);
-    let device = check_devices(&[&q, &k, &v, &o, &l, &d_o, &gq, &gk, &gv])?;
+    let mut operands = vec![&q, &k, &v, &o, &l, &d_o, &gq, &gk, &gv];
+    operands.extend(packed.iter().flat_map(Packed::operands));
+    let device = check_devices(&operands)?;
     let flash = flash_for(device).map_err(py_err)?;
     if deterministic && flash.plan_options().backward == BackwardPath::FusedAtomic {
         return Err(value_err("deterministic=True, but FLASHGEN_BACKWARD=fused-atomic adds dQ in arrival order: unset it (every other backward is deterministic)"));
     }
-    // SAFETY: float32 [B, H, N], checked above, alive for the call.
+    // SAFETY: float32 (B, H, N_q) or (H, total_q), checked above, alive for the call.
     let lse_view = unsafe { BufferView::<f32>::from_raw_parts(l.addr, rows) };
     let stats = if base2 { StatsIn::M(lse_view) } else { StatsIn::Lse(lse_view) };
-    let call = BackwardCall { q: qv, k: kv, v: vv, o: ov, d_o: dov, stats, dq: dqv, dk: dkv, dv: dvv, causal: variant.causal, align: flashgen_runtime::CausalAlign::BottomRight, sm_scale, varlen: None };
+    let varlen = packed.as_ref().map(Packed::varlen);
+    let call = BackwardCall { q: qv, k: kv, v: vv, o: ov, d_o: dov, stats, dq: dqv, dk: dkv, dv: dvv, causal: variant.causal, align: CausalAlign::BottomRight, sm_scale, varlen };
     // SAFETY: as in `forward`.
     let stream = unsafe { Stream::from_raw(stream as flashgen_runtime::cudarc::driver::sys::CUstream) };
     let _restore = RestoreContext::save();

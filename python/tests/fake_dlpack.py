@@ -14,6 +14,7 @@ DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT = 0, 1, 2, 4
 BF16 = (DL_BFLOAT, 16)
 F16 = (DL_FLOAT, 16)
 F32 = (DL_FLOAT, 32)
+I32 = (DL_INT, 32)
 
 
 class DLDevice(ctypes.Structure):
@@ -110,3 +111,20 @@ def forward_args(b=2, n=128, h=4, d=64, dtype=BF16, device=(DL_CUDA, 0)):
     q, k, v, out = (bnhd(b, n, h, d, dtype=dtype, device=device, addr=base + i * size) for i in range(4))
     lse = lse_for(b, n, h, device=device, addr=base + 4 * size)
     return [q, k, v, out, lse]
+
+
+def varlen_args(total_q=300, total_k=500, h=4, h_kv=4, d=64, batch=3, dtype=BF16, device=(DL_CUDA, 0)):
+    """A well-formed packed-sequence call: q, out, dout, dq (total_q, H, D); k, v, dk, dv (total_k, H_kv, D); the lse
+    (H, total_q); cu_q, cu_k int32 (batch + 1,); max_q, max_k. Keys of the backward's and the forward's arguments."""
+    base = 0x7F0000000000
+    step = max(total_q * h, total_k * h_kv) * d * 2 + 4096
+    names_q, names_k = ("q", "out", "dout", "dq"), ("k", "v", "dk", "dv")
+    a = {}
+    for i, name in enumerate(names_q + names_k):
+        shape = (total_q, h, d) if name in names_q else (total_k, h_kv, d)
+        a[name] = FakeTensor(shape, dtype=dtype, device=device, addr=base + i * step)
+    a["lse"] = FakeTensor((h, total_q), dtype=F32, device=device, addr=base + 8 * step)
+    a["cu_q"] = FakeTensor((batch + 1,), dtype=I32, device=device, addr=base + 9 * step)
+    a["cu_k"] = FakeTensor((batch + 1,), dtype=I32, device=device, addr=base + 9 * step + 256)
+    a["max_q"], a["max_k"] = 200, 300
+    return a

@@ -10,7 +10,8 @@ import pytest
 
 import flashgen
 from flashgen import _native
-from fake_dlpack import BF16, DL_CPU, DL_CUDA, DL_FLOAT, DL_INT, F16, F32, FakeTensor, bnhd, forward_args, lse_for
+from fake_dlpack import (BF16, DL_CPU, DL_CUDA, DL_FLOAT, DL_INT, F16, F32, I32, FakeTensor, bnhd, forward_args, lse_for,
+                         varlen_args)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -209,12 +210,44 @@ def test_the_lse_is_checked():
 
 def test_features_not_built_yet_are_not_implemented_errors():
     q, k, v, out, lse = forward_args()
-    with pytest.raises(NotImplementedError, match="GQA/MQA"):
-        fwd(bnhd(2, 128, 8, 64), k, v, bnhd(2, 128, 8, 64), lse_for(2, 128, 8))
-    with pytest.raises(NotImplementedError, match="unequal lengths"):
-        fwd(q, bnhd(2, 256, 4, 64), bnhd(2, 256, 4, 64), out, lse)
     with pytest.raises(NotImplementedError, match="v's head dim 128 differs"):
         fwd(q, k, bnhd(2, 128, 4, 128), out, lse)
+
+
+@requires_no_driver
+@pytest.mark.parametrize("h, h_kv, n_kv", [(8, 2, 128), (8, 1, 128), (4, 4, 300), (4, 4, 50), (8, 2, 77)],
+                         ids=["gqa", "mqa", "longer-keys", "shorter-keys", "gqa-other-lengths"])
+def test_grouped_heads_and_unequal_lengths_pass_the_checks(h, h_kv, n_kv):
+    # GQA/MQA (fewer K/V heads) and N_q != N_kv are the runtime's now: no NotImplementedError, the device is reached
+    b, n, d = 2, 128, 64
+    q, out = bnhd(b, n, h, d, addr=0x7F0000000000), bnhd(b, n, h, d, addr=0x7F1000000000)
+    k, v = bnhd(b, n_kv, h_kv, d, addr=0x7F2000000000), bnhd(b, n_kv, h_kv, d, addr=0x7F3000000000)
+    with pytest.raises(RuntimeError, match="libcuda"):
+        fwd(q, k, v, out, lse_for(b, n, h, addr=0x7F4000000000), causal=True)
+    grads = dict(dout=bnhd(b, n, h, d, addr=0x7E0000000000), dq=bnhd(b, n, h, d, addr=0x7E1000000000),
+                 dk=bnhd(b, n_kv, h_kv, d, addr=0x7E2000000000), dv=bnhd(b, n_kv, h_kv, d, addr=0x7E3000000000))
+    with pytest.raises(RuntimeError, match="libcuda"):
+        _native.backward(q=q, k=k, v=v, out=out, lse=lse_for(b, n, h, addr=0x7F4000000000), causal=True, **grads)
+
+
+def test_grouped_heads_keep_their_shape_rules():
+    b, n, d = 2, 128, 64
+    q, out, lse = bnhd(b, n, 8, d), bnhd(b, n, 8, d, addr=0x7F1000000000), lse_for(b, n, 8, addr=0x7F2000000000)
+    with pytest.raises(ValueError, match="q has 8 heads, k and v 3: the query heads must be a multiple"):
+        fwd(q, bnhd(b, n, 3, d), bnhd(b, n, 3, d), out, lse)
+    with pytest.raises(ValueError, match="k and v share seqlen and heads"):
+        fwd(q, bnhd(b, n, 2, d), bnhd(b, n, 4, d), out, lse)
+    with pytest.raises(ValueError, match="k and v share seqlen and heads"):
+        fwd(q, bnhd(b, 300, 2, d), bnhd(b, 200, 2, d), out, lse)
+    # out and the lse follow q (H heads, N_q rows); dk and dv follow k and v
+    with pytest.raises(ValueError, match="tensor out has shape"):
+        fwd(q, bnhd(b, 300, 2, d), bnhd(b, 300, 2, d), bnhd(b, 300, 8, d), lse)
+    with pytest.raises(ValueError, match=r"softmax_lse has shape \[2, 2, 128\]"):
+        fwd(q, bnhd(b, n, 2, d), bnhd(b, n, 2, d), out, lse_for(b, n, 2))
+    a = bwd_args(b, n, 8, d)
+    k2, v2 = bnhd(b, n, 2, d, addr=0x7D0000000000), bnhd(b, n, 2, d, addr=0x7D1000000000)
+    with pytest.raises(ValueError, match="tensor dk has shape"):
+        _native.backward(**{**a, "k": k2, "v": v2})  # dk still has 8 heads
 
 
 def test_dlpack_versions_and_read_only_outputs():
@@ -277,3 +310,125 @@ def test_a_size_one_dimension_may_have_any_stride():
 def test_a_well_formed_backward_reaches_the_device():
     with pytest.raises(RuntimeError, match="libcuda"):
         _native.backward(**bwd_args(), causal=True, deterministic=True)
+
+
+# --- packed variable-length sequences (flash_attn_varlen_func's native calls) --------------------------------------
+
+def vfwd(a, **kw):
+    return _native.forward(a["q"], a["k"], a["v"], a["out"], a["lse"], cu_seqlens_q=a["cu_q"], cu_seqlens_k=a["cu_k"],
+                           max_seqlen_q=a["max_q"], max_seqlen_k=a["max_k"], **kw)
+
+
+def vbwd(a, **kw):
+    return _native.backward(a["dout"], a["q"], a["k"], a["v"], a["out"], a["lse"], a["dq"], a["dk"], a["dv"],
+                            cu_seqlens_q=a["cu_q"], cu_seqlens_k=a["cu_k"], max_seqlen_q=a["max_q"], max_seqlen_k=a["max_k"], **kw)
+
+
+@pytest.mark.parametrize("name", ["cu_q", "cu_k"])
+@pytest.mark.parametrize("dtype, text", [((DL_INT, 64), "int64"), (F32, "float32"), ((DL_INT, 16), "int16")])
+def test_varlen_offsets_are_int32(name, dtype, text):
+    a = varlen_args()
+    a[name] = FakeTensor(a[name].shape, dtype=dtype, addr=0x7C0000000000)
+    tensor = "cu_seqlens_q" if name == "cu_q" else "cu_seqlens_k"
+    with pytest.raises(ValueError, match=f"tensor {tensor} is {text}: the cumulative sequence lengths are int32"):
+        vfwd(a)
+    with pytest.raises(ValueError, match=f"tensor {tensor} is {text}"):
+        vbwd(a)
+
+
+def test_varlen_offsets_of_both_are_batch_plus_one():
+    a = varlen_args()
+    a["cu_k"] = FakeTensor((5,), dtype=I32, addr=0x7C0000000000)
+    with pytest.raises(ValueError, match="cu_seqlens_q has 4 offsets but cu_seqlens_k 5: both hold batch \\+ 1"):
+        vfwd(a)
+    with pytest.raises(ValueError, match="cu_seqlens_q has 4 offsets but cu_seqlens_k 5"):
+        vbwd(a)
+    a = varlen_args()
+    a["cu_q"] = FakeTensor((0,), dtype=I32, addr=0x7C0000000000)
+    with pytest.raises(ValueError, match="tensor cu_seqlens_q is empty"):
+        vfwd(a)
+    a = varlen_args()
+    a["cu_q"] = FakeTensor((2, 2), dtype=I32, addr=0x7C0000000000)
+    with pytest.raises(ValueError, match=r"tensor cu_seqlens_q has 2 dimensions.*expected 1"):
+        vfwd(a)
+    a = varlen_args()
+    a["cu_k"] = FakeTensor((4,), dtype=I32, strides=(2,), addr=0x7C0000000000)
+    with pytest.raises(ValueError, match="tensor cu_seqlens_k has stride 2: the offsets must be contiguous"):
+        vfwd(a)
+    a = varlen_args()
+    a["cu_k"] = FakeTensor((4,), dtype=I32, addr=0x7C0000000002)
+    with pytest.raises(ValueError, match="tensor cu_seqlens_k: base address .* 4-byte aligned"):
+        vfwd(a)
+
+
+def test_varlen_offsets_come_in_pairs_and_the_longest_lengths_are_positive():
+    a = varlen_args()
+    with pytest.raises(ValueError, match="cu_seqlens_q and cu_seqlens_k come together"):
+        _native.forward(a["q"], a["k"], a["v"], a["out"], a["lse"], cu_seqlens_q=a["cu_q"], max_seqlen_q=10, max_seqlen_k=10)
+    for kw, text in [(dict(max_q=0), "max_seqlen_q=0"), (dict(max_k=-3), "max_seqlen_k=-3")]:
+        with pytest.raises(ValueError, match=f"{text}: the longest sequence's length, a positive int"):
+            vfwd({**a, **kw})
+
+
+def test_varlen_tensors_are_packed():
+    a = varlen_args()
+    # a 2-D q (a missing head dimension), a (B, N, H, D) q: packed sequences are (total_tokens, heads, head_dim)
+    with pytest.raises(ValueError, match=r"tensor q has 2 dimensions.*expected 3, \(total_tokens, heads, head_dim\)"):
+        vfwd({**a, "q": FakeTensor((300, 256))})
+    with pytest.raises(ValueError, match=r"tensor q has 4 dimensions.*expected 3"):
+        vfwd({**a, "q": bnhd(1, 300, 4, 64)})
+    with pytest.raises(ValueError, match=r"tensor k has 2 dimensions"):
+        vbwd({**a, "k": FakeTensor((500, 128))})
+    # the lse is (heads, total_q)
+    with pytest.raises(ValueError, match=r"softmax_lse has 3 dimensions.*expected 2, \(heads, total_q\)"):
+        vfwd({**a, "lse": lse_for(1, 300, 4)})
+    with pytest.raises(ValueError, match=r"softmax_lse has shape \[300, 4\]: expected \(heads, total_q\)"):
+        vfwd({**a, "lse": FakeTensor((300, 4), dtype=F32)})
+    # shapes: out like q; k and v alike; heads a multiple
+    with pytest.raises(ValueError, match="tensor out has shape"):
+        vfwd({**a, "out": FakeTensor((299, 4, 64))})
+    with pytest.raises(ValueError, match="k and v share seqlen and heads"):
+        vfwd({**a, "v": FakeTensor((400, 2, 64))})
+    with pytest.raises(ValueError, match="query heads must be a multiple"):
+        vfwd({**a, "k": FakeTensor((500, 3, 64)), "v": FakeTensor((500, 3, 64))})
+    with pytest.raises(ValueError, match="tensor dv has shape"):
+        vbwd({**a, "dv": FakeTensor((500, 2, 64))})
+
+
+def test_varlen_cpu_tensors_are_refused():
+    a = varlen_args()
+    a["cu_q"] = FakeTensor((4,), dtype=I32, device=(DL_CPU, 0), addr=0x7C0000000000)
+    with pytest.raises(ValueError, match="tensor cu_seqlens_q is on cpu: flashgen runs on CUDA tensors"):
+        vfwd(a)
+    with pytest.raises(ValueError, match="tensor cu_seqlens_q is on cpu"):
+        vbwd(a)
+    a = varlen_args(device=(DL_CPU, 0))
+    with pytest.raises(ValueError, match="tensor q is on cpu"):
+        vfwd(a)
+    a = varlen_args()
+    a["cu_k"] = FakeTensor((4,), dtype=I32, device=(DL_CUDA, 1), addr=0x7C0000000000)
+    with pytest.raises(ValueError, match="tensor cu_seqlens_k is on cuda:1 but q is on cuda:0"):
+        vfwd(a)
+
+
+@requires_no_driver
+@pytest.mark.parametrize("h_kv", [4, 2, 1])
+def test_a_well_formed_varlen_call_reaches_the_device(h_kv):
+    a = varlen_args(h_kv=h_kv)
+    with pytest.raises(RuntimeError, match="libcuda"):
+        vfwd(a, causal=True)
+    with pytest.raises(RuntimeError, match="libcuda"):
+        vbwd(a, causal=True, deterministic=True)
+
+
+@requires_no_driver
+def test_a_packed_qkv_view_of_sequences_passes_the_checks():
+    # qkv: (total, 3, H, D) contiguous; q, k, v = qkv.unbind(1): strides (3*H*D, D, 1); a single token is fine too
+    for total in (300, 1):
+        h, d = 4, 64
+        q, k, v = (FakeTensor((total, h, d), strides=(3 * h * d, d, 1), addr=0x7F0000000000 + i * h * d * 2) for i in range(3))
+        a = varlen_args()
+        a.update(q=q, k=k, v=v, out=FakeTensor((total, h, d), addr=0x7F1000000000),
+                 lse=FakeTensor((h, total), dtype=F32, addr=0x7F2000000000))
+        with pytest.raises(RuntimeError, match="libcuda"):
+            vfwd(a)

@@ -1,7 +1,8 @@
-"""flash_attn_func on torch tensors. The `torch_only` tests need torch but no GPU; the `gpu` tests run on the
-H200 (FLASHGEN_REQUIRE_GPU=1 makes a missing GPU a failure there). References: torch's SDPA in float64; the
-tolerance is flash-attn's own rule, error(ours) <= k * error(torch's SDPA in the same half type) + atol, both
-against the float64 result."""
+"""flash_attn_func and flash_attn_varlen_func on torch tensors. The `torch_only` tests need torch but no GPU; the
+`gpu` tests run on the H200 (FLASHGEN_REQUIRE_GPU=1 makes a missing GPU a failure there). References: torch's
+SDPA in float64, and for GQA, unequal lengths and packed sequences attention by its definition (attention_ref:
+K/V heads repeated, the causal mask bottom-right) in float64; the tolerance is flash-attn's own rule,
+error(ours) <= k * error(the same reference in the half type) + atol, both against the float64 result."""
 
 import threading
 
@@ -62,6 +63,64 @@ def check_against_sdpa(q, k, v, out, causal, scale, dout=None, grads=None, fwd_k
         assert e_ours <= bwd_k * e_torch + atol, f"{name}: error {e_ours:.2e}, SDPA {q.dtype}'s {e_torch:.2e}"
 
 
+def attention_ref(q, k, v, causal, scale, dtype):
+    """Attention by its definition in `dtype`, (B, N_q, H, D) with k, v (B, N_kv, H_kv, D): K/V heads repeated for GQA
+    (query head h reads K/V head h // (H // H_kv)), the causal mask aligned bottom-right (query i sees key j iff
+    j <= i + N_kv - N_q), a row that sees no key giving 0. Returns out (B, N_q, H, D) and the natural-log LSE
+    (B, H, N_q), -inf for rows without keys. In a half type it is flash-attn's own yardstick (attention_ref with
+    upcast=False)."""
+    group = q.shape[2] // k.shape[2]
+    qd = q.to(dtype)
+    kd, vd = (x.to(dtype).repeat_interleave(group, dim=2) for x in (k, v))
+    s = torch.einsum("bnhd,bmhd->bhnm", qd, kd) * scale
+    n, m = s.shape[-2:]
+    i = torch.arange(n, device=s.device)[:, None]
+    j = torch.arange(m, device=s.device)[None, :]
+    visible = (j <= i + (m - n)) if causal else torch.ones(n, m, dtype=torch.bool, device=s.device)
+    s = s.masked_fill(~visible, float("-inf"))
+    lse = torch.logsumexp(s.double(), dim=-1)
+    has_key = visible.any(-1)[:, None]
+    p = torch.softmax(s.masked_fill(~has_key, 0.0), dim=-1) * has_key  # rows without keys: 0, and no NaN in the backward
+    return torch.einsum("bhnm,bmhd->bnhd", p.to(dtype), vd), lse
+
+
+def varlen_ref(q, k, v, cu_q, cu_k, causal, scale, dtype):
+    """attention_ref of each packed sequence (cu_q, cu_k: host lists): out (total_q, H, D), LSE (H, total_q)."""
+    outs, lses = [], []
+    for b in range(len(cu_q) - 1):
+        qs, ks, vs = q[cu_q[b]:cu_q[b + 1]], k[cu_k[b]:cu_k[b + 1]], v[cu_k[b]:cu_k[b + 1]]
+        o, lse = attention_ref(qs[None], ks[None], vs[None], causal, scale, dtype)
+        outs.append(o[0])
+        lses.append(lse[0])
+    return torch.cat(outs), torch.cat(lses, dim=1)
+
+
+def check_against(ref, q, k, v, out, dout=None, grads=None, fwd_k=2.0, bwd_k=2.5, atol=2e-3):
+    """out (and grads = (dq, dk, dv) of out·dout) against ref(q, k, v, dtype) in float64, with ref in q's dtype as
+    the yardstick (flash-attn's rule), as check_against_sdpa."""
+    leaves64 = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    leaves_lp = [x.detach().clone().requires_grad_() for x in (q, k, v)]
+    r64, r_lp = ref(*leaves64, torch.float64), ref(*leaves_lp, q.dtype)
+    e_ours, e_ref = max_err(out, r64), max_err(r_lp, r64)
+    assert e_ours <= fwd_k * e_ref + atol, f"out: error {e_ours:.2e}, the {q.dtype} reference's {e_ref:.2e}"
+    if grads is None:
+        return
+    r64.backward(dout.double())
+    r_lp.backward(dout)
+    for name, g, r, b_ in zip(("dq", "dk", "dv"), grads, leaves64, leaves_lp):
+        assert g.shape == r.shape, f"{name}: shape {tuple(g.shape)}, expected {tuple(r.shape)}"
+        e_ours, e_ref = max_err(g, r.grad), max_err(b_.grad, r.grad)
+        assert e_ours <= bwd_k * e_ref + atol, f"{name}: error {e_ours:.2e}, the {q.dtype} reference's {e_ref:.2e}"
+
+
+def check_lse(lse, ref):
+    """The natural-log LSE against the float64 one: -inf exactly where a row sees no key, close elsewhere."""
+    assert lse.shape == ref.shape and lse.dtype == torch.float32
+    empty = torch.isinf(ref)
+    assert torch.equal(torch.isneginf(lse), empty), "rows without keys: the LSE is -inf there and only there"
+    assert max_err(lse[~empty], ref[~empty]) < 2e-3
+
+
 # --- torch, no GPU needed ----------------------------------------------------------------------------------------
 
 def test_cpu_tensors_are_a_value_error(torch_only):
@@ -86,12 +145,48 @@ def test_flash_attn_arguments_are_checked_before_any_tensor(torch_only):
         flash_attn_func(q, [1.0], q)
     with pytest.raises(ValueError, match=r"q has shape \(128, 4, 64\): expected 4 dimensions"):
         flash_attn_func(q[0], q, q)
-    with pytest.raises(NotImplementedError, match="variable-length"):
-        cu = torch.tensor([0, 128], dtype=torch.int32)
-        flash_attn_varlen_func(q[0], q[0], q[0], cu, cu, 128, 128)
+    cu = torch.tensor([0, 128], dtype=torch.int32)
     with pytest.raises(NotImplementedError, match="no attention dropout"):
-        cu = torch.tensor([0, 128], dtype=torch.int32)
         flash_attn_varlen_func(q[0], q[0], q[0], cu, cu, 128, 128, dropout_p=0.5)
+    with pytest.raises(NotImplementedError, match="return_attn_probs"):
+        flash_attn_varlen_func(q[0], q[0], q[0], cu, cu, 128, 128, return_attn_probs=True)
+    with pytest.raises(NotImplementedError, match="block_table"):
+        flash_attn_varlen_func(q[0], q[0], q[0], cu, cu, 128, 128, block_table=cu)
+    with pytest.raises(ValueError, match=r"q has shape \(2, 128, 4, 64\): expected 3 dimensions \(total_tokens"):
+        flash_attn_varlen_func(q, q[0], q[0], cu, cu, 128, 128)
+    with pytest.raises(TypeError, match="cu_seqlens_k is a list"):
+        flash_attn_varlen_func(q[0], q[0], q[0], cu, [0, 128], 128, 128)
+
+
+def test_varlen_arguments_on_cpu_tensors(torch_only):
+    """Every check of the packed-sequence arguments runs on CPU tensors: the offsets' dtype and lengths first,
+    the device last."""
+    q = torch.randn(300, 4, 64, dtype=torch.bfloat16, requires_grad=True)
+    kv = torch.randn(500, 2, 64, dtype=torch.bfloat16)
+    cu_q, cu_k = torch.tensor([0, 100, 100, 300], dtype=torch.int32), torch.tensor([0, 200, 250, 500], dtype=torch.int32)
+    with pytest.raises(ValueError, match="tensor cu_seqlens_q is int64: the cumulative sequence lengths are int32"):
+        flash_attn_varlen_func(q, kv, kv, cu_q.long(), cu_k, 200, 250)
+    with pytest.raises(ValueError, match="cu_seqlens_q has 4 offsets but cu_seqlens_k 3"):
+        flash_attn_varlen_func(q, kv, kv, cu_q, cu_k[:3], 200, 250)
+    with pytest.raises(ValueError, match="max_seqlen_k=0"):
+        flash_attn_varlen_func(q, kv, kv, cu_q, cu_k, 200, 0)
+    with pytest.raises(ValueError, match="query heads must be a multiple"):
+        flash_attn_varlen_func(q, kv[:, :1].expand(500, 3, 64), kv[:, :1].expand(500, 3, 64), cu_q, cu_k, 200, 250)
+    with pytest.raises(ValueError, match="tensor q is on cpu: flashgen runs on CUDA tensors"):
+        flash_attn_varlen_func(q, kv, kv, cu_q, cu_k, 200, 250, causal=True)
+
+
+def test_grouped_heads_and_other_lengths_are_not_refused(torch_only):
+    """GQA/MQA and seqlen_q != seqlen_k pass every check now: only the CPU device stops them; heads that are not a
+    multiple stay a ValueError."""
+    q = torch.randn(2, 100, 8, 64, dtype=torch.bfloat16)
+    for h_kv, n_kv in ((2, 100), (1, 100), (8, 300), (2, 37)):
+        kv = torch.randn(2, n_kv, h_kv, 64, dtype=torch.bfloat16)
+        with pytest.raises(ValueError, match="tensor q is on cpu"):
+            flash_attn_func(q, kv, kv, causal=True)
+    kv = torch.randn(2, 100, 3, 64, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="q has 8 heads, k and v 3: the query heads must be a multiple"):
+        flash_attn_func(q, kv, kv)
 
 
 def test_the_custom_op_has_shapes_for_tracing(torch_only):
@@ -103,6 +198,19 @@ def test_the_custom_op_has_shapes_for_tracing(torch_only):
         assert lse.shape == (2, 4, 100) and lse.dtype == torch.float32
         dq, dk, dv = torch.ops.flashgen.bwd(out, q, q, q, out, lse, 0.125, True, -1, -1, 0.0, None, False)
         assert dq.shape == dk.shape == dv.shape == q.shape
+        # GQA: dk, dv like k, v
+        kv = torch.empty(2, 300, 2, 64, dtype=torch.bfloat16)
+        out, lse = torch.ops.flashgen.fwd(q, kv, kv, 0.125, True, -1, -1, 0.0, None, False)
+        assert out.shape == q.shape and lse.shape == (2, 4, 100)
+        dq, dk, dv = torch.ops.flashgen.bwd(out, q, kv, kv, out, lse, 0.125, True, -1, -1, 0.0, None, False)
+        assert dq.shape == q.shape and dk.shape == dv.shape == kv.shape
+        # packed sequences: the lse is (heads, total_q)
+        qp, kvp = torch.empty(700, 8, 64, dtype=torch.bfloat16), torch.empty(900, 2, 64, dtype=torch.bfloat16)
+        cu = torch.empty(4, dtype=torch.int32)
+        out, lse = torch.ops.flashgen.fwd(qp, kvp, kvp, 0.125, True, -1, -1, 0.0, None, False, cu, cu, 400, 500)
+        assert out.shape == qp.shape and lse.shape == (8, 700) and lse.dtype == torch.float32
+        dq, dk, dv = torch.ops.flashgen.bwd(out, qp, kvp, kvp, out, lse, 0.125, True, -1, -1, 0.0, None, False, cu, cu, 400, 500)
+        assert dq.shape == qp.shape and dk.shape == dv.shape == kvp.shape
 
 
 def test_torch_compile_traces_through_the_op(torch_only):
@@ -117,6 +225,20 @@ def test_torch_compile_traces_through_the_op(torch_only):
     q = torch.randn(1, 64, 2, 64, dtype=torch.bfloat16, requires_grad=True)
     with pytest.raises(ValueError, match="tensor q is on cpu"):
         compiled(q, q, q)
+
+
+def test_torch_compile_traces_through_the_varlen_op(torch_only):
+    torch._dynamo.reset()
+
+    def attn(q, k, v, cu_q, cu_k):
+        return flash_attn_varlen_func(q, k, v, cu_q, cu_k, 64, 64, causal=True) * 2
+
+    compiled = torch.compile(attn, backend="aot_eager", fullgraph=True)
+    q = torch.randn(100, 4, 64, dtype=torch.bfloat16, requires_grad=True)
+    kv = torch.randn(100, 2, 64, dtype=torch.bfloat16, requires_grad=True)
+    cu = torch.tensor([0, 64, 100], dtype=torch.int32)
+    with pytest.raises(ValueError, match="tensor q is on cpu"):
+        compiled(q, kv, kv, cu, cu)
 
 
 # --- on the GPU ----------------------------------------------------------------------------------------------------
@@ -143,6 +265,112 @@ def test_lse_and_softmax_scale(gpu, causal):
     assert lse.shape == (2, 4, 333) and lse.dtype == torch.float32
     assert max_err(lse, lse_reference(q, k, causal, scale)) < 2e-3
     check_against_sdpa(q, k, v, out, causal, scale)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["bf16", "fp16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("h_kv", [2, 1], ids=["gqa", "mqa"])
+def test_grouped_heads_forward_and_backward(gpu, dtype, causal, h_kv):
+    b, n, h, d = 2, 333, 8, 64 if h_kv == 2 else 128
+    g = torch.Generator(device=gpu).manual_seed(h_kv)
+    q = torch.randn(b, n, h, d, dtype=dtype, device=gpu, generator=g, requires_grad=True)
+    k, v = (torch.randn(b, n, h_kv, d, dtype=dtype, device=gpu, generator=g, requires_grad=True) for _ in range(2))
+    out, lse = flash_attn_func(q, k, v, causal=causal, return_lse=True)
+    assert out.shape == q.shape and lse.shape == (b, h, n)
+    dout = torch.randn_like(out)
+    out.backward(dout)
+    assert k.grad.shape == k.shape and v.grad.shape == v.shape
+    ref = lambda q_, k_, v_, t: attention_ref(q_, k_, v_, causal, d ** -0.5, t)[0]  # noqa: E731
+    check_against(ref, q, k, v, out.detach(), dout, (q.grad, k.grad, v.grad))
+    check_lse(lse, attention_ref(q.detach(), k.detach(), v.detach(), causal, d ** -0.5, torch.float64)[1])
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("n_q, n_kv, h_kv", [(128, 384, 4), (384, 128, 2), (1, 200, 1), (200, 37, 4)],
+                         ids=["more-keys", "more-queries-gqa", "one-query-mqa", "few-keys"])
+def test_unequal_lengths_forward_and_backward(gpu, causal, n_q, n_kv, h_kv):
+    """causal: bottom-right, as flash-attn 2 (with more queries than keys the first rows see no key: out 0, LSE -inf)."""
+    b, h, d = 2, 4, 64
+    g = torch.Generator(device=gpu).manual_seed(n_q + n_kv)
+    q = torch.randn(b, n_q, h, d, dtype=torch.bfloat16, device=gpu, generator=g, requires_grad=True)
+    k, v = (torch.randn(b, n_kv, h_kv, d, dtype=torch.bfloat16, device=gpu, generator=g, requires_grad=True) for _ in range(2))
+    out, lse = flash_attn_func(q, k, v, causal=causal, return_lse=True)
+    assert out.shape == q.shape and lse.shape == (b, h, n_q)
+    dout = torch.randn_like(out)
+    out.backward(dout)
+    ref = lambda q_, k_, v_, t: attention_ref(q_, k_, v_, causal, d ** -0.5, t)[0]  # noqa: E731
+    check_against(ref, q, k, v, out.detach(), dout, (q.grad, k.grad, v.grad))
+    check_lse(lse, attention_ref(q.detach(), k.detach(), v.detach(), causal, d ** -0.5, torch.float64)[1])
+    if causal and n_q > n_kv:
+        assert torch.all(out[:, :n_q - n_kv] == 0)
+
+
+# sequence lengths of the packed batches: equal query and key lengths (self-attention), and other key lengths
+# (cross-attention: longer, shorter, none); an empty sequence in each
+VARLEN_BATCHES = {
+    "self": ([130, 0, 77, 256, 1], [130, 0, 77, 256, 1]),
+    "cross": ([130, 0, 77, 300, 64], [200, 40, 77, 128, 0]),
+}
+
+
+def packed_inputs(lens_q, lens_k, h, h_kv, d, dtype, device, seed=0):
+    cu = lambda lens: [0] + torch.tensor(lens).cumsum(0).tolist()  # noqa: E731
+    cu_q, cu_k = cu(lens_q), cu(lens_k)
+    g = torch.Generator(device=device).manual_seed(seed)
+    q = torch.randn(cu_q[-1], h, d, dtype=dtype, device=device, generator=g, requires_grad=True)
+    k, v = (torch.randn(cu_k[-1], h_kv, d, dtype=dtype, device=device, generator=g, requires_grad=True) for _ in range(2))
+    return q, k, v, cu_q, cu_k
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("h_kv", [4, 1], ids=["mha", "mqa"])
+@pytest.mark.parametrize("batch", list(VARLEN_BATCHES))
+def test_varlen_forward_and_backward(gpu, batch, h_kv, causal):
+    lens_q, lens_k = VARLEN_BATCHES[batch]
+    h, d = 4, 64 if h_kv == 4 else 128
+    dtype = torch.bfloat16 if causal else torch.float16
+    q, k, v, cu_q, cu_k = packed_inputs(lens_q, lens_k, h, h_kv, d, dtype, gpu, seed=len(batch) + h_kv)
+    cu_q_dev, cu_k_dev = (torch.tensor(c, dtype=torch.int32, device=gpu) for c in (cu_q, cu_k))
+    out, lse = flash_attn_varlen_func(q, k, v, cu_q_dev, cu_k_dev, max(lens_q), max(lens_k), causal=causal, return_lse=True)
+    assert out.shape == q.shape and out.dtype == dtype and lse.shape == (h, q.shape[0])
+    dout = torch.randn_like(out)
+    out.backward(dout)
+    assert k.grad.shape == k.shape and v.grad.shape == v.shape
+    ref = lambda q_, k_, v_, t: varlen_ref(q_, k_, v_, cu_q, cu_k, causal, d ** -0.5, t)[0]  # noqa: E731
+    check_against(ref, q, k, v, out.detach(), dout, (q.grad, k.grad, v.grad))
+    check_lse(lse, varlen_ref(q.detach(), k.detach(), v.detach(), cu_q, cu_k, causal, d ** -0.5, torch.float64)[1])
+    # each sequence alone through flash_attn_func (batch 1) gives the same numbers, but for rounding
+    for b_ in range(len(lens_q)):
+        if lens_q[b_] == 0:
+            continue
+        qs, ks, vs = (x.detach()[c[b_]:c[b_ + 1]][None] for x, c in ((q, cu_q), (k, cu_k), (v, cu_k)))
+        if ks.shape[1] == 0:
+            assert torch.all(out[cu_q[b_]:cu_q[b_ + 1]] == 0)
+            continue
+        alone = flash_attn_func(qs, ks, vs, causal=causal)[0]
+        assert max_err(alone, out.detach()[cu_q[b_]:cu_q[b_ + 1]]) < 2e-2
+
+
+def test_varlen_with_a_packed_qkv_view_and_softmax_scale(gpu):
+    lens = [300, 17, 0, 512]
+    cu = torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int32, device=gpu)
+    total, h, d = sum(lens), 4, 128
+    qkv = torch.randn(total, 3, h, d, dtype=torch.bfloat16, device=gpu, requires_grad=True)
+    q, k, v = qkv.unbind(1)
+    out = flash_attn_varlen_func(q, k, v, cu, cu, max(lens), max(lens), softmax_scale=0.07, causal=True)
+    dout = torch.randn_like(out)
+    out.backward(dout)
+    ref = lambda q_, k_, v_, t: varlen_ref(q_, k_, v_, cu.tolist(), cu.tolist(), True, 0.07, t)[0]  # noqa: E731
+    check_against(ref, q, k, v, out.detach(), dout, qkv.grad.unbind(1))
+
+
+def test_opcheck_of_grouped_and_packed_calls(gpu):
+    q, k, v, cu_q, cu_k = packed_inputs([64, 0, 100], [80, 10, 100], 4, 2, 64, torch.bfloat16, gpu)
+    cu_q, cu_k = (torch.tensor(c, dtype=torch.int32, device=gpu) for c in (cu_q, cu_k))
+    torch.library.opcheck(torch.ops.flashgen.fwd.default, (q, k, v, 0.125, True, -1, -1, 0.0, None, False, cu_q, cu_k, 100, 100))
+    qb = torch.randn(2, 100, 4, 64, dtype=torch.bfloat16, device=gpu, requires_grad=True)
+    kb = torch.randn(2, 150, 1, 64, dtype=torch.bfloat16, device=gpu, requires_grad=True)
+    torch.library.opcheck(torch.ops.flashgen.fwd.default, (qb, kb, kb, 0.125, True, -1, -1, 0.0, None, False))
 
 
 def test_packed_qkv_views_need_no_copies(gpu):
@@ -202,8 +430,13 @@ def test_bad_inputs_are_exceptions_and_the_gpu_lives_on(gpu):
     with pytest.raises(ValueError, match="head dim 96"):
         x = torch.randn(b, n, h, 96, dtype=torch.bfloat16, device=gpu)
         flash_attn_func(x, x, x)
-    with pytest.raises(NotImplementedError, match="GQA"):
-        flash_attn_func(torch.randn(b, n, 2 * h, d, dtype=torch.bfloat16, device=gpu), k, v)
+    with pytest.raises(ValueError, match="query heads must be a multiple"):
+        flash_attn_func(torch.randn(b, n, 3, d, dtype=torch.bfloat16, device=gpu), k, v)
+    cu = torch.tensor([0, n], dtype=torch.int32, device=gpu)
+    with pytest.raises(ValueError, match="tensor cu_seqlens_k is int64"):
+        flash_attn_varlen_func(q[0], k[0], v[0], cu, cu.long(), n, n)
+    with pytest.raises(ValueError, match="tensor cu_seqlens_q is on cpu"):
+        flash_attn_varlen_func(q[0], k[0], v[0], cu.cpu(), cu, n, n)
     if torch.cuda.device_count() > 1:
         with pytest.raises(ValueError, match="on cuda:1 but q is on cuda:0"):
             flash_attn_func(q, k.to("cuda:1"), v)
