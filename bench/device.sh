@@ -31,6 +31,7 @@
 #   checks also takes the GPU test binary and the prebuilt example (built alone, so it links no LLVM):
 #     cargo test --release -p flashgen-tests --test gpu --no-run
 #     xz -T2 -c "$(ls -t target/release/deps/gpu-* | grep -v '\.d$' | head -1)" > .carry/gpu_test.xz
+#   (and the same for tests/gpu_decode.rs, gpu_geometry.rs: .carry/gpu_decode_test.xz, gpu_geometry_test.xz)
 #     cargo build --release -p flashgen-prebuilt-example
 #     xz -T2 -c target/release/flashgen-prebuilt-example > .carry/prebuilt.xz
 #   variants takes other builds as .carry/flashgen_<name>.xz (e.g. a patched tree's target/release/flashgen).
@@ -65,7 +66,8 @@
 #               FA4_MODES [table], BENCH_TIMEOUT [150], ANCHOR_TIMEOUT [280], FA4_TIMEOUT [240]
 #   checks      CHECK_ARGS [--quick --fused-backward] (no --quick: every length; --filter NAME; --specs ...),
 #               CHECK_TIMEOUT [300], MMA_SYNC [1], PARITY [1], GPU_TEST_ARGS (a test name filter)
-#   sanitizers  SANITIZE_RUNS ["tool filter [check flags];..."; default below], SANITIZE_TIMEOUT [150]
+#   sanitizers  SANITIZE_RUNS ["tool filter [check flags];..."; default below], SANITIZE_TIMEOUT [150],
+#               SANITIZE_TESTS ["tool binary test;...": a carried GPU test binary's test under the tool]
 #   autotune    TUNE_KERNELS [fwd,bwd_dkdv,bwd_dq], TUNE_TIMEOUT [400], TUNED_BENCH [1]
 #   variants    VARIANTS (required) "tag:words;tag:words": words `bin=NAME` (.carry/NAME.xz), `NAME=value`
 #               (an environment variable, upper case) and bench flags (e.g. `--schedule own_blocks=off`,
@@ -179,7 +181,7 @@ record_env() {
     echo "commit   $(build_commit)"
     echo "gpu      $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader 2>/dev/null || echo unknown)"
     echo "profiles $*"
-    for v in BIN D N CAUSAL PASSES BACKWARD SCHEDULE BENCH_CONFIGS BENCH_ARGS WARMUP_MS CHECK_ARGS SANITIZE_RUNS \
+    for v in BIN D N CAUSAL PASSES BACKWARD SCHEDULE BENCH_CONFIGS BENCH_ARGS WARMUP_MS CHECK_ARGS SANITIZE_RUNS SANITIZE_TESTS \
       TUNE_KERNELS VARIANTS ROUNDS NCU_RUNS ANCHORS FA4 FA4_MODES SMI_MS; do
       if [ -n "${!v:-}" ]; then
         echo "$v=${!v}"
@@ -332,11 +334,16 @@ profile_checks() {
   if [ ${#parity[@]} -gt 0 ] && [ -f "$WORK/parity/index.json" ]; then
     step triton_parity 200 python3 bench/triton_parity.py "$WORK/parity" .carry/anchor_bench.py
   fi
-  if [ -x "$BINDIR/gpu_test" ]; then
+  # every carried GPU test binary: gpu_test (tests/gpu.rs), gpu_decode_test, gpu_geometry_test, ...
+  local t found=0
+  for t in "$BINDIR"/gpu_test "$BINDIR"/gpu_*_test; do
+    [ -x "$t" ] || continue
+    found=1
     read -ra args <<< "${GPU_TEST_ARGS:-}"
-    step gpu_tests 300 "$BINDIR/gpu_test" --ignored ${args[@]+"${args[@]}"}
-  else
-    note "gpu_tests: left out: .carry/gpu_test.xz not carried"
+    step "$(basename "$t" _test)_tests" 300 "$t" --ignored --test-threads 1 ${args[@]+"${args[@]}"}
+  done
+  if [ "$found" = 0 ]; then
+    note "gpu_tests: left out: no .carry/gpu_test.xz (or gpu_<name>_test.xz) carried"
   fi
 }
 
@@ -361,6 +368,16 @@ profile_sanitizers() {
     flags=("${words[@]:2}")
     i=$((i + 1))
     step "${tool}_$i" "${SANITIZE_TIMEOUT:-150}" compute-sanitizer --tool "$tool" "$B" check --quick --filter "$filter" ${flags[@]+"${flags[@]}"}
+    note "$(printf '%-24s   (%s)' "" "$run")"
+  done
+  # SANITIZE_TESTS ["tool binary test;..."]: a carried GPU test binary's test under a tool (lying inputs)
+  IFS=';' read -ra runs <<< "${SANITIZE_TESTS:-}"
+  for run in ${runs[@]+"${runs[@]}"}; do
+    read -ra words <<< "$run"
+    [ ${#words[@]} -eq 3 ] || die "SANITIZE_TESTS: '$run' is not 'tool binary test'"
+    [ -x "$BINDIR/${words[1]}" ] || { note "${words[0]} ${words[1]}: left out: .carry/${words[1]}.xz not carried"; continue; }
+    i=$((i + 1))
+    step "${words[0]}_$i" "${SANITIZE_TIMEOUT:-150}" compute-sanitizer --tool "${words[0]}" "$BINDIR/${words[1]}" --ignored --exact "${words[2]}"
     note "$(printf '%-24s   (%s)' "" "$run")"
   done
 }
