@@ -18,7 +18,9 @@ fn reference(q: &Tensor, k: &Tensor, v: &Tensor, scale: f64, causal: bool) -> Re
         let mask: Vec<f32> = (0..n * n).map(|i| if i % n > i / n { f32::NEG_INFINITY } else { 0.0 }).collect();
         s = s.broadcast_add(&Tensor::from_vec(mask, (n, n), s.device())?)?;
     }
-    candle_nn::ops::softmax_last_dim(&s)?.matmul(&v)?.transpose(1, 2)?.contiguous()
+    // candle_nn::ops::softmax (max, exp, sum, div: each op differentiable), not softmax_last_dim, whose fused
+    // kernel records no backward: the reference's gradients would be missing
+    candle_nn::ops::softmax(&s, D::Minus1)?.matmul(&v)?.transpose(1, 2)?.contiguous()
 }
 
 fn max_abs(t: &Tensor) -> Result<f32> {

@@ -6,7 +6,7 @@ use crate::call::{BackwardCall, ForwardCall, StatsIn, StatsOut};
 use crate::kernel::LoadedKernel;
 use crate::stream::ScratchPool;
 use crate::view::{BufferView, BufferViewMut};
-use crate::{CausalAlign, Gpu, Layout, RuntimeError, Tensor};
+use crate::{CausalAlign, Geometry, Gpu, Layout, RuntimeError, Tensor};
 use cudarc::driver::{CudaFunction, CudaSlice};
 use flashgen::plan::{NoTuning, Tuned};
 use flashgen::{Arch, BackwardPath, BackwardSpecs, DType, KernelKind, KernelSpec, Plan, PlanOptions, Problem};
@@ -295,7 +295,10 @@ impl Flash {
     /// softmax(Q·Kᵀ·sm_scale [causal]) · V with the tuned config for these shapes if one is stored (see
     /// `spec_for`), else the default. `sm_scale` defaults to 1/sqrt(D).
     pub fn attention_forward(&self, q: &Tensor, k: &Tensor, v: &Tensor, causal: bool, sm_scale: Option<f32>) -> Result<ForwardOutput, RuntimeError> {
-        let spec = self.spec_for(q, causal)?;
+        // planned on the call's whole geometry (K/V heads and length: a causal Q longer than K/V has rows
+        // that see no key, which only a kernel with `Features::empty_rows` serves), not on Q's shape alone
+        let g = Geometry::of(&q.view("Q")?, &k.view("K")?, &v.view("V")?, None)?;
+        let spec = self.plan_for(q.dtype, &g, causal, CausalAlign::BottomRight)?.forward;
         self.attention_forward_spec(&spec, q, k, v, sm_scale)
     }
 
