@@ -291,6 +291,7 @@ profile_modes() {
     step fa4_modes "${FA4_TIMEOUT:-240}" env PYTHONPATH="/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}" \
       PYTHONWARNINGS=ignore FA4_MODES="${FA4_MODES:-gqa,varlen,decode}" python3 .carry/fa4_bench.py
   fi
+  python3 bench/report.py modes "$WORK" >> "$WORK/summary.txt"
 }
 
 profile_table() {

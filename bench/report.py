@@ -46,10 +46,12 @@ def span(v):
 
 def table(work):
     ours, anchors = {}, {}
-    for path in sorted(glob.glob(f"{work}/ours*.jsonl")):
+    # the table's passes alone (ours1, ours2, ...; not the modes profile's ours_gqa/ours_varlen, whose D and N
+    # collide with the table's rows), and FA4's table runs (fa4_1, ...; not fa4_modes)
+    for path in sorted(glob.glob(f"{work}/ours[0-9]*.jsonl")):
         for r in filter(timed, rows(path)):
             ours.setdefault(key(r) + (r.get("config", "default"),), []).append(r["tflops"])
-    for path in sorted(glob.glob(f"{work}/logs/anchors*.log") + glob.glob(f"{work}/logs/fa4_*.log")):
+    for path in sorted(glob.glob(f"{work}/logs/anchors*.log") + glob.glob(f"{work}/logs/fa4_[0-9]*.log")):
         for r in filter(timed, rows(path)):
             anchors.setdefault((r["impl"],) + key(r), []).append(r["tflops"])
     if not ours:
@@ -107,6 +109,38 @@ def autotune(work):
                 print(f"{k[0]:4} {k[1]:3} {k[2]:5} {k[3]} | {x['default']:7.1f} {x['tuned']:6.1f}  {x['tuned'] / x['default']:.3f}")
 
 
+def modes(work):
+    """fa4_bench.py's gqa, varlen and decode shapes: ours (ours_gqa, ours_varlen, ours_decode) against FA4
+    and cuDNN from the same call (logs/fa4_modes.log), matched on every field that names a shape."""
+    shape = lambda r: (r["kind"], r.get("B"), r.get("H"), r.get("HKV"), r.get("N"), r.get("NK"), r.get("D"),
+                       int(bool(r.get("causal"))), bool(r.get("varlen")), bool(r.get("paged")))
+    ours = {shape(r): r for src in ("ours_gqa", "ours_varlen", "ours_decode") for r in rows(f"{work}/{src}.jsonl")}
+    theirs = {}
+    for r in rows(f"{work}/logs/fa4_modes.log"):
+        if r.get("kind") in ("fwd", "bwd", "decode"):
+            theirs[(r.get("impl"),) + shape(r)] = r
+    if not ours:
+        print("modes: no rows of ours")
+        return
+    print("\nkind  B  H HKV     N  D c varlen |  ours TFLOP/s |   fa4 ratio    | cudnn ratio")
+    for k, r in sorted((k, r) for k, r in ours.items() if k[0] in ("fwd", "bwd")):
+        cells = []
+        for impl in ("fa4-cute", "sdpa-cudnn"):
+            a = theirs.get((impl,) + k)
+            cells.append(f"{a['tflops']:6.1f} {r['tflops'] / a['tflops']:.3f}" if a and "tflops" in a else " " * 12)
+        print(f"{k[0]:4} {k[1]:2} {k[2]:2} {k[3] or k[2]:3} {k[4]:5} {k[6]:3} {k[7]} {str(k[8]):6} | {r['tflops']:13.1f} | " + " | ".join(cells))
+    print("\ndecode B  H HKV    NK paged |  ours GB/s   ms      |  fa4 GB/s  ratio")
+    for k, r in sorted((k, r) for k, r in ours.items() if k[0] == "decode"):
+        a = theirs.get(("fa4-cute",) + k)
+        cell = f"{a['gb_s']:9.1f}  {r['gb_s'] / a['gb_s']:.3f}" if a and "gb_s" in a else ""
+        print(f"       {k[1]:2} {k[2]:2} {k[3]:3} {k[5]:5} {str(k[9]):5} | {r['gb_s']:9.1f} {r['ms']:.5f} | {cell}")
+    for r in rows(f"{work}/ours_decode.jsonl"):
+        if r.get("kind") == "decode_latency":
+            print(f"\ndecode latency, B {r['B']}, cache {r['NK']}: {r['us']:.1f} us (do-bench, L2 flushed), "
+                  f"{r.get('us_back_to_back', float('nan')):.1f} back to back, {r.get('us_graph', float('nan')):.1f} in a CUDA graph, "
+                  f"{r.get('us_host_enqueue', float('nan')):.1f} host enqueue; splits {r.get('splits')}")
+
+
 def merge(work, out):
     """Every JSON row of the call, tagged "source" (the file's name without its extension): the .jsonl files,
     and the logs of the steps that wrote none (a step's log repeats the rows of its .jsonl)."""
@@ -129,6 +163,8 @@ if __name__ == "__main__":
         variants(work, sys.argv[3], sys.argv[4])
     elif what == "autotune":
         autotune(work)
+    elif what == "modes":
+        modes(work)
     elif what == "merge":
         merge(work, sys.argv[3])
     else:
