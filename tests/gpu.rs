@@ -303,7 +303,7 @@ fn bad_fused_backward_arguments_are_errors_not_crashes() {
             sm_scale: 0.125,
             fused,
         };
-        kernels.launch(&f.gpu, f.own_stream().raw(), args).err().map(|e| e.to_string()).unwrap_or_default()
+        kernels.launch(&f.gpu, f.own_stream(), args).err().map(|e| e.to_string()).unwrap_or_default()
     };
     let e = launch(&fk, false, Some((&mut short, 1)), &mut locks);
     assert!(e.contains("FusedScratch") && e.contains("FusedScratch::lengths"), "{e}");

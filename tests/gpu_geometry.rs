@@ -244,7 +244,7 @@ fn run_forward(f: &Flash, spec: &KernelSpec, g: KernelGeometry, q: &Tensor, k: &
     let maps = spec.kind().warp_specialized_forward().then(|| flashgen_runtime::tma::forward_maps(spec, &qv, &kv, &vv).unwrap());
     let tile_counter = spec.kind().persistent().then(|| BufferViewMut::of(&mut counter));
     let args = ForwardArgs { geometry: g, q: qv, k: kv, v: vv, o: o.view_mut("O"), m: m.view_mut(), sm_scale: 1.0 / (case.d as f32).sqrt(), maps, tile_counter };
-    kernel.launch(&f.gpu, f.own_stream().raw(), args).unwrap();
+    kernel.launch(&f.gpu, f.own_stream(), args).unwrap();
     f.gpu.stream.synchronize().unwrap();
     let what = spec.name();
     (o.download(f, &what), m.download(f, &what))
@@ -286,7 +286,7 @@ fn run_backward(f: &Flash, specs: &BackwardSpecs, g: KernelGeometry, inputs: [&T
         sm_scale: 1.0 / (case.d as f32).sqrt(),
         fused,
     };
-    kernels.launch(&f.gpu, f.own_stream().raw(), args).unwrap();
+    kernels.launch(&f.gpu, f.own_stream(), args).unwrap();
     f.gpu.stream.synchronize().unwrap();
     let what = specs.names();
     Grads { dq: dq.download(f, &what), dk: dk.download(f, &what), dv: dv.download(f, &what) }

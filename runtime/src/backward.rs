@@ -4,7 +4,7 @@
 
 use crate::kernel::{check_problem, expect_kind, launch_config, KernelArgs, KernelGeometry, LoadedKernel};
 use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
-use crate::{Gpu, RuntimeError};
+use crate::{Gpu, RuntimeError, Stream};
 use cudarc::driver::{sys, LaunchConfig};
 use flashgen::abi::{self, Entry};
 use flashgen::KernelKind;
@@ -74,7 +74,9 @@ pub struct BackwardArgs<'a> {
 
 impl BackwardKernels<'_> {
     /// Check every operand against every kernel, then launch the three kernels.
-    pub fn launch(&self, gpu: &Gpu, stream: sys::CUstream, mut a: BackwardArgs<'_>) -> Result<(), RuntimeError> {
+    pub fn launch(&self, gpu: &Gpu, stream: Stream, mut a: BackwardArgs<'_>) -> Result<(), RuntimeError> {
+        // (a `Stream`, not a raw CUstream: whoever made it vouched for it, `Stream::from_raw`)
+        let stream = stream.raw();
         let problem = self.check(&a)?;
         gpu.ctx.bind_to_thread()?;
         self.launch_preprocess(stream, &mut a, problem)?;
@@ -87,7 +89,8 @@ impl BackwardKernels<'_> {
 
     /// Check every operand, then launch only the kernel of `kind` (the autotuner times dK/dV and dQ alone,
     /// on a Δ computed once).
-    pub fn launch_only(&self, gpu: &Gpu, stream: sys::CUstream, mut a: BackwardArgs<'_>, kind: KernelKind) -> Result<(), RuntimeError> {
+    pub fn launch_only(&self, gpu: &Gpu, stream: Stream, mut a: BackwardArgs<'_>, kind: KernelKind) -> Result<(), RuntimeError> {
+        let stream = stream.raw();
         let problem = self.check(&a)?;
         gpu.ctx.bind_to_thread()?;
         match kind.role() {

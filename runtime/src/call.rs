@@ -173,7 +173,7 @@ impl Flash {
             false => None,
         };
         let geometry = kernel_geometry(&g, align, varlen.as_ref());
-        kernel.launch(&self.gpu, stream.raw(), ForwardArgs { geometry, q, k, v, o, m, sm_scale, maps, tile_counter })?;
+        kernel.launch(&self.gpu, stream, ForwardArgs { geometry, q, k, v, o, m, sm_scale, maps, tile_counter })?;
         if let Some(factor) = lse_factor {
             // the kernel wrote M into the caller's buffer: scale its rows in place
             self.scale(addr, addr, factor, stat_rows, stream)?;
@@ -254,7 +254,7 @@ impl Flash {
         } else {
             None
         };
-        kernels.launch(&self.gpu, stream.raw(), BackwardArgs { geometry, q, k, v, o, d_o, m, delta, dq, dk, dv, sm_scale, fused })
+        kernels.launch(&self.gpu, stream, BackwardArgs { geometry, q, k, v, o, d_o, m, delta, dq, dk, dv, sm_scale, fused })
     }
 
     /// dst[i] = src[i] · factor for the first `n` floats (M <-> LSE), on `stream`.

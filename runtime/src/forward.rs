@@ -3,8 +3,7 @@
 use crate::kernel::{check_problem, expect_kind, launch_config, KernelArgs, KernelGeometry, LoadedKernel};
 use crate::tma::ForwardMaps;
 use crate::view::{BufferViewMut, TensorView, TensorViewMut};
-use crate::{Gpu, RuntimeError};
-use cudarc::driver::sys;
+use crate::{Gpu, RuntimeError, Stream};
 use flashgen::abi;
 
 /// Operands of one launch, against its `geometry`: Q and O [Z, H, N_q, D] (packed: [1, H, total_q, D]), K
@@ -28,7 +27,9 @@ pub struct ForwardArgs<'a> {
 
 impl LoadedKernel {
     /// Check every operand, then launch the forward kernel on `stream` (of `gpu`'s context).
-    pub fn launch(&self, gpu: &Gpu, stream: sys::CUstream, mut a: ForwardArgs<'_>) -> Result<(), RuntimeError> {
+    pub fn launch(&self, gpu: &Gpu, stream: Stream, mut a: ForwardArgs<'_>) -> Result<(), RuntimeError> {
+        // (a `Stream`, not a raw CUstream: whoever made it vouched for it, `Stream::from_raw`)
+        let stream = stream.raw();
         expect_kind(self, flashgen::KernelKind::Fwd)?;
         let g = a.geometry;
         let (queries, keys) = ([("Q", a.q.layout), ("O", a.o.layout)], [("K", a.k.layout), ("V", a.v.layout)]);

@@ -135,7 +135,7 @@ pub fn check_problem(
     sm_scale: Option<f32>,
 ) -> Result<(), RuntimeError> {
     let arg = |msg: String| Err(RuntimeError::Argument(format!("{}: {msg}", spec.name())));
-    if g.heads == 0 || g.kv_heads == 0 || g.heads % g.kv_heads != 0 {
+    if g.heads == 0 || g.kv_heads == 0 || !g.heads.is_multiple_of(g.kv_heads) {
         return arg(format!("{} query heads and {} K/V heads: the query heads must be a positive multiple of the K/V heads (query head h reads K/V head h / (H / H_KV))", g.heads, g.kv_heads));
     }
     let packed = g.is_packed();

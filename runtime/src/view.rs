@@ -39,7 +39,7 @@ fn check(tensor: &'static str, addr: u64, available: usize, layout: &Layout) -> 
         // an empty tensor: nothing is read or written through it (the calls launch nothing)
         return Ok(());
     }
-    if addr % BASE_ALIGNMENT != 0 {
+    if !addr.is_multiple_of(BASE_ALIGNMENT) {
         return Err(LayoutError {
             tensor,
             rule: format!(

@@ -99,7 +99,7 @@ impl<'a> BackwardCandidates<'a> {
             sm_scale: 1.0 / (q.layout.shape[3] as f32).sqrt(),
             fused,
         };
-        kernels.launch_only(&self.flash.gpu, self.flash.own_stream().raw(), args, kind).map_err(e)
+        kernels.launch_only(&self.flash.gpu, self.flash.own_stream(), args, kind).map_err(e)
     }
 
     /// The candidate's outputs (dK and dV, or dQ) of three heads, on the host (16-bit values).
