@@ -13,7 +13,7 @@
 //! The spec's fields mean: BLOCK_M query rows per program (16, 32 or 64), BLOCK_N keys per block, STAGE 3
 //! causal among the new queries (bottom-right by default) or 1, num_warps 4 or 8, num_stages the ring's slots.
 
-use super::rules::rule;
+use super::rules::{only_canonical, rule};
 use super::types::*;
 use super::{Features, KernelSpec, Schedule, ScheduleOverrides};
 
@@ -48,15 +48,7 @@ impl KernelSpec {
         let kind = p.kind.name();
         rule(overrides.is_empty(), || format!("{kind}: schedule `{overrides}`: the decode kernels have no schedule switches"))?;
         if p.kind == KernelKind::DecodeCombine {
-            let canonical = KernelSpec::decode_combine(p.arch, p.dtype, d);
-            rule(p == canonical.params, || {
-                let c = canonical.params;
-                format!(
-                    "decode_combine takes only dtype, HEAD_DIM and arch (one query row per program): use BLOCK_M={} BLOCK_N={} STAGE={} num_warps={} num_stages={} (KernelSpec::decode_combine)",
-                    c.block_m, c.block_n, c.stage, c.num_warps, c.num_stages
-                )
-            })?;
-            return Ok(canonical);
+            return only_canonical(p, KernelSpec::decode_combine(p.arch, p.dtype, d), "one query row per program", "decode_combine");
         }
         rule(DECODE_BLOCK_MS.contains(&bm), || format!("{kind}: BLOCK_M={bm} is not supported: use one of {DECODE_BLOCK_MS:?} (the query rows G·N_q of one K/V head, padded to m16 tiles; more rows run as several row tiles)"))?;
         rule(DECODE_BLOCK_NS.contains(&bn), || format!("{kind}: BLOCK_N={bn} is not supported: use one of {DECODE_BLOCK_NS:?}"))?;

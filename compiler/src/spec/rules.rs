@@ -13,6 +13,24 @@ pub(crate) fn rule(ok: bool, msg: impl FnOnce() -> String) -> Result<(), SpecErr
     }
 }
 
+/// A kind that takes only dtype, HEAD_DIM and arch (bwd_pre, decode_combine): `p` must be its `canonical`
+/// spec, made by `KernelSpec::{constructor}`; `why` says why the other parameters do not apply.
+pub(crate) fn only_canonical(p: SpecParams, canonical: KernelSpec, why: &str, constructor: &str) -> Result<KernelSpec, SpecError> {
+    rule(p == canonical.params, || {
+        let c = canonical.params;
+        format!(
+            "{} takes only dtype, HEAD_DIM and arch ({why}): use BLOCK_M={} BLOCK_N={} STAGE={} num_warps={} num_stages={} (KernelSpec::{constructor})",
+            p.kind.name(),
+            c.block_m,
+            c.block_n,
+            c.stage,
+            c.num_warps,
+            c.num_stages
+        )
+    })?;
+    Ok(canonical)
+}
+
 impl KernelSpec {
     /// A spec with every schedule switch derived (see `with_schedule`).
     pub fn new(p: SpecParams) -> Result<KernelSpec, SpecError> {
@@ -53,15 +71,7 @@ impl KernelSpec {
         rule(overrides.is_empty(), || format!("{}: schedule `{overrides}`: this kind has no schedule switches (they belong to fwd_ws and fwd_ws_persistent)", p.kind.name()))?;
         rule(NUM_WARPS.contains(&w), || format!("num_warps={w} is not supported: use one of {NUM_WARPS:?}"))?;
         if p.kind == KernelKind::BwdPre {
-            let canonical = KernelSpec::backward_preprocess(p.arch, p.dtype, d);
-            rule(p == canonical.params, || {
-                let c = canonical.params;
-                format!(
-                    "bwd_pre takes only dtype, HEAD_DIM and arch (Δ does not depend on tiles or causality): use BLOCK_M={} BLOCK_N={} STAGE={} num_warps={} num_stages={} (KernelSpec::backward_preprocess)",
-                    c.block_m, c.block_n, c.stage, c.num_warps, c.num_stages
-                )
-            })?;
-            return Ok(canonical);
+            return only_canonical(p, KernelSpec::backward_preprocess(p.arch, p.dtype, d), "Δ does not depend on tiles or causality", "backward_preprocess");
         }
         let spec = KernelSpec::unscheduled(p);
         if p.kind.uses_wgmma() {
