@@ -3,7 +3,7 @@
 //! against flashgen::reference's block ranges and the dense mask: which key blocks a query tile visits
 //! and masks (forward, dQ), which query blocks a key tile meets (dK/dV), the fused backward's order of
 //! programs per query block, the dQ pieces of packed sequences, the persistent consumers' own blocks,
-//! and packed sequences' clamped offsets. Small sizes, exhaustively, in both causal alignments.
+//! packed sequences' clamped offsets, and the dK/dV loops' carried step cursor (no division per step). Small sizes, exhaustively, in both causal alignments.
 
 use flashgen::reference::{kv_blocks, q_blocks, Alignment, Mask, Window};
 
@@ -259,6 +259,55 @@ fn own_blocks_cover_every_visible_key() {
                             }
                         }
                     }
+                }
+            }
+        }
+    }
+}
+
+/// seqinfo `group_cursor` / `group_cursor_phis` / `group_cursor_next` (dK/dV loops, cp.async and TMA rings):
+/// the cursor carried from step to step, without a division, is `group_step`'s (j mod count, j / count)
+/// at every step: the refill's (step j + ahead), the block positions handed down to step j's, and the
+/// carried head values (a pointer, a row offset) that move on once per head, as gi times their step.
+#[test]
+fn group_cursor_is_the_divided_step() {
+    let advance = |gj: u32, gi: u32, count: u32| -> (u32, u32, bool) {
+        let gj1 = gj.wrapping_add(1);
+        let wrap = gj1 >= count;
+        (if wrap { 0 } else { gj1 }, gi + wrap as u32, wrap)
+    };
+    for count in 1u32..=9 {
+        for group in 1u32..=5 {
+            let steps = count * group;
+            for ahead in 1usize..=4 {
+                // group_cursor: from step 0 by `ahead` advances; the handed-down positions of steps 1 .. ahead-1
+                let mut start = vec![(0u32, 0u32)];
+                for _ in 0..ahead {
+                    let (gj, gi) = *start.last().unwrap();
+                    let (nj, ni, _) = advance(gj, gi, count);
+                    start.push((nj, ni));
+                }
+                let (mut rgj, mut rgi) = start[ahead];
+                let mut c: Vec<u32> = (0..ahead).map(|i| start[i].0).collect();
+                let (stride, stat_head) = (1000u64, 77u32);
+                let (mut hs, mut shead) = (rgi as u64 * stride, rgi * stat_head);
+                for j in 0..steps {
+                    let at = format!("count {count} group {group} ahead {ahead} step {j}");
+                    assert_eq!(c[0], j % count, "{at}: step j's block position");
+                    let jn = j + ahead as u32;
+                    if jn < steps {
+                        assert_eq!((rgj, rgi), (jn % count, jn / count), "{at}: the refill's");
+                        assert_eq!((hs, shead), ((jn / count) as u64 * stride, (jn / count) * stat_head), "{at}: carried head values");
+                    }
+                    // group_cursor_next, and the phis' hand-down (c_i <- c_{i+1}, c_{ahead-1} <- rgj)
+                    let (nj, ni, wrap) = advance(rgj, rgi, count);
+                    if wrap {
+                        hs += stride;
+                        shead += stat_head;
+                    }
+                    c.remove(0);
+                    c.push(rgj);
+                    (rgj, rgi) = (nj, ni);
                 }
             }
         }

@@ -141,6 +141,9 @@ struct Common {
     /// The resident tile's fragments (the forward's Q, dK/dV's K and V, dQ's Q and dO) live in registers
     /// across the loop (else re-read from shared memory per block); mma.sync kinds only.
     RESIDENT_IN_REGISTERS: bool,
+    /// dK/dV loops: the steps' place in the group carried as a cursor, not divided per step
+    /// (`KernelSpec::step_cursor`; lib/seqinfo.ll.tera `group_cursor`).
+    STEP_CURSOR: bool,
     /// `Features::varlen`: packed sequences, each program's offsets and lengths read from cu_seqlens
     /// (lib/seqinfo.ll.tera `sequence`).
     VARLEN: bool,
@@ -328,6 +331,7 @@ impl KernelConstants {
             SLOT_BYTES: spec.slot_bytes(),
             RCP_LN2: rcp_ln2_literal(),
             RESIDENT_IN_REGISTERS: spec.q_in_registers(),
+            STEP_CURSOR: spec.step_cursor(),
             VARLEN: spec.features().varlen,
             EMPTY_ROWS: spec.features().empty_rows,
             EMPTY_TILES: spec.features().varlen || spec.features().empty_rows,

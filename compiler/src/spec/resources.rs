@@ -60,6 +60,17 @@ impl KernelSpec {
         }
     }
 
+    /// Whether a dK/dV loop carries its steps' place in the group of query heads as a cursor (block
+    /// position, head and, in the cp.async stream, the head's Q/dO pointers and statistics row: phis, a
+    /// wrap test a step, the head moved on once per head; lib/seqinfo.ll.tera `group_cursor`) instead of
+    /// dividing the step by the block count twice a step (`group_step`: ~20 SASS instructions each, which
+    /// cost the causal wgmma kinds 8-12% more instructions a step than before the geometry seam). The
+    /// cursor holds ~4-8 more registers: the mma.sync kind keeps dividing where its estimate leaves less
+    /// room than that (HEAD_DIM 128 with 32 streamed rows, 248 of 255: the cursor made it spill).
+    pub fn step_cursor(&self) -> bool {
+        self.params.kind.uses_wgmma() || self.register_estimate() + 8 <= MAX_REGISTERS
+    }
+
     /// Whether the resident tiles' A fragments stay in registers across the loop: yes while they take at
     /// most 32 registers (forward: 16 rows × HEAD_DIM 128 or 32 rows × 64; backward: 16 rows × 64 for
     /// both operands); beyond that they are re-read from shared memory each block, which frees the
