@@ -3,6 +3,7 @@
 #
 #     bash python/tools/device.sh tests      # FLASHGEN_REQUIRE_GPU=1 pytest python/tests (CPU + torch + GPU tests)
 #     bash python/tools/device.sh timing     # the Rust bench's rows, then the same rows and the small-call overhead through Python
+#     bash python/tools/device.sh overhead   # the small call's host cost and its pieces (timing.py overhead --parts)
 #     bash python/tools/device.sh candle     # the candle op's GPU test and its training example
 #     bash python/tools/device.sh tests candle   # several in one call, in order
 #
@@ -46,6 +47,10 @@ for what in "${@:-tests}"; do
       status=$((status | ${PIPESTATUS[0]}))
       timeout 100 python3 python/tools/timing.py overhead --out "$OUT/python.jsonl" 2>&1 | tee "$OUT/python_overhead.log"
       status=$((status | ${PIPESTATUS[0]})) ;;
+    overhead)
+      # the small call's host cost alone, with its pieces (no CLI, no table)
+      timeout 120 python3 python/tools/timing.py overhead --parts --out "$OUT/python.jsonl" 2>&1 | tee "$OUT/python_overhead.log"
+      status=$((status | ${PIPESTATUS[0]})) ;;
     candle)
       for bin in candle_gpu_test candle_train; do
         xz -dc ".carry/$bin.xz" > "/tmp/$bin" && chmod +x "/tmp/$bin"
@@ -74,7 +79,7 @@ PY
       grep '^{' "$OUT/candle_gpu_test.log" > "$OUT/candle.jsonl" || true
       timeout 80 /tmp/candle_train 2>&1 | tee "$OUT/candle_train.log" | tail -30
       status=$((status | ${PIPESTATUS[0]})) ;;
-    *) echo "unknown step $what (tests, timing, candle)" >&2; status=2 ;;
+    *) echo "unknown step $what (tests, timing, overhead, candle)" >&2; status=2 ;;
   esac
 done
 echo "device.sh: exit $status"

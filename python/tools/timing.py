@@ -23,6 +23,7 @@
       For: flash_attn_func (autograd eager path), flash_attn_func under torch.no_grad, the custom op
       torch.ops.flashgen.fwd, the native call with preallocated outputs (the Rust side alone), and torch's
       SDPA on the same shape as a yardstick. The issue's bar: host time above the kernel <= 20 us.
+      With --parts, also the no-grad call's pieces alone (allocations, DLPack, stream, checks): host_us each.
 """
 
 import argparse
@@ -104,6 +105,10 @@ def overhead(args, out):
         with torch.no_grad():
             return flash_attn_func(q, k, v)
 
+    def no_grad_alone():
+        with torch.no_grad():
+            pass
+
     paths = {
         "flash_attn_func (autograd)": lambda: flash_attn_func(qg, kg, vg),
         "flash_attn_func (no grad)": no_grad_call,
@@ -111,6 +116,24 @@ def overhead(args, out):
         "_native.forward (preallocated)": lambda: _native.forward(*caps, 0.125, False, -1, -1, 0.0, None, 0.0, stream, True),
         "torch SDPA (yardstick)": lambda: F.scaled_dot_product_attention(qt, kt, vt),
     }
+    if args.parts:
+        # the no-grad call's pieces, each alone (no GPU work but the native call's): where its host time goes
+        caps_then_call = lambda: _native.forward(*(ft._to_dlpack(x) for x in (q, k, v, o, lse)), 0.125, False, -1, -1, 0.0,
+                                                 None, 0.0, ft._stream(q), True)
+        paths.update({
+            "part: torch.empty out + lse": lambda: (torch.empty(q.shape, dtype=q.dtype, device=q.device),
+                                                   torch.empty(ft._lse_shape(q, None), dtype=torch.float32, device=q.device)),
+            "part: empty_like out + new_empty lse": lambda: (torch.empty_like(q), q.new_empty((b, h, n), dtype=torch.float32)),
+            "part: _to_dlpack x5": lambda: [ft._to_dlpack(x) for x in (q, k, v, o, lse)],
+            "part: data_ptr+shape+stride x5": lambda: [(x.data_ptr(), x.shape, x.stride()) for x in (q, k, v, o, lse)],
+            "part: _stream": lambda: ft._stream(q),
+            "part: check_arguments": lambda: _native.check_arguments(False, -1, -1, 0.0, None, 0.0, None),
+            "part: _check_tensors": lambda: ft._check_tensors(q, k, v),
+            "part: is_compiling + grad checks": lambda: (torch.compiler.is_compiling(), torch.is_grad_enabled()
+                                                         and (q.requires_grad or k.requires_grad or v.requires_grad)),
+            "part: torch.no_grad context": no_grad_alone,
+            "part: _native.forward, capsules per call": caps_then_call,
+        })
     calls = args.calls
     for name, f in paths.items():
         for _ in range(50):  # compile, load, allocator warm
@@ -151,6 +174,7 @@ def main():
     p.add_argument("--n", type=lambda s: [int(x) for x in s.split(",")], default=[1024, 4096, 16384])
     p.add_argument("--causal", type=lambda s: [bool(int(x)) for x in s.split(",")], default=[False, True])
     p.add_argument("--calls", type=int, default=200)
+    p.add_argument("--parts", action="store_true", help="overhead: also time the no-grad call's pieces one by one")
     args = p.parse_args()
     print(f"# flashgen {flashgen.__version__} on {flashgen.device_info(torch.cuda.current_device())}, torch {torch.__version__}",
           file=sys.stderr)
