@@ -87,12 +87,17 @@ def _kernel_ready(t: Tensor) -> Tensor:
     return t.clone(memory_format=torch.contiguous_format)
 
 
+# Outputs come from the tensor's own methods (empty_like, new_empty): on the H200 host they cost about half of
+# torch.empty(shape, dtype=, device=) each (python-v2: 9.8 against 17.7 us for out and lse)
+
 def _forward(q: Tensor, k: Tensor, v: Tensor, softmax_scale: float, causal: bool, window_size: Tuple[int, int], softcap: float,
-             alibi_slopes: Optional[Tensor], varlen: VarLen = None) -> Tuple[Tensor, Tensor]:
-    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    lse = torch.empty(_lse_shape(q, varlen), dtype=torch.float32, device=q.device)
-    _native.forward(_to_dlpack(q), _to_dlpack(k), _to_dlpack(v), _to_dlpack(out), _to_dlpack(lse), softmax_scale, causal,
-                    window_size[0], window_size[1], softcap, alibi_slopes, 0.0, _stream(q), True, **_native_varlen(varlen))
+             alibi_slopes: Optional[Tensor], varlen: VarLen = None, want_lse: bool = True) -> Tuple[Tensor, Optional[Tensor]]:
+    """(out, M): M the rows' base-2 statistics, or None without want_lse (the runtime's scratch takes them)."""
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    lse = q.new_empty(_lse_shape(q, varlen), dtype=torch.float32) if want_lse else None
+    _native.forward(_to_dlpack(q), _to_dlpack(k), _to_dlpack(v), _to_dlpack(out), None if lse is None else _to_dlpack(lse),
+                    softmax_scale, causal, window_size[0], window_size[1], softcap, alibi_slopes, 0.0, _stream(q), True,
+                    **_native_varlen(varlen))
     return out, lse  # lse: base-2 M
 
 
@@ -100,12 +105,13 @@ def _backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: T
               window_size: Tuple[int, int], softcap: float, alibi_slopes: Optional[Tensor], deterministic: bool,
               varlen: VarLen = None) -> Tuple[Tensor, Tensor, Tensor]:
     dout = _kernel_ready(dout)
-    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    dq = torch.empty_like(q, memory_format=torch.contiguous_format)
     # dk, dv like k, v (GQA: each K/V head's gradient summed over its query heads). Without a query row the runtime
     # launches nothing, so they are zeros from the start then (keys no query sees: the kernels write the zeros)
-    alloc = torch.zeros if q.numel() == 0 else torch.empty
-    dk = alloc(k.shape, dtype=k.dtype, device=k.device)
-    dv = alloc(v.shape, dtype=v.dtype, device=v.device)
+    if q.numel() == 0:
+        dk, dv = k.new_zeros(k.shape), v.new_zeros(v.shape)
+    else:
+        dk, dv = k.new_empty(k.shape), v.new_empty(v.shape)
     _native.backward(_to_dlpack(dout), _to_dlpack(q), _to_dlpack(k), _to_dlpack(v), _to_dlpack(out), _to_dlpack(lse),
                      _to_dlpack(dq), _to_dlpack(dk), _to_dlpack(dv), softmax_scale, causal, window_size[0], window_size[1],
                      softcap, alibi_slopes, deterministic, _stream(q), True, **_native_varlen(varlen))
@@ -216,8 +222,9 @@ def _attention(q: Tensor, k: Tensor, v: Tensor, varlen: VarLen, dropout_p, softm
     elif torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         out, lse = FlashAttnFunc.apply(q, k, v, scale, bool(causal), window_size, float(softcap), alibi_slopes, bool(deterministic), varlen)
     else:
-        # nothing to differentiate (inference, torch.no_grad): the autograd.Function's few microseconds are skipped
-        out, lse = _forward(q, k, v, scale, bool(causal), window_size, float(softcap), alibi_slopes, varlen)
+        # nothing to differentiate (inference, torch.no_grad): the autograd.Function's few microseconds are skipped,
+        # and without return_lse the statistics' allocation too
+        out, lse = _forward(q, k, v, scale, bool(causal), window_size, float(softcap), alibi_slopes, varlen, want_lse=return_lse)
     return (out, lse * LN2) if return_lse else out
 
 

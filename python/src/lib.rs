@@ -374,7 +374,8 @@ fn same_shape(o: &Operand, layout: &Layout, like: &Operand, like_layout: &Layout
 /// GPU) and the longest lengths, packed sequences: q (total_q, H, D), k and v (total_k, H_kv, D), lse
 /// (H, total_q). A causal mask aligns each sequence's last query with its last key (flash-attn 2's rule).
 /// `lse` is the natural-log log-sum-exp, or with `base2` the kernels' own M = m + log2(l) (Triton's
-/// convention), which saves the conversion kernel's launch here and in the backward, which takes M as it is.
+/// convention), which saves the conversion kernel's launch here and in the backward, which takes M as it is;
+/// None when nobody wants it (inference): the runtime's scratch takes it, one allocation less per call.
 #[pyfunction]
 #[pyo3(signature = (q, k, v, out, lse, softmax_scale=None, causal=false, window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, dropout_p=0.0, stream=0, base2=false, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0))]
 #[allow(clippy::too_many_arguments)]
@@ -384,7 +385,7 @@ fn forward(
     k: &Bound<'_, PyAny>,
     v: &Bound<'_, PyAny>,
     out: &Bound<'_, PyAny>,
-    lse: &Bound<'_, PyAny>,
+    lse: Option<&Bound<'_, PyAny>>,
     softmax_scale: Option<f64>,
     causal: bool,
     window_size_left: i64,
@@ -404,21 +405,28 @@ fn forward(
     let packed = read_packed(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)?;
     let form = if packed.is_some() { Form::Packed } else { Form::Batched };
     // the capsules stay alive (bound here) until the launch is queued
-    let ((q, _c1), (k, _c2), (v, _c3), (o, _c4), (l, _c5)) = (dlpack::read("q", q)?, dlpack::read("k", k)?, dlpack::read("v", v)?, dlpack::read("out", out)?, dlpack::read("softmax_lse", lse)?);
+    let ((q, _c1), (k, _c2), (v, _c3), (o, _c4)) = (dlpack::read("q", q)?, dlpack::read("k", k)?, dlpack::read("v", v)?, dlpack::read("out", out)?);
+    let l = lse.map(|l| dlpack::read("softmax_lse", l)).transpose()?;
     let dtype = dtype_of(&q)?;
     same_dtype(&q, dtype, &[&k, &v, &o])?;
     let (lq, lk, lv) = qkv_layouts(&q, &k, &v, form)?;
     let lo = layout_of(&o, form)?;
     same_shape(&o, &lo, &q, &lq)?;
-    let rows = rows_of(&l, form, &lq)?;
+    let rows = l.as_ref().map(|(l, _)| rows_of(l, form, &lq)).transpose()?;
     let (qv, kv, vv, ov) = (view(&q, dtype, lq)?, view(&k, dtype, lk)?, view(&v, dtype, lv)?, view_mut(&o, dtype, lo)?);
-    let mut operands = vec![&q, &k, &v, &o, &l];
+    let mut operands = vec![&q, &k, &v, &o];
+    operands.extend(l.as_ref().map(|(l, _)| l));
     operands.extend(packed.iter().flat_map(Packed::operands));
     let device = check_devices(&operands)?;
     let flash = flash_for(device).map_err(py_err)?;
-    // SAFETY: checked above to be float32 (B, H, N_q) or (H, total_q) in the same GPU's memory, held alive by the caller.
-    let lse_view = unsafe { BufferViewMut::<f32>::from_raw_parts(l.addr, rows) };
-    let stats = if base2 { StatsOut::M(lse_view) } else { StatsOut::Lse(lse_view) };
+    let stats = match (&l, rows) {
+        (Some((l, _)), Some(rows)) => {
+            // SAFETY: checked above to be float32 (B, H, N_q) or (H, total_q) in the same GPU's memory, held alive by the caller.
+            let lse_view = unsafe { BufferViewMut::<f32>::from_raw_parts(l.addr, rows) };
+            if base2 { StatsOut::M(lse_view) } else { StatsOut::Lse(lse_view) }
+        }
+        _ => StatsOut::Discard,
+    };
     let varlen = packed.as_ref().map(Packed::varlen);
     let call = ForwardCall { q: qv, k: kv, v: vv, o: ov, stats, causal: variant.causal, align: CausalAlign::BottomRight, sm_scale, varlen };
     // SAFETY (Stream::from_raw): the wrapper passes the current stream of the tensors' device

@@ -396,6 +396,20 @@ def test_bhnd_memory_seen_as_bnhd(gpu):
     check_against_sdpa(q, k, v, out, False, 64 ** -0.5)
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_inference_without_the_lse_gives_the_same_output(gpu, causal):
+    # no grad and no return_lse: the statistics go to the runtime's scratch instead of a tensor of the call's
+    # (B, H, N, D) memory, B 2, H 4, N 333, seen as (B, N, H, D): out must still come back contiguous
+    q, k, v = (x.transpose(1, 2) for x in inputs(2, 4, 333, 64, torch.bfloat16, gpu, seed=3))
+    with_lse, _ = flash_attn_func(q, k, v, causal=causal, return_lse=True)
+    with torch.no_grad():
+        small = flash_attn_func(q[:, :50], k[:, :50], v[:, :50], causal=causal)  # a smaller call first: the scratch grows
+        out = flash_attn_func(q, k, v, causal=causal)
+    assert out.is_contiguous() and small.is_contiguous()
+    assert torch.equal(out, with_lse)
+    check_against_sdpa(q[:, :50], k[:, :50], v[:, :50], small, causal, 64 ** -0.5)
+
+
 def test_runs_on_the_current_stream(gpu):
     q, k, v = inputs(1, 1024, 8, 64, torch.bfloat16, gpu, seed=1)
     q2 = torch.randn_like(q)

@@ -17,6 +17,9 @@ pub enum StatsOut<'a> {
     M(BufferViewMut<'a, f32>),
     /// Natural-log log-sum-exp (PyTorch's and FlashAttention's convention): M · ln 2.
     Lse(BufferViewMut<'a, f32>),
+    /// Not wanted (inference without a backward or the log-sum-exp): the kernel writes them into the
+    /// stream's scratch, which spares the caller an allocation per call.
+    Discard,
 }
 
 /// The forward's per-row statistics as the backward takes them: f32 [Z·H·N].
@@ -156,17 +159,19 @@ impl Flash {
             _ => (*spec, None),
         };
         let kernel = self.kernel(&spec)?;
+        let stat_rows = g.stat_rows();
+        let scratch = self.scratch.of(stream);
+        let mut scratch = scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let scratch = &mut *scratch;
         let (m, lse_factor) = match stats {
             StatsOut::M(m) => (m, None),
             StatsOut::Lse(lse) => (lse, Some(std::f32::consts::LN_2)),
+            StatsOut::Discard => (grow(&self.gpu, stream, &mut scratch.m, stat_rows)?, None),
         };
-        let stat_rows = g.stat_rows();
         if m.len() < stat_rows {
             return Err(LayoutError { tensor: "M", rule: format!("holds {} floats, needs {stat_rows} (one per query row and head)", m.len()) }.into());
         }
         let addr = m.addr();
-        let scratch = self.scratch.of(stream);
-        let mut scratch = scratch.lock().unwrap_or_else(|p| p.into_inner());
         // the persistent kernel's tile counter, made on its first launch on this stream
         let tile_counter = match spec.kind().persistent() {
             true => Some(grow(&self.gpu, stream, &mut scratch.tile_counter, 2)?),

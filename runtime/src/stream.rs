@@ -38,7 +38,8 @@ impl Stream {
 pub struct Scratch {
     /// The backward's Δ = rowsum(dO ⊙ O).
     pub delta: Option<CudaSlice<f32>>,
-    /// Base-2 row statistics converted from a caller's natural-log LSE.
+    /// Base-2 row statistics: converted from a caller's natural-log LSE (backward), or a forward's that no
+    /// caller wants (StatsOut::Discard).
     pub m: Option<CudaSlice<f32>>,
     /// fwd_ws_persistent's tile counter: two u32 words, zero between launches (each launch's last program
     /// resets them).
