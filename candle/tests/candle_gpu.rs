@@ -143,7 +143,7 @@ fn timing_rows() -> Result<()> {
             a()?;
             b()?;
         }
-        let mut batch = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+        let batch = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
             let ev = || stream.context().new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(|e| msg(&e));
             let (start, end) = (ev()?, ev()?);
             start.record(&stream).map_err(|e| msg(&e))?;
