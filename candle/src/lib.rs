@@ -22,17 +22,26 @@ use std::sync::{Arc, Mutex};
 /// softmax(Q·Kᵀ·softmax_scale [causal])·V for q, k, v in flash-attn's (batch, seqlen, heads, head_dim)
 /// layout, bf16 or f16 (as candle-flash-attn's `flash_attn`). Differentiable with respect to q, k and v.
 pub fn flash_attn(q: &Tensor, k: &Tensor, v: &Tensor, softmax_scale: f32, causal: bool) -> Result<Tensor> {
-    Ok(flash_attn_lse(q, k, v, softmax_scale, causal)?.0)
+    // the row statistics only for a backward: candle records the op (and will call its backward) exactly
+    // when one of q, k, v tracks gradients; otherwise the runtime's scratch takes them (no allocation, no
+    // conversion kernel)
+    let keep_lse = q.track_op() || k.track_op() || v.track_op();
+    Ok(attention(q, k, v, softmax_scale, causal, keep_lse)?.0)
 }
 
 /// As `flash_attn`, also returning the natural-log log-sum-exp of every row, f32 (batch, heads, seqlen).
 pub fn flash_attn_lse(q: &Tensor, k: &Tensor, v: &Tensor, softmax_scale: f32, causal: bool) -> Result<(Tensor, Tensor)> {
+    let (out, lse) = attention(q, k, v, softmax_scale, causal, true)?;
+    let lse = lse.ok_or_else(|| candle_core::Error::Msg("flashgen: the forward wrote no log-sum-exp".into()))?;
+    Ok((out, lse))
+}
+
+fn attention(q: &Tensor, k: &Tensor, v: &Tensor, softmax_scale: f32, causal: bool, keep_lse: bool) -> Result<(Tensor, Option<Tensor>)> {
     check(q, k, v, softmax_scale)?;
-    let op = FlashAttn { softmax_scale, causal, lse: Arc::new(Mutex::new(None)) };
+    let op = FlashAttn { softmax_scale, causal, keep_lse, lse: Arc::new(Mutex::new(None)) };
     let lse = op.lse.clone();
     let out = q.apply_op3_arc(k, v, Arc::new(Box::new(op)))?;
     let lse = lse.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let lse = lse.ok_or_else(|| candle_core::Error::Msg("flashgen: the forward wrote no log-sum-exp".into()))?;
     Ok((out, lse))
 }
 
@@ -56,7 +65,7 @@ pub fn flash_attn_bwd(q: &Tensor, k: &Tensor, v: &Tensor, out: &Tensor, dout: &T
     }
     #[cfg(feature = "cuda")]
     {
-        let op = FlashAttn { softmax_scale, causal, lse: Arc::new(Mutex::new(None)) };
+        let op = FlashAttn { softmax_scale, causal, keep_lse: true, lse: Arc::new(Mutex::new(None)) };
         gpu::backward(&op, q, k, v, out, dout, lse)
     }
     #[cfg(not(feature = "cuda"))]
@@ -71,6 +80,9 @@ pub fn flash_attn_bwd(q: &Tensor, k: &Tensor, v: &Tensor, out: &Tensor, dout: &T
 pub struct FlashAttn {
     pub softmax_scale: f32,
     pub causal: bool,
+    /// Whether the forward keeps its row statistics (for a backward, or for flash_attn_lse).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    keep_lse: bool,
     /// The forward's natural-log LSE, f32 (batch, heads, seqlen): written by the forward, read by the backward.
     lse: Arc<Mutex<Option<Tensor>>>,
 }
@@ -143,7 +155,7 @@ impl CustomOp3 for FlashAttn {
         lv: &CandleLayout,
     ) -> Result<(candle_core::CudaStorage, Shape)> {
         let (o, lse) = gpu::forward(self, (q, lq), (k, lk), (v, lv))?;
-        *self.lse.lock().unwrap_or_else(|p| p.into_inner()) = Some(lse);
+        *self.lse.lock().unwrap_or_else(|p| p.into_inner()) = lse;
         Ok(o)
     }
 
@@ -151,7 +163,7 @@ impl CustomOp3 for FlashAttn {
         #[cfg(feature = "cuda")]
         {
             let lse = self.lse.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            let lse = lse.ok_or_else(|| err("backward before the forward ran".into()))?;
+            let lse = lse.ok_or_else(|| err("backward of a forward that kept no log-sum-exp (q, k and v tracked no gradient when it ran)".into()))?;
             let (dq, dk, dv) = gpu::backward(self, q, k, v, _out, grad_out, &lse)?;
             Ok((Some(dq), Some(dk), Some(dv)))
         }
@@ -238,7 +250,7 @@ mod gpu {
         (dev, stream)
     }
 
-    pub fn forward(op: &FlashAttn, q: (&CudaStorage, &CandleLayout), k: (&CudaStorage, &CandleLayout), v: (&CudaStorage, &CandleLayout)) -> Result<((CudaStorage, Shape), Tensor)> {
+    pub fn forward(op: &FlashAttn, q: (&CudaStorage, &CandleLayout), k: (&CudaStorage, &CandleLayout), v: (&CudaStorage, &CandleLayout)) -> Result<((CudaStorage, Shape), Option<Tensor>)> {
         match q.0.dtype() {
             DType::BF16 => forward_typed::<half::bf16>(op, q, k, v),
             DType::F16 => forward_typed::<half::f16>(op, q, k, v),
@@ -251,7 +263,7 @@ mod gpu {
         (q, lq): (&CudaStorage, &CandleLayout),
         (k, lk): (&CudaStorage, &CandleLayout),
         (v, lv): (&CudaStorage, &CandleLayout),
-    ) -> Result<((CudaStorage, Shape), Tensor)> {
+    ) -> Result<((CudaStorage, Shape), Option<Tensor>)> {
         let dtype = flashgen_dtype(q.dtype())?;
         let (dev, stream) = device_of(q);
         let flash = flash_for(stream.context().ordinal())?;
@@ -263,17 +275,22 @@ mod gpu {
         let [b, h, n, d] = layout_q.shape;
         // SAFETY: written in full by the kernel before anything reads it
         let o: CudaSlice<T> = unsafe { dev.alloc::<T>((b * n * h * d).max(1)) }?;
-        let lse: CudaSlice<f32> = unsafe { dev.alloc::<f32>((b * h * n).max(1)) }?;
+        // SAFETY: written in full by the kernel before anything reads it
+        let lse: Option<CudaSlice<f32>> = if op.keep_lse { Some(unsafe { dev.alloc::<f32>((b * h * n).max(1)) }?) } else { None };
         {
             let (oa, on, _g4) = addr(&o, 0, &stream)?;
-            let (la, ln, _g5) = addr(&lse, 0, &stream)?;
+            let lse_addr = lse.as_ref().map(|l| addr(l, 0, &stream)).transpose()?;
+            let stats = match &lse_addr {
+                // SAFETY: the f32 slice just allocated, `ln` >= B·H·N floats
+                Some((la, ln, _g5)) => StatsOut::Lse(unsafe { BufferViewMut::from_raw_parts(*la, *ln) }),
+                None => StatsOut::Discard,
+            };
             let call = ForwardCall {
                 q: view("q", qa, qn, dtype, layout_q)?,
                 k: view("k", ka, kn, dtype, layout_k)?,
                 v: view("v", va, vn, dtype, layout_v)?,
                 o: view_mut("out", oa, on, dtype, Layout::bshd(b, h, n, d))?,
-                // SAFETY: the f32 slice just allocated, `ln` >= B·H·N floats
-                stats: StatsOut::Lse(unsafe { BufferViewMut::from_raw_parts(la, ln) }),
+                stats,
                 causal: op.causal,
                 align: flashgen_runtime::CausalAlign::BottomRight,
                 sm_scale: Some(op.softmax_scale),
@@ -283,7 +300,7 @@ mod gpu {
             let s = unsafe { Stream::from_raw(stream.cu_stream()) };
             flash.forward(call, s).map_err(|e| err(e.to_string()))?;
         }
-        let lse = Tensor::from_storage(Storage::Cuda(CudaStorage::wrap_cuda_slice(lse, dev.clone())), (b, h, n), BackpropOp::none(), false);
+        let lse = lse.map(|l| Tensor::from_storage(Storage::Cuda(CudaStorage::wrap_cuda_slice(l, dev.clone())), (b, h, n), BackpropOp::none(), false));
         Ok(((CudaStorage::wrap_cuda_slice(o, dev), Shape::from((b, n, h, d))), lse))
     }
 
