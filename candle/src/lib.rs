@@ -9,8 +9,9 @@
 //!
 //! The op reads candle's CUDA storage in place (the runtime's borrowed views: base alignment, strides and
 //! extent checked, so a narrowed or transposed tensor works without a copy when the kernels can read it) and
-//! queues its kernels on candle's stream of the device. The forward keeps its row statistics (natural-log LSE)
-//! for the backward inside the op, which candle's graph holds until the gradients are computed.
+//! queues its kernels on candle's stream of the device. When an input tracks gradients the forward keeps its
+//! row statistics (the kernels' base-2 M, which the backward takes as it is) inside the op, which candle's graph
+//! holds until the gradients are computed; otherwise it keeps none (an inference call allocates only its output).
 //!
 //! candle-core and flashgen-runtime share one cudarc (0.19): candle's `CudaSlice`s and stream are used
 //! directly. Without the `cuda` feature the crate builds and its checks run, and every call on a CPU tensor
@@ -25,20 +26,20 @@ pub fn flash_attn(q: &Tensor, k: &Tensor, v: &Tensor, softmax_scale: f32, causal
     // the row statistics only for a backward: candle records the op (and will call its backward) exactly
     // when one of q, k, v tracks gradients; otherwise the runtime's scratch takes them (no allocation, no
     // conversion kernel)
-    let keep_lse = q.track_op() || k.track_op() || v.track_op();
-    Ok(attention(q, k, v, softmax_scale, causal, keep_lse)?.0)
+    let keep = if q.track_op() || k.track_op() || v.track_op() { Keep::M } else { Keep::Nothing };
+    Ok(attention(q, k, v, softmax_scale, causal, keep)?.0)
 }
 
 /// As `flash_attn`, also returning the natural-log log-sum-exp of every row, f32 (batch, heads, seqlen).
 pub fn flash_attn_lse(q: &Tensor, k: &Tensor, v: &Tensor, softmax_scale: f32, causal: bool) -> Result<(Tensor, Tensor)> {
-    let (out, lse) = attention(q, k, v, softmax_scale, causal, true)?;
+    let (out, lse) = attention(q, k, v, softmax_scale, causal, Keep::Lse)?;
     let lse = lse.ok_or_else(|| candle_core::Error::Msg("flashgen: the forward wrote no log-sum-exp".into()))?;
     Ok((out, lse))
 }
 
-fn attention(q: &Tensor, k: &Tensor, v: &Tensor, softmax_scale: f32, causal: bool, keep_lse: bool) -> Result<(Tensor, Option<Tensor>)> {
+fn attention(q: &Tensor, k: &Tensor, v: &Tensor, softmax_scale: f32, causal: bool, keep: Keep) -> Result<(Tensor, Option<Tensor>)> {
     check(q, k, v, softmax_scale)?;
-    let op = FlashAttn { softmax_scale, causal, keep_lse, lse: Arc::new(Mutex::new(None)) };
+    let op = FlashAttn { softmax_scale, causal, keep, lse: Arc::new(Mutex::new(None)) };
     let lse = op.lse.clone();
     let out = q.apply_op3_arc(k, v, Arc::new(Box::new(op)))?;
     let lse = lse.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -65,7 +66,7 @@ pub fn flash_attn_bwd(q: &Tensor, k: &Tensor, v: &Tensor, out: &Tensor, dout: &T
     }
     #[cfg(feature = "cuda")]
     {
-        let op = FlashAttn { softmax_scale, causal, keep_lse: true, lse: Arc::new(Mutex::new(None)) };
+        let op = FlashAttn { softmax_scale, causal, keep: Keep::Lse, lse: Arc::new(Mutex::new(None)) };
         gpu::backward(&op, q, k, v, out, dout, lse)
     }
     #[cfg(not(feature = "cuda"))]
@@ -80,11 +81,23 @@ pub fn flash_attn_bwd(q: &Tensor, k: &Tensor, v: &Tensor, out: &Tensor, dout: &T
 pub struct FlashAttn {
     pub softmax_scale: f32,
     pub causal: bool,
-    /// Whether the forward keeps its row statistics (for a backward, or for flash_attn_lse).
+    /// The row statistics the forward keeps: none, the natural-log LSE, or the kernels' base-2 M.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-    keep_lse: bool,
-    /// The forward's natural-log LSE, f32 (batch, heads, seqlen): written by the forward, read by the backward.
+    keep: Keep,
+    /// The forward's statistics as `keep` says, f32 (batch, heads, seqlen): written by the forward, read by
+    /// the backward.
     lse: Arc<Mutex<Option<Tensor>>>,
+}
+
+/// The row statistics a forward keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Keep {
+    /// None: nothing will read them (no input tracks a gradient); the runtime's scratch takes them.
+    Nothing,
+    /// The natural-log LSE, for flash_attn_lse's caller (and the backward, which converts it).
+    Lse,
+    /// The kernels' base-2 M = m + log2(l), for candle's backward alone: no conversion kernel either way.
+    M,
 }
 
 fn err(msg: String) -> candle_core::Error {
@@ -179,7 +192,7 @@ impl CustomOp3 for FlashAttn {
 mod gpu {
     //! The calls on candle's CUDA storage.
 
-    use super::{err, FlashAttn};
+    use super::{err, FlashAttn, Keep};
     use candle_core::backend::BackendStorage;
     use candle_core::cuda_backend::{CudaDType, CudaDevice};
     use candle_core::op::BackpropOp;
@@ -276,13 +289,16 @@ mod gpu {
         // SAFETY: written in full by the kernel before anything reads it
         let o: CudaSlice<T> = unsafe { dev.alloc::<T>((b * n * h * d).max(1)) }?;
         // SAFETY: written in full by the kernel before anything reads it
-        let lse: Option<CudaSlice<f32>> = if op.keep_lse { Some(unsafe { dev.alloc::<f32>((b * h * n).max(1)) }?) } else { None };
+        let lse: Option<CudaSlice<f32>> = if op.keep == Keep::Nothing { None } else { Some(unsafe { dev.alloc::<f32>((b * h * n).max(1)) }?) };
         {
             let (oa, on, _g4) = addr(&o, 0, &stream)?;
             let lse_addr = lse.as_ref().map(|l| addr(l, 0, &stream)).transpose()?;
             let stats = match &lse_addr {
                 // SAFETY: the f32 slice just allocated, `ln` >= B·H·N floats
-                Some((la, ln, _g5)) => StatsOut::Lse(unsafe { BufferViewMut::from_raw_parts(*la, *ln) }),
+                Some((la, ln, _g5)) => {
+                    let view = unsafe { BufferViewMut::from_raw_parts(*la, *ln) };
+                    if op.keep == Keep::M { StatsOut::M(view) } else { StatsOut::Lse(view) }
+                }
                 None => StatsOut::Discard,
             };
             let call = ForwardCall {
@@ -359,7 +375,7 @@ mod gpu {
                 o: view("out", oa, on, dtype, layout_of(lo))?,
                 d_o: view("dout", da, dn, dtype, layout_of(ld))?,
                 // SAFETY: the forward's f32 LSE tensor, held by this op, `ln` floats from its start
-                stats: StatsIn::Lse(unsafe { BufferView::from_raw_parts(la, ln) }),
+                stats: if op.keep == Keep::M { StatsIn::M(unsafe { BufferView::from_raw_parts(la, ln) }) } else { StatsIn::Lse(unsafe { BufferView::from_raw_parts(la, ln) }) },
                 dq: view_mut("dq", gqa, gqn, dtype, bshd(&layout_q))?,
                 dk: view_mut("dk", gka, gkn, dtype, bshd(&layout_k))?,
                 dv: view_mut("dv", gva, gvn, dtype, bshd(&layout_v))?,
