@@ -2,7 +2,8 @@
 # The Python package (and the candle op) on the H200, in one device call each, from the repository root:
 #
 #     bash python/tools/device.sh tests      # FLASHGEN_REQUIRE_GPU=1 pytest python/tests (CPU + torch + GPU tests)
-#     bash python/tools/device.sh timing     # the Rust bench's rows, then the same rows and the small-call overhead through Python
+#     bash python/tools/device.sh timing     # ROUNDS [2] of the Rust bench's rows and the same rows through Python, alternating,
+#                                            # compared on their means; then the small-call overhead through Python
 #     bash python/tools/device.sh overhead   # the small call's host cost and its pieces (timing.py overhead --parts)
 #     bash python/tools/device.sh candle     # the candle op's GPU test and its training example
 #     bash python/tools/device.sh tests candle   # several in one call, in order
@@ -40,11 +41,17 @@ for what in "${@:-tests}"; do
       status=$((status | ${PIPESTATUS[0]})) ;;
     timing)
       xz -dc .carry/flashgen.xz > /tmp/flashgen-cli && chmod +x /tmp/flashgen-cli
-      # the Rust rows first (they compile the kernels into the shared cache), then the same rows through Python
-      timeout 240 /tmp/flashgen-cli bench --backward --timing do-bench --json "$OUT/rust.jsonl" > "$OUT/rust.log" 2>&1
-      status=$((status | $?)); tail -30 "$OUT/rust.log"
-      timeout 200 python3 python/tools/timing.py table --rust "$OUT/rust.jsonl" --out "$OUT/python.jsonl" 2>&1 | tee "$OUT/python_table.log"
-      status=$((status | ${PIPESTATUS[0]}))
+      # rounds of the Rust rows (the first compiles the kernels into the shared cache), then the same rows
+      # through Python, alternating (ROUNDS, default 2); then each row's means over the rounds compared
+      rounds=${ROUNDS:-2}; rust=(); python=()
+      for ((r = 1; r <= rounds; r++)); do
+        timeout 150 /tmp/flashgen-cli bench --backward --timing do-bench --json "$OUT/rust$r.jsonl" > "$OUT/rust$r.log" 2>&1
+        status=$((status | $?)); tail -3 "$OUT/rust$r.log"
+        timeout 150 python3 python/tools/timing.py table --rust "$OUT/rust$r.jsonl" --out "$OUT/python$r.jsonl" > "$OUT/python_table$r.log" 2>&1
+        status=$((status | $?)); tail -1 "$OUT/python_table$r.log"
+        rust+=("$OUT/rust$r.jsonl"); python+=("$OUT/python$r.jsonl")
+      done
+      python3 python/tools/timing.py compare --rust "${rust[@]}" --python "${python[@]}" --out "$OUT/python.jsonl" 2>&1 | tail -1
       timeout 100 python3 python/tools/timing.py overhead --out "$OUT/python.jsonl" 2>&1 | tee "$OUT/python_overhead.log"
       status=$((status | ${PIPESTATUS[0]})) ;;
     overhead)

@@ -8,6 +8,10 @@
       SDPA's. With --rust (the JSON lines of `flashgen bench --backward --timing do-bench --json ...` from the
       same call), each row's ratio to the Rust row; the issue's bar is within 3%.
 
+  python3 python/tools/timing.py compare --rust rust1.jsonl rust2.jsonl ... --python python1.jsonl python2.jsonl ...
+      The table's rows over rounds (Rust and Python alternating in one call: the board's clock drifts between
+      runs, so one run of each reads ±6%, python-v1): each row's mean over the rounds on each side, their ratio.
+
   python3 python/tools/timing.py overhead [--calls 200] [--out rows.jsonl]
       The host cost of a small call (B 1, H 8, N 128, D 64, bf16). Method, no profiler:
         1. GPU time per call: torch.cuda._sleep keeps the GPU busy for ~50 ms; meanwhile the host queues
@@ -54,8 +58,8 @@ def emit(row, out):
 def table(args, out):
     from triton.testing import do_bench
     rust = {}
-    if args.rust:
-        for line in open(args.rust):
+    for path in args.rust or []:
+        for line in open(path):
             line = line.strip()
             if line.startswith("{"):
                 r = json.loads(line)
@@ -88,6 +92,34 @@ def table(args, out):
         worst = max(ratios)
         print(f"python/rust: {min(ratios):.3f} .. {worst:.3f} over {len(ratios)} rows; bar 1.03: {'met' if worst <= 1.03 else 'NOT met'}",
               file=sys.stderr)
+
+
+def compare(args, out):
+    """Python against Rust over rounds: each row's mean over the rounds on each side (the files of --rust, the
+    flashgen-python rows of --python), the ratio of the means, and the spread of the per-round means."""
+    def load(paths, impl=None):
+        rows = {}
+        for path in paths:
+            for line in open(path):
+                if line.startswith("{"):
+                    r = json.loads(line)
+                    if impl is None or r.get("impl") == impl:
+                        rows.setdefault((r["kind"], r["N"], r["D"], bool(r["causal"])), []).append(r["ms"])
+        return rows
+    rust, python = load(args.rust or []), load(args.python or [], "flashgen-python")
+    ratios = []
+    for key in sorted(set(rust) & set(python)):
+        r, p = sum(rust[key]) / len(rust[key]), sum(python[key]) / len(python[key])
+        kind, n, d, causal = key
+        row = dict(kind=kind, impl="python-over-rust", N=n, D=d, causal=int(causal), rust_ms=r, python_ms=p, python_over_rust=p / r,
+                   rust_rounds=len(rust[key]), python_rounds=len(python[key]),
+                   rust_spread=max(rust[key]) / min(rust[key]) - 1, python_spread=max(python[key]) / min(python[key]) - 1)
+        ratios.append(p / r)
+        emit(row, out)
+    if ratios:
+        worst = max(ratios, key=lambda x: abs(x - 1))
+        print(f"python/rust (means over rounds): {min(ratios):.3f} .. {max(ratios):.3f} over {len(ratios)} rows; "
+              f"bar ±3%: {'met' if abs(worst - 1) <= 0.03 else 'NOT met'}", file=sys.stderr)
 
 
 def overhead(args, out):
@@ -167,8 +199,10 @@ def overhead(args, out):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=["table", "overhead"])
-    p.add_argument("--rust", help="the Rust bench's JSON lines (flashgen bench --backward --timing do-bench --json)")
+    p.add_argument("what", choices=["table", "overhead", "compare"])
+    p.add_argument("--rust", nargs="*", help="the Rust bench's JSON lines (flashgen bench --backward --timing do-bench --json), "
+                                             "one file a round")
+    p.add_argument("--python", nargs="*", help="compare: the table's JSON lines, one file a round")
     p.add_argument("--out", help="append the rows here as JSON lines")
     p.add_argument("--d", type=lambda s: [int(x) for x in s.split(",")], default=[64, 128])
     p.add_argument("--n", type=lambda s: [int(x) for x in s.split(",")], default=[1024, 4096, 16384])
@@ -176,10 +210,11 @@ def main():
     p.add_argument("--calls", type=int, default=200)
     p.add_argument("--parts", action="store_true", help="overhead: also time the no-grad call's pieces one by one")
     args = p.parse_args()
-    print(f"# flashgen {flashgen.__version__} on {flashgen.device_info(torch.cuda.current_device())}, torch {torch.__version__}",
-          file=sys.stderr)
+    if args.what != "compare":
+        print(f"# flashgen {flashgen.__version__} on {flashgen.device_info(torch.cuda.current_device())}, torch {torch.__version__}",
+              file=sys.stderr)
     with open(args.out, "a") if args.out else open("/dev/null", "w") as out:
-        (table if args.what == "table" else overhead)(args, out if args.out else None)
+        {"table": table, "overhead": overhead, "compare": compare}[args.what](args, out if args.out else None)
 
 
 if __name__ == "__main__":
