@@ -227,7 +227,18 @@ fn overrides_the_templates_cannot_honour_are_refused_by_name() {
     assert!(with("cross_tile=on", ws2).contains("needs the persistent forward"));
     assert!(with("single_tail=on", ws2).contains("needs cross_tile=on"));
     let fwd = *defaults::spec(KernelKind::Fwd, Arch::Sm80, DType::Bf16, 64, true, 1).unwrap().params();
-    assert!(with("lazy_rescale=off", fwd).contains("fwd: schedule `lazy_rescale=off`: this kind has no schedule switches"));
+    assert!(with("lazy_rescale=off", fwd).contains("fwd: schedule `lazy_rescale=off`: this kind has no such schedule switches"));
+    // programs_per_sm: a number, for the separate wgmma backward only, 1 to 4
+    assert!(with("programs_per_sm=2", p).contains("is for the separate wgmma backward kernels"));
+    assert!(with("programs_per_sm=2", fwd).contains("is for the separate wgmma backward kernels"));
+    assert!(ScheduleOverrides::parse("programs_per_sm=on").unwrap_err().to_string().contains("give a number of programs"));
+    let dq = SpecParams { kind: KernelKind::BwdDqWgmma, head_dim: 64, block_m: 64, block_n: 64, num_warps: 4, num_stages: 2, stage: 1, ..p };
+    assert!(with("programs_per_sm=5", dq).contains("use 1 to 4"));
+    let o = ScheduleOverrides::parse("programs_per_sm=4").unwrap();
+    assert_eq!(o.to_string(), "programs_per_sm=4");
+    assert!(KernelSpec::with_schedule(dq, o).unwrap().name().ends_with("_ctas4"));
+    // the derived value is 1: saying so is no override, the same kernel and name
+    assert_eq!(KernelSpec::with_schedule(dq, ScheduleOverrides::parse("programs_per_sm=1").unwrap()).unwrap(), KernelSpec::new(dq).unwrap());
 }
 
 #[test]

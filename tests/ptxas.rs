@@ -51,6 +51,16 @@ fn assemble_clean(tool: &std::path::Path, spec: &KernelSpec) -> String {
     assert_eq!((r.stack_frame, r.spill_stores, r.spill_loads), (0, 0, 0), "{} spills: {r:?}", spec.name());
     assert!(r.warnings.is_empty(), "{}: ptxas warns or notes a performance loss (a serialized wgmma, an ignored setmaxnreg): {:?}", spec.name(), r.warnings);
     assert!(r.registers <= 255);
+    // the programs per SM the spec asks room for (`.minnctapersm`) share the 64K-register file (allocated by 8 a thread)
+    let per_program = r.registers.div_ceil(8) * 8 * spec.threads();
+    assert!(
+        per_program * spec.programs_per_sm() <= 65536,
+        "{}: {} programs of {} registers × {} threads exceed the 64K register file",
+        spec.name(),
+        spec.programs_per_sm(),
+        r.registers,
+        spec.threads()
+    );
     a.ptx
 }
 
@@ -218,6 +228,40 @@ fn wgmma_kernels(features: bool) {
         for needle in ["wgmma.fence.sync.aligned", "wgmma.mma_async.sync.aligned.m64n", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned 0", "fence.proxy.async.shared::cta"] {
             assert!(ptx.contains(needle), "{}: no `{needle}`", spec.name());
         }
+    });
+}
+
+/// The separate wgmma backward kernels asking for more programs per SM (`Schedule::programs_per_sm`, the
+/// HEAD_DIM 64 experiment of minctas-ab: dK/dV 3, dQ 4, and 2 for both): ptxas caps their registers to fit
+/// the register file, with no spills; at HEAD_DIM 128 the shared-memory rule refuses four dK/dV programs.
+#[test]
+fn more_programs_per_sm_assemble_without_spills() {
+    use flashgen::plan::{plan, NoTuning, Problem};
+    let Some(tool) = ptxas_or_skip() else { return };
+    let with = |spec: &KernelSpec, programs: u32| {
+        let o = flashgen::ScheduleOverrides { programs_per_sm: Some(programs), ..Default::default() };
+        KernelSpec::with_schedule(*spec.params(), o)
+    };
+    let problem = |head_dim, causal| Problem { dtype: DType::Bf16, head_dim, causal, seqlen: 1024, seqlen_k: 1024, varlen: false, bottom_right: true };
+    let mut specs = Vec::new();
+    for causal in [false, true] {
+        let b = plan(Arch::Sm90a, &problem(64, causal), &Default::default(), &NoTuning).unwrap().backward;
+        let (dkdv, dq) = (b.dkdv, b.dq.expect("HEAD_DIM 64: the separate wgmma pair"));
+        assert_eq!((dkdv.kind(), dq.kind()), (KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma));
+        for (spec, programs) in [(dkdv, 2), (dkdv, 3), (dq, 2), (dq, 4)] {
+            let s = with(&spec, programs).unwrap();
+            assert_eq!(s.programs_per_sm(), programs);
+            assert!(s.name().ends_with(&format!("_ctas{programs}")), "{}", s.name());
+            specs.push(s);
+        }
+        // the default stays one program (no override in the name)
+        assert_eq!((dkdv.programs_per_sm(), dq.programs_per_sm()), (1, 1));
+        let wide = plan(Arch::Sm90a, &problem(128, causal), &Default::default(), &NoTuning).unwrap().backward_without_tma.expect("HEAD_DIM 128: the wgmma pair");
+        let e = with(&wide.dkdv, 4).unwrap_err().to_string();
+        assert!(e.contains("programs_per_sm=4") && e.contains("exceed an SM's") && e.contains("at most 3"), "{e}");
+    }
+    assemble_all_clean(&tool, &specs, |spec, ptx| {
+        assert!(ptx.contains(&format!(".minnctapersm {}", spec.programs_per_sm())), "{}: {}", spec.name(), ptx.lines().find(|l| l.contains("minnctapersm")).unwrap_or("no .minnctapersm"));
     });
 }
 

@@ -65,9 +65,9 @@ struct EmitArgs {
     num_stages: Option<u32>,
     #[arg(long, default_value = "sm_90a")]
     arch: String,
-    /// Schedule switches to set, "name=on|off,..." (q_buffers=N); the others are derived for the spec
+    /// Schedule switches to set, "name=on|off,..." (q_buffers=N, programs_per_sm=N); the others are derived for the spec
     /// (compiler/src/spec/schedule.rs lists them: q_from_registers, lazy_rescale, half_block_softmax,
-    /// cross_tile, single_tail, narrow_last_product, own_blocks, early_row_norm, q_buffers).
+    /// cross_tile, single_tail, narrow_last_product, own_blocks, early_row_norm, q_buffers, programs_per_sm).
     #[arg(long)]
     schedule: Option<String>,
     /// Output file (PTX, or IR with --ir); the metadata JSON is written beside it. Default: ./<name>.ptx

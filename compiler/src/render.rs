@@ -118,6 +118,8 @@ struct Common {
     NUM_WARPS: u32,
     NUM_STAGES: u32,
     THREADS: u32,
+    /// Programs per SM that ptxas must leave registers for (`.minnctapersm`; `KernelSpec::programs_per_sm`).
+    MIN_PROGRAMS_PER_SM: u32,
     /// The threads that copy tiles and compute: all but a helper warpgroup (the fused backward's writer).
     COPY_THREADS: u32,
     /// Rows of the resident tile per computing warp, in m16 tiles.
@@ -318,6 +320,7 @@ impl KernelConstants {
             NUM_WARPS: spec.num_warps(),
             NUM_STAGES: spec.num_stages(),
             THREADS: threads,
+            MIN_PROGRAMS_PER_SM: spec.programs_per_sm(),
             COPY_THREADS: copy_threads,
             ROWS_PER_WARP: spec.rows_per_warp(),
             M_TILES_PER_WARP: spec.rows_per_warp() / 16,

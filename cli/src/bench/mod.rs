@@ -71,7 +71,8 @@ pub struct BenchArgs {
     #[arg(long)]
     fused: bool,
     /// Backward tile configs to time besides the default, "dkdv bm,bn,warps,stages|dq bm,bn,warps,stages;..."
-    /// (dK/dV: BLOCK_M = streamed query rows, BLOCK_N = owned key rows); "w:dkdv|dq" varies the wgmma kernels;
+    /// (dK/dV: BLOCK_M = streamed query rows, BLOCK_N = owned key rows), each optionally with schedule
+    /// switches after '@' ("64,64,4,2@programs_per_sm=3"); "w:dkdv|dq" varies the wgmma kernels;
     /// "f:bm,bn,warps,stages" the fused backward, "fa:..." the fused one with atomics.
     #[arg(long)]
     bwd_configs: Option<String>,
@@ -165,11 +166,13 @@ fn backward_variant(item: &str, default: &flashgen::BackwardSpecs) -> Result<fla
         return Err(format!("`{item}` must be dkdv|dq tiles: bm,bn,warps,stages|bm,bn,warps,stages"));
     }
     let tiles = |text: &str, base: &KernelSpec| -> Result<KernelSpec, String> {
+        let (text, schedule) = crate::configs::split_schedule(text)?;
         let f = list(text)?;
         if f.len() != 4 {
-            return Err(format!("`{text}` must be bm,bn,warps,stages"));
+            return Err(format!("`{text}` must be bm,bn,warps,stages[@switch=value,...]"));
         }
-        KernelSpec::new(SpecParams { block_m: f[0], block_n: f[1], num_warps: f[2], num_stages: f[3], ..*base.params() }).map_err(|e| e.to_string())
+        let p = SpecParams { block_m: f[0], block_n: f[1], num_warps: f[2], num_stages: f[3], ..*base.params() };
+        KernelSpec::with_schedule(p, schedule).map_err(|e| e.to_string())
     };
     let dq = default.dq.ok_or_else(|| format!("{} has no dQ kernel to vary", default.dkdv.name()))?;
     Ok(flashgen::BackwardSpecs { preprocess: default.preprocess, dkdv: tiles(parts[0], &default.dkdv)?, dq: Some(tiles(parts[1], &dq)?) })

@@ -215,6 +215,10 @@ impl KernelSpec {
     pub fn q_buffers(&self) -> u32 {
         self.schedule.q_buffers
     }
+    /// The programs per SM ptxas leaves registers for (`.minnctapersm`; `Schedule::programs_per_sm`).
+    pub fn programs_per_sm(&self) -> u32 {
+        self.schedule.programs_per_sm
+    }
 
     /// The backward preprocess (Δ = rowsum(dO ⊙ O)) for a target, dtype and head dim: 64 rows per program,
     /// 4 warps; its other parameters are fixed (it has no tiles to tune and does not depend on causality).

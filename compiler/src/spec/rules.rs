@@ -68,12 +68,14 @@ impl KernelSpec {
         if p.kind.decodes() {
             return KernelSpec::new_decode(p, overrides);
         }
-        rule(overrides.is_empty(), || format!("{}: schedule `{overrides}`: this kind has no schedule switches (they belong to fwd_ws and fwd_ws_persistent)", p.kind.name()))?;
+        // the kinds below take one switch, programs_per_sm (the separate wgmma backward; resolve's rule)
+        let others = ScheduleOverrides { programs_per_sm: None, ..overrides };
+        rule(others.is_empty(), || format!("{}: schedule `{others}`: this kind has no such schedule switches (they belong to fwd_ws and fwd_ws_persistent)", p.kind.name()))?;
         rule(NUM_WARPS.contains(&w), || format!("num_warps={w} is not supported: use one of {NUM_WARPS:?}"))?;
         if p.kind == KernelKind::BwdPre {
             return only_canonical(p, KernelSpec::backward_preprocess(p.arch, p.dtype, d), "Δ does not depend on tiles or causality", "backward_preprocess");
         }
-        let spec = KernelSpec::unscheduled(p);
+        let spec = KernelSpec::scheduled(p, &overrides)?;
         if p.kind.uses_wgmma() {
             let (kind, role) = (p.kind.name(), p.kind.role().name());
             rule(p.arch == Arch::Sm90a, || format!("{kind} needs sm_90a (wgmma is an sm_90a instruction): use kernel {role} on {}", p.arch))?;
@@ -109,11 +111,6 @@ impl KernelSpec {
         Ok(spec)
     }
 
-    /// A spec of a kind without schedule switches, before its resource rules.
-    fn unscheduled(p: SpecParams) -> KernelSpec {
-        KernelSpec { params: p, schedule: Schedule::PLAIN, overrides: ScheduleOverrides::NONE, features: Features::NONE }
-    }
-
     /// A spec with its switches resolved (`Schedule::resolve`), before its resource rules.
     fn scheduled(p: SpecParams, overrides: &ScheduleOverrides) -> Result<KernelSpec, SpecError> {
         let ping_pong = p.kind.warp_specialized_forward() && p.num_stages >= 3;
@@ -122,10 +119,21 @@ impl KernelSpec {
         Ok(KernelSpec { params: p, schedule, overrides, features: Features::NONE })
     }
 
-    /// The shared-memory rule: the kernel's layout within its target's limit; `fix` says what to lower.
+    /// The shared-memory rule: the kernel's layout within its target's limit; `fix` says what to lower. With
+    /// more than one program per SM (`programs_per_sm`) their layouts together, each with the 1 KB the driver
+    /// reserves per program, within the SM's (the per-program limit plus one reserve).
     fn fits_shared_memory(&self, fix: &str) -> Result<(), SpecError> {
         let (smem, limit) = (self.shared_memory_bytes(), self.params.arch.shared_memory_limit());
-        rule(smem <= limit, || format!("shared memory {smem} B ({}) exceeds the {limit} B limit of {}: {fix}", self.shared_memory_layout(), self.params.arch))
+        rule(smem <= limit, || format!("shared memory {smem} B ({}) exceeds the {limit} B limit of {}: {fix}", self.shared_memory_layout(), self.params.arch))?;
+        let programs = self.schedule.programs_per_sm;
+        rule(programs * (smem + 1024) <= limit + 1024, || {
+            format!(
+                "programs_per_sm={programs}: {programs} programs of {smem} B shared memory (+1 KB each for the driver) exceed an SM's {} B on {}: ask for at most {}, or use fewer stages",
+                limit + 1024,
+                self.params.arch,
+                (limit + 1024) / (smem + 1024)
+            )
+        })
     }
 
     /// The rules of fwd_ws (after the common ones on HEAD_DIM and STAGE): a producer warpgroup plus 2 or 3

@@ -52,6 +52,12 @@ pub struct Schedule {
     /// tile, into a second buffer, or into the one buffer once the consumers hold Q in registers
     /// (`q_from_registers`: they release it at the tile's start). 1 for every other kernel.
     pub q_buffers: u32,
+    /// The programs per SM that ptxas must leave registers for (`.minnctapersm`). 1 everywhere by default: the
+    /// tiles are sized for one program per SM, and without it ptxas may cap a 4-warp kernel at 128 registers
+    /// and spill. The separate wgmma backward kernels may ask for more (the rules cap it by shared memory):
+    /// at HEAD_DIM 64 they wait on every wgmma chain, so more resident programs hide more (minctas-ab, one
+    /// round at N 1024: dK/dV 3 and dQ 4 gave +6.5-8.6%; to measure against the table before it is derived).
+    pub programs_per_sm: u32,
 }
 
 /// Which switches a caller sets explicitly; `None` takes the derived value. Written and parsed as
@@ -76,6 +82,8 @@ pub struct ScheduleOverrides {
     pub early_row_norm: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub q_buffers: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub programs_per_sm: Option<u32>,
 }
 
 /// One switch: its name (the field's, on the CLI), its tag in kernel names, and how to read and write it.
@@ -87,7 +95,7 @@ struct Switch {
 }
 
 /// The switches in resolution order: a switch's derived value may depend on the ones before it.
-const SWITCHES: [Switch; 9] = [
+const SWITCHES: [Switch; 10] = [
     Switch { name: "q_from_registers", tag: "qreg", get: |o| o.q_from_registers.map(u32::from), set: |o, v| o.q_from_registers = Some(v != 0) },
     Switch { name: "lazy_rescale", tag: "lazy", get: |o| o.lazy_rescale.map(u32::from), set: |o, v| o.lazy_rescale = Some(v != 0) },
     Switch { name: "half_block_softmax", tag: "halfsm", get: |o| o.half_block_softmax.map(u32::from), set: |o, v| o.half_block_softmax = Some(v != 0) },
@@ -97,7 +105,13 @@ const SWITCHES: [Switch; 9] = [
     Switch { name: "own_blocks", tag: "own", get: |o| o.own_blocks.map(u32::from), set: |o, v| o.own_blocks = Some(v != 0) },
     Switch { name: "early_row_norm", tag: "earlynorm", get: |o| o.early_row_norm.map(u32::from), set: |o, v| o.early_row_norm = Some(v != 0) },
     Switch { name: "q_buffers", tag: "qbuf", get: |o| o.q_buffers, set: |o, v| o.q_buffers = Some(v) },
+    Switch { name: "programs_per_sm", tag: "ctas", get: |o| o.programs_per_sm, set: |o, v| o.programs_per_sm = Some(v) },
 ];
+
+/// The switches that take a number rather than on/off.
+fn numeric(name: &str) -> bool {
+    matches!(name, "q_buffers" | "programs_per_sm")
+}
 
 impl ScheduleOverrides {
     /// No override: every switch derived.
@@ -111,6 +125,7 @@ impl ScheduleOverrides {
         own_blocks: None,
         early_row_norm: None,
         q_buffers: None,
+        programs_per_sm: None,
     };
 
     pub fn is_empty(&self) -> bool {
@@ -135,6 +150,7 @@ impl ScheduleOverrides {
                 .ok_or_else(|| SpecError(format!("schedule switch `{}` is unknown: use one of {}", name.trim(), ScheduleOverrides::names().join(", "))))?;
             let value = match (switch.name, value.trim()) {
                 ("q_buffers", v) => v.parse::<u32>().map_err(|_| SpecError(format!("q_buffers={v}: give a number of Q buffers (1 or 2)")))?,
+                ("programs_per_sm", v) => v.parse::<u32>().map_err(|_| SpecError(format!("programs_per_sm={v}: give a number of programs (1 to 4)")))?,
                 (_, "on" | "true" | "1") => 1,
                 (_, "off" | "false" | "0") => 0,
                 (n, v) => return Err(SpecError(format!("{n}={v}: use on or off"))),
@@ -159,9 +175,9 @@ impl std::fmt::Display for ScheduleOverrides {
         let items: Vec<String> = SWITCHES
             .iter()
             .filter_map(|s| {
-                (s.get)(self).map(|v| match s.name {
-                    "q_buffers" => format!("{}={v}", s.name),
-                    _ => format!("{}={}", s.name, if v != 0 { "on" } else { "off" }),
+                (s.get)(self).map(|v| match numeric(s.name) {
+                    true => format!("{}={v}", s.name),
+                    false => format!("{}={}", s.name, if v != 0 { "on" } else { "off" }),
                 })
             })
             .collect();
@@ -197,6 +213,7 @@ impl Schedule {
         own_blocks: false,
         early_row_norm: false,
         q_buffers: 1,
+        programs_per_sm: 1,
     };
 
     /// Resolve `overrides` against the derived values, switch by switch in order, checking each switch that
@@ -268,6 +285,14 @@ impl Schedule {
         })?;
         rule(s.q_buffers == 2 || !persistent || s.q_from_registers, || {
             format!("{kind}: q_buffers=1 needs q_from_registers=on: a persistent consumer that reads Q from shared memory holds its buffer until its tile's last S, so the next tile's Q needs a second one")
+        })?;
+
+        // (shared memory caps it too: rules.rs, once the spec's footprint is known)
+        decide!(programs_per_sm, 1);
+        let separate_wgmma_backward = matches!(p.kind, KernelKind::BwdDkdvWgmma | KernelKind::BwdDqWgmma);
+        rule((1..=4).contains(&s.programs_per_sm), || format!("{kind}: programs_per_sm={}: use 1 to 4", s.programs_per_sm))?;
+        rule(s.programs_per_sm == 1 || separate_wgmma_backward, || {
+            format!("{kind}: programs_per_sm={} is for the separate wgmma backward kernels (bwd_dkdv_wgmma, bwd_dq_wgmma); the others' tiles are sized for one program per SM", s.programs_per_sm)
         })?;
         Ok((s, canonical))
     }
