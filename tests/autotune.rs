@@ -267,6 +267,19 @@ fn backward_spaces_own_and_stream_the_right_rows() {
             }
         }
     }
+    // the separate wgmma backward tries more programs per SM on its tiles (the D64 default tiles with 3 and 4),
+    // and nothing else does
+    for (kind, most) in [(KernelKind::BwdDkdvWgmma, 3), (KernelKind::BwdDqWgmma, 4)] {
+        let k = TuneKey::for_kind(kind, Arch::Sm90a, DType::Bf16, 64, false, 4096);
+        let (kept, _) = early_prune(&k, &config_space_for(kind));
+        let default = k.default_config().unwrap();
+        for programs in [1, 2, most] {
+            assert!(kept.iter().any(|(c, s)| (c.block_m, c.block_n, c.num_warps, c.num_stages) == (default.block_m, default.block_n, default.num_warps, default.num_stages) && s.programs_per_sm() == programs), "{} {programs}", kind.name());
+        }
+    }
+    for kind in TUNABLE {
+        assert!(config_space_for(kind).iter().all(|c| c.schedule.programs_per_sm.is_none()), "{}", kind.name());
+    }
     // dK/dV owns BLOCK_N key rows: its space puts the owned sizes in BLOCK_N
     assert!(config_space_for(KernelKind::BwdDkdv).iter().all(|c| [64, 128, 256].contains(&c.block_n)));
     // the fused backward: 64-row query blocks; at HEAD_DIM 128 two MMA warpgroups of 64 key rows, at 64

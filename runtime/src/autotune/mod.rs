@@ -142,6 +142,7 @@ pub fn config_space() -> Vec<Config> {
 /// rows, and the persistent kind's ping-pong stages), each with its derived schedule and with the ping-pong
 /// tile's rescaling the other way (`SCHEDULE_SPACE`: the switch whose best value moved with the shape, +-5%;
 /// early_prune drops the copies where the override is the derived value or has no ping-pong tile to act on).
+/// The separate wgmma backward kernels: each tile with one, two or the most programs per SM.
 pub fn config_space_for(kind: KernelKind) -> Vec<Config> {
     let mut out = Vec::new();
     let (owned_rows, streamed_rows, stages, warps): (&[u32], &[u32], &[u32], &[u32]) = if kind.warp_specialized_forward() {
@@ -152,7 +153,12 @@ pub fn config_space_for(kind: KernelKind) -> Vec<Config> {
     } else {
         (&[64, 128, 256], &[16, 32, 64, 128], &[2, 3, 4], &[4, 8])
     };
-    let schedules: &[ScheduleOverrides] = if kind.warp_specialized_forward() { &SCHEDULE_SPACE } else { &[ScheduleOverrides::NONE] };
+    let schedules: &[ScheduleOverrides] = match kind {
+        k if k.warp_specialized_forward() => &SCHEDULE_SPACE,
+        KernelKind::BwdDkdvWgmma => &DKDV_WGMMA_PROGRAMS,
+        KernelKind::BwdDqWgmma => &DQ_WGMMA_PROGRAMS,
+        _ => &[ScheduleOverrides::NONE],
+    };
     for &owned in owned_rows {
         for &streamed in streamed_rows {
             for &num_stages in stages {
@@ -174,6 +180,20 @@ const SCHEDULE_SPACE: [ScheduleOverrides; 3] = [
     ScheduleOverrides::NONE,
     ScheduleOverrides { lazy_rescale: Some(true), ..ScheduleOverrides::NONE },
     ScheduleOverrides { lazy_rescale: Some(false), ..ScheduleOverrides::NONE },
+];
+
+/// The separate wgmma backward kernels' programs per SM (`Schedule::programs_per_sm`): one (derived), two,
+/// and the most their HEAD_DIM 64 default tiles hold without spilling (dK/dV 3 at 168 registers, dQ 4 at
+/// 124; tests/ptxas.rs); early_prune drops what shared memory does not hold.
+const DKDV_WGMMA_PROGRAMS: [ScheduleOverrides; 3] = [
+    ScheduleOverrides::NONE,
+    ScheduleOverrides { programs_per_sm: Some(2), ..ScheduleOverrides::NONE },
+    ScheduleOverrides { programs_per_sm: Some(3), ..ScheduleOverrides::NONE },
+];
+const DQ_WGMMA_PROGRAMS: [ScheduleOverrides; 3] = [
+    ScheduleOverrides::NONE,
+    ScheduleOverrides { programs_per_sm: Some(2), ..ScheduleOverrides::NONE },
+    ScheduleOverrides { programs_per_sm: Some(4), ..ScheduleOverrides::NONE },
 ];
 
 /// Why a config never reached the GPU.
