@@ -105,27 +105,19 @@ fn check(label: &str, tools: &simt::Tools, (z, h, hkv, n_q, n_kv, d): (usize, us
     assert!(ek < 2e-2 && ev < 2e-2, "{label} ({}): dK rel {ek:.3e}, dV rel {ev:.3e}", spec.name());
 }
 
-fn tools_or_skip() -> Option<simt::Tools> {
-    let t = simt::tools();
-    if t.is_none() {
-        eprintln!("SKIPPED: opt-19/llc-19 or cc not found (scripts/setup.sh installs llvm-19)");
-    }
-    t
-}
-
 /// Causal bottom-right with fewer queries than keys, three query heads per K/V head (the step cursor): each program's
 /// count of query blocks differs, the ring's refill (two steps ahead, 3 slots) crosses from head to head,
 /// and a program with one block per head wraps on every step.
 #[test]
 fn dkdv_grouped_causal_unequal_on_the_emulator() {
-    let Some(tools) = tools_or_skip() else { return };
+    let Some(tools) = simt::tools_or_skip() else { return };
     check("GQA 3, causal, N_q 70 < N_kv 100", &tools, (2, 6, 2, 70, 100, 64), true, (32, 64, 4, 3));
 }
 
 /// Equal lengths (the default path), MHA and grouped, causal: a 2-slot ring (refill one step ahead).
 #[test]
 fn dkdv_equal_lengths_causal_on_the_emulator() {
-    let Some(tools) = tools_or_skip() else { return };
+    let Some(tools) = simt::tools_or_skip() else { return };
     check("MHA, causal, N 96", &tools, (1, 2, 2, 96, 96, 64), true, (32, 64, 4, 2));
     check("GQA 2, causal, N 96", &tools, (1, 4, 2, 96, 96, 64), true, (32, 64, 4, 2));
 }
@@ -133,7 +125,7 @@ fn dkdv_equal_lengths_causal_on_the_emulator() {
 /// HEAD_DIM 128 with 32 streamed rows (the sm_80 default tile): no room for the cursor, the step divided.
 #[test]
 fn dkdv_grouped_causal_divided_steps_on_the_emulator() {
-    let Some(tools) = tools_or_skip() else { return };
+    let Some(tools) = simt::tools_or_skip() else { return };
     let spec = |ns| KernelSpec::new(SpecParams { kind: KernelKind::BwdDkdv, dtype: DType::Bf16, head_dim: 128, block_m: 32, block_n: 64, stage: 3, num_warps: 4, num_stages: ns, arch: Arch::Sm80 }).unwrap();
     assert!(!spec(3).step_cursor() && spec(3).register_estimate() > 247);
     check("GQA 2, causal, N_q 50 < N_kv 80, HEAD_DIM 128", &tools, (1, 4, 2, 50, 80, 128), true, (32, 64, 4, 3));
@@ -142,6 +134,6 @@ fn dkdv_grouped_causal_divided_steps_on_the_emulator() {
 /// Non-causal, grouped: every program runs every query block of every head of its group.
 #[test]
 fn dkdv_grouped_non_causal_on_the_emulator() {
-    let Some(tools) = tools_or_skip() else { return };
+    let Some(tools) = simt::tools_or_skip() else { return };
     check("GQA 2, non-causal, N_q 40, N_kv 72", &tools, (1, 4, 2, 40, 72, 64), false, (16, 128, 4, 3));
 }

@@ -274,17 +274,9 @@ fn case(p: KvCacheProblem, dtype: DType, spec: KernelSpec, splits: usize) -> Cas
     Case { device_lens: honest_lens(&p), device_table: table_of(&p), p, dtype, spec, splits }
 }
 
-fn tools_or_skip() -> Option<simt::Tools> {
-    let t = simt::tools();
-    if t.is_none() {
-        eprintln!("SKIPPED: opt-19/llc-19 or cc not found (scripts/setup.sh installs llvm-19)");
-    }
-    t
-}
-
 #[test]
 fn decode_contiguous_append_gqa_splits_on_the_emulator() {
-    let Some(tools) = tools_or_skip() else { return };
+    let Some(tools) = simt::tools_or_skip() else { return };
     // G = 4 query heads per K/V head, one new query and one appended token; lengths 0, ragged, full
     let p = problem(vec![0, 137, 299], 8, 2, 128, 1, 1, true, CacheStorage::Contiguous { capacity: 300 });
     check(&tools, "contiguous bf16 d128", case(p, DType::Bf16, decode_spec(DType::Bf16, 128, 16, 64, true, 4, 3), 3), 1, None);
@@ -292,7 +284,7 @@ fn decode_contiguous_append_gqa_splits_on_the_emulator() {
 
 #[test]
 fn decode_paged_fp16_causal_appends_on_the_emulator() {
-    let Some(tools) = tools_or_skip() else { return };
+    let Some(tools) = simt::tools_or_skip() else { return };
     let mut rng = SplitMix(5);
     // three new queries appended and attending causally (bottom-right), pages of 16 in any order
     let lens = vec![45, 0, 100, 16];
@@ -304,7 +296,7 @@ fn decode_paged_fp16_causal_appends_on_the_emulator() {
 
 #[test]
 fn decode_32_rows_and_row_tiles_on_the_emulator() {
-    let Some(tools) = tools_or_skip() else { return };
+    let Some(tools) = simt::tools_or_skip() else { return };
     // G = 8, N_q = 4: 32 rows in one program (Q re-read from shared memory at HEAD_DIM 128), one split
     let p = problem(vec![33, 250], 16, 2, 128, 4, 4, true, CacheStorage::Contiguous { capacity: 260 });
     check(&tools, "32 rows bf16 d128", case(p, DType::Bf16, decode_spec(DType::Bf16, 128, 32, 64, true, 4, 3), 1), 4, None);
@@ -318,7 +310,7 @@ fn decode_32_rows_and_row_tiles_on_the_emulator() {
 
 #[test]
 fn decode_non_causal_without_append_eight_warps_on_the_emulator() {
-    let Some(tools) = tools_or_skip() else { return };
+    let Some(tools) = simt::tools_or_skip() else { return };
     // MHA (G = 1), two queries, nothing appended, 8 warps of 16 keys; five splits, the last ones empty
     let p = problem(vec![70, 1, 0], 2, 2, 128, 2, 0, false, CacheStorage::Contiguous { capacity: 96 });
     check(&tools, "non-causal fp16 d128 w8", case(p, DType::F16, decode_spec(DType::F16, 128, 16, 128, false, 8, 2), 5), 7, None);
@@ -326,7 +318,7 @@ fn decode_non_causal_without_append_eight_warps_on_the_emulator() {
 
 #[test]
 fn lying_lengths_and_block_tables_stay_inside_the_cache_on_the_emulator() {
-    let Some(tools) = tools_or_skip() else { return };
+    let Some(tools) = simt::tools_or_skip() else { return };
     // contiguous: a length past the capacity and a negative one; the emulator aborts on any read outside
     let p = problem(vec![50, 60, 70], 4, 1, 64, 1, 1, true, CacheStorage::Contiguous { capacity: 128 });
     let mut c = case(p, DType::Bf16, decode_spec(DType::Bf16, 64, 16, 64, true, 4, 3), 2);
@@ -507,7 +499,7 @@ fn decode_ptx_snapshots() {
 
 #[test]
 fn decode_odd_pages_deep_rings_and_eight_warps_on_the_emulator() {
-    let Some(tools) = tools_or_skip() else { return };
+    let Some(tools) = simt::tools_or_skip() else { return };
     // pages of 48 (a multiple of 16, not a power of two) under blocks of 128 keys on 8 warps
     let mut rng = SplitMix(11);
     let lens = vec![200, 47, 96];

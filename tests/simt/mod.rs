@@ -54,6 +54,15 @@ pub fn tools() -> Option<Tools> {
     Some(Tools { opt, llc })
 }
 
+/// `tools()`, saying on stderr why a test skips without them.
+pub fn tools_or_skip() -> Option<Tools> {
+    let t = tools();
+    if t.is_none() {
+        eprintln!("SKIPPED: opt-19/llc-19 or cc not found (scripts/setup.sh installs llvm-19)");
+    }
+    t
+}
+
 const X86_LAYOUT: &str = "target datalayout = \"e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128\"";
 const X86_TRIPLE: &str = "target triple = \"x86_64-unknown-linux-gnu\"";
 /// Bytes of the emulated shared memory (the largest opt-in on any target is 227 KB).
