@@ -26,7 +26,7 @@
            loop_us - gpu_us is the host time per call above the kernel (0 when the GPU is the bottleneck).
       For: flash_attn_func (autograd eager path), flash_attn_func under torch.no_grad, the custom op
       torch.ops.flashgen.fwd, the native call with preallocated outputs (the Rust side alone), and torch's
-      SDPA on the same shape as a yardstick. The issue's bar: host time above the kernel <= 20 us.
+      SDPA on the same shape as a yardstick, without and with autograd. The issue's bar: host time above the kernel <= 20 us.
       With --parts, also the no-grad call's pieces alone (allocations, DLPack, stream, checks): host_us each.
 """
 
@@ -132,6 +132,7 @@ def overhead(args, out):
     stream = torch.cuda.current_stream().cuda_stream
     caps = [ft._to_dlpack(x) for x in (q, k, v, o, lse)]
     qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+    qgt, kgt, vgt = (x.transpose(1, 2) for x in (qg, kg, vg))
 
     def no_grad_call():
         with torch.no_grad():
@@ -147,6 +148,7 @@ def overhead(args, out):
         "torch.ops.flashgen.fwd": lambda: torch.ops.flashgen.fwd(qg, kg, vg, 0.125, False, -1, -1, 0.0, None, False),
         "_native.forward (preallocated)": lambda: _native.forward(*caps, 0.125, False, -1, -1, 0.0, None, 0.0, stream, True),
         "torch SDPA (yardstick)": lambda: F.scaled_dot_product_attention(qt, kt, vt),
+        "torch SDPA autograd (yardstick)": lambda: F.scaled_dot_product_attention(qgt, kgt, vgt),
     }
     if args.parts:
         # the no-grad call's pieces, each alone (no GPU work but the native call's): where its host time goes
