@@ -12,6 +12,7 @@
 //! a GPU (CI) checks all of it through the real path.
 
 mod dlpack;
+mod kvcache;
 
 use dlpack::{device_name, Operand, DL_BFLOAT, DL_CUDA, DL_FLOAT, DL_INT};
 use flashgen::{BackwardPath, DType};
@@ -537,6 +538,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(forward, m)?)?;
     m.add_function(wrap_pyfunction!(backward, m)?)?;
+    m.add_function(wrap_pyfunction!(kvcache::kvcache, m)?)?;
     m.add_function(wrap_pyfunction!(check_arguments, m)?)?;
     m.add_function(wrap_pyfunction!(device_info, m)?)?;
     m.add_function(wrap_pyfunction!(warnings, m)?)?;

@@ -432,3 +432,77 @@ def test_a_packed_qkv_view_of_sequences_passes_the_checks():
                  lse=FakeTensor((h, total), dtype=F32, addr=0x7F2000000000))
         with pytest.raises(RuntimeError, match="libcuda"):
             vfwd(a)
+
+
+# --- decoding against a KV cache (_native.kvcache, flash_attn_with_kvcache) -----------------------------------
+
+def kvcache_args(b=2, nq=1, h=8, h_kv=2, d=128, capacity=1024, n_new=1, paged=None, dtype=BF16, device=(DL_CUDA, 0)):
+    """A well-formed decode call: q, out (B, N_q, H, D); k_cache, v_cache (B, capacity, H_kv, D) or with
+    paged=(pages, page_size, max_pages) a pool (pages, page_size, H_kv, D) and a block table; k, v new tokens
+    (B, N_new, H_kv, D); cache_seqlens int32 (B,); the lse (B, H, N_q)."""
+    base, step = 0x7F0000000000, 1 << 32
+    at = lambda i: base + i * step
+    a = dict(q=bnhd(b, nq, h, d, dtype=dtype, device=device, addr=at(0)), out=bnhd(b, nq, h, d, dtype=dtype, device=device, addr=at(1)))
+    if paged is None:
+        cache = (b, capacity, h_kv, d)
+    else:
+        pages, page_size, max_pages = paged
+        cache = (pages, page_size, h_kv, d)
+        a["block_table"] = FakeTensor((b, max_pages), dtype=I32, device=device, addr=at(2))
+    a["k_cache"], a["v_cache"] = (FakeTensor(cache, dtype=dtype, device=device, addr=at(3 + i)) for i in range(2))
+    if n_new:
+        a["k_new"], a["v_new"] = (bnhd(b, n_new, h_kv, d, dtype=dtype, device=device, addr=at(5 + i)) for i in range(2))
+    a["cache_seqlens"] = FakeTensor((b,), dtype=I32, device=device, addr=at(7))
+    a["lse"] = lse_for(b, nq, h, device=device, addr=at(8))
+    return a
+
+
+def kvc(a, **kw):
+    a = dict(a)
+    return _native.kvcache(a.pop("q"), a.pop("k_cache"), a.pop("v_cache"), a.pop("cache_seqlens"), a.pop("out"), **a, **kw)
+
+
+@requires_no_driver
+@pytest.mark.parametrize("paged", [None, (64, 256, 8)], ids=["contiguous", "paged"])
+def test_a_well_formed_decode_reaches_the_device(paged):
+    with pytest.raises(RuntimeError, match="libcuda"):
+        kvc(kvcache_args(paged=paged), causal=True, num_splits=4, host_cache_seqlens=[5, 9])
+    a = kvcache_args(paged=paged, n_new=0)
+    del a["lse"]
+    with pytest.raises(RuntimeError, match="libcuda"):
+        kvc(a)
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(cache_seqlens=FakeTensor((2,), dtype=F32)), "cache_seqlens is float32: it must be int32"),
+    (dict(cache_seqlens=FakeTensor((3,), dtype=I32)), "cache_seqlens holds 3 lengths but q has batch 2"),
+    (dict(cache_seqlens=FakeTensor((4,), dtype=I32, strides=(2,))), "cache_seqlens has strides"),
+    (dict(cache_seqlens=FakeTensor((2,), dtype=I32, addr=0x7F0000000002)), "not 4-byte aligned"),
+    (dict(block_table=FakeTensor((3, 8), dtype=I32)), "block_table has 3 rows but q has batch 2"),
+    (dict(block_table=FakeTensor((2, 8), dtype=F32)), "block_table is float32"),
+    (dict(lse=FakeTensor((2, 8, 2), dtype=F32)), "softmax_lse has shape"),
+    (dict(out=bnhd(2, 2, 8, 128)), "out has shape"),
+    (dict(v_cache=FakeTensor((2, 1024, 2, 128), dtype=F16)), "all must share one dtype"),
+    (dict(cache_seqlens=FakeTensor((2,), dtype=I32, device=(DL_CPU, 0))), "cache_seqlens is on cpu"),
+    (dict(k_cache=FakeTensor((2, 1024, 2, 128), device=(DL_CUDA, 1))), "k_cache is on cuda:1"),
+])
+def test_decode_arguments_are_checked_before_the_device(change, message):
+    a = kvcache_args()
+    a.update(change)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        kvc(a)
+
+
+def test_decode_refuses_what_the_runtime_lacks_and_half_the_new_tokens():
+    a = kvcache_args()
+    with pytest.raises(NotImplementedError, match="sliding-window"):
+        kvc(a, window_size_left=128)
+    with pytest.raises(NotImplementedError, match="softcap"):
+        kvc(a, softcap=30.0)
+    with pytest.raises(ValueError, match="num_splits=-1"):
+        kvc(a, num_splits=-1)
+    with pytest.raises(ValueError, match="host_cache_seqlens holds 3 lengths"):
+        kvc(a, host_cache_seqlens=[1, 2, 3])
+    del a["v_new"]
+    with pytest.raises(ValueError, match="k and v .* come together"):
+        kvc(a)
