@@ -8,6 +8,7 @@
 //! - cache_seqlens int32 (B,), the tokens in each sequence's cache before the call, on the GPU; with
 //!   `host_cache_seqlens` (the wrapper has it when the caller gave an int) the lengths are also checked on
 //!   the host against the capacity or the pages. block_table int32 (B, max_pages), contiguous.
+//!
 //! What only the GPU holds (the lengths, the table) the kernels clamp: lying values give wrong numbers for
 //! that sequence, never a read or write outside the cache, the pool or the tensors.
 
