@@ -76,18 +76,9 @@ fn check(label: &str, tools: &simt::Tools, (z, h, hkv, n_q, n_kv, d): (usize, us
         ("M", Arg::Buf(6)),
         ("Delta", Arg::Buf(7)),
         ("sm_scale", Arg::F32(p.rules.sm_scale as f32)),
-        ("Z", Arg::I32(z as i32)),
-        ("H", Arg::I32(h as i32)),
-        ("H_KV", Arg::I32(hkv as i32)),
-        ("N_Q", Arg::I32(n_q as i32)),
-        ("N_KV", Arg::I32(n_kv as i32)),
-        ("ALIGN", Arg::I32(1)),
-        ("CU_SEQLENS_Q", Arg::Null),
-        ("CU_SEQLENS_K", Arg::Null),
-        ("TOTAL_Q", Arg::I32((z * n_q) as i32)),
-        ("TOTAL_K", Arg::I32((z * n_kv) as i32)),
     ]
     .into_iter()
+    .chain(simt::fixed_geometry(z, h, hkv, n_q, n_kv))
     .collect();
     let args = abi::kernel_parameters(KernelKind::BwdDkdv)
         .iter()

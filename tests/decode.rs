@@ -138,18 +138,9 @@ fn run_case(tools: &simt::Tools, c: &Case, x: &KvCacheInputs<'_>) -> Ran {
         ("PAGE_SIZE", Arg::I32(page_size as i32)),
         ("MAX_PAGES", Arg::I32(max_pages as i32)),
         ("POOL_PAGES", Arg::I32(pool as i32)),
-        ("Z", Arg::I32(b as i32)),
-        ("H", Arg::I32(h as i32)),
-        ("H_KV", Arg::I32(hkv as i32)),
-        ("N_Q", Arg::I32(nq as i32)),
-        ("N_KV", Arg::I32(capacity as i32)),
-        ("ALIGN", Arg::I32(1)),
-        ("CU_SEQLENS_Q", Arg::Null),
-        ("CU_SEQLENS_K", Arg::Null),
-        ("TOTAL_Q", Arg::I32((b * nq) as i32)),
-        ("TOTAL_K", Arg::I32((b * capacity) as i32)),
     ]
     .into_iter()
+    .chain(simt::fixed_geometry(b, h, hkv, nq, capacity))
     .collect();
     let spec = &c.spec;
     let row_tiles = (p.group() * nq).div_ceil(spec.block_m() as usize);

@@ -54,6 +54,23 @@ pub fn tools() -> Option<Tools> {
     Some(Tools { opt, llc })
 }
 
+/// The geometry group of the kernel ABI (`flashgen::abi`) for fixed lengths: `z` sequences of `n_q` queries
+/// and `n_kv` keys, `h` query heads on `h_kv` K/V heads, the causal diagonal bottom-right, no packed offsets.
+pub fn fixed_geometry(z: usize, h: usize, h_kv: usize, n_q: usize, n_kv: usize) -> [(&'static str, Arg); 10] {
+    [
+        ("Z", Arg::I32(z as i32)),
+        ("H", Arg::I32(h as i32)),
+        ("H_KV", Arg::I32(h_kv as i32)),
+        ("N_Q", Arg::I32(n_q as i32)),
+        ("N_KV", Arg::I32(n_kv as i32)),
+        ("ALIGN", Arg::I32(1)),
+        ("CU_SEQLENS_Q", Arg::Null),
+        ("CU_SEQLENS_K", Arg::Null),
+        ("TOTAL_Q", Arg::I32((z * n_q) as i32)),
+        ("TOTAL_K", Arg::I32((z * n_kv) as i32)),
+    ]
+}
+
 /// `tools()`, saying on stderr why a test skips without them.
 pub fn tools_or_skip() -> Option<Tools> {
     let t = tools();
