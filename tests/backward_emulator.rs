@@ -76,6 +76,7 @@ fn check(label: &str, tools: &simt::Tools, (z, h, hkv, n_q, n_kv, d): (usize, us
         ("M", Arg::Buf(6)),
         ("Delta", Arg::Buf(7)),
         ("sm_scale", Arg::F32(p.rules.sm_scale as f32)),
+        ("SOFTCAP", Arg::F32(1.0)),
     ]
     .into_iter()
     .chain(simt::fixed_geometry(z, h, hkv, n_q, n_kv))

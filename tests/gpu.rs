@@ -302,6 +302,7 @@ fn bad_fused_backward_arguments_are_errors_not_crashes() {
             dv: dv.view_mut("dV").unwrap(),
             sm_scale: 0.125,
             fused,
+            softcap: 1.0,
         };
         kernels.launch(&f.gpu, f.own_stream(), args).err().map(|e| e.to_string()).unwrap_or_default()
     };
@@ -364,6 +365,8 @@ fn views_of_a_packed_qkv_on_a_callers_stream_match_the_owned_api() {
             align: flashgen_runtime::CausalAlign::BottomRight,
             sm_scale: None,
             varlen: None,
+            window: flashgen_runtime::Window::UNBOUNDED,
+            softcap: None,
         };
         f.forward(call, stream).unwrap();
         theirs.synchronize().unwrap();
@@ -391,6 +394,8 @@ fn views_of_a_packed_qkv_on_a_callers_stream_match_the_owned_api() {
             align: flashgen_runtime::CausalAlign::BottomRight,
             sm_scale: None,
             varlen: None,
+            window: flashgen_runtime::Window::UNBOUNDED,
+            softcap: None,
         };
         f.backward(call, stream).unwrap();
         theirs.synchronize().unwrap();

@@ -107,7 +107,7 @@ impl Case {
     /// The problem as the plan sees it (its features: packed sequences, rows that may see no key).
     fn plan_problem(&self) -> Problem {
         let (mq, mk) = self.longest();
-        Problem { dtype: self.dtype, head_dim: self.d as u32, causal: self.causal, seqlen: mq.max(1), seqlen_k: mk, varlen: self.packed(), bottom_right: self.bottom_right }
+        Problem { dtype: self.dtype, head_dim: self.d as u32, causal: self.causal, seqlen: mq.max(1), seqlen_k: mk, varlen: self.packed(), bottom_right: self.bottom_right, ..Problem::new(self.dtype, 64, false, 1) }
     }
     /// The kernel's M row of query row i of sequence b, head h.
     fn m_index(&self, g: &KernelGeometry, b: usize, h: usize, q_start: usize, i: usize) -> usize {
@@ -243,7 +243,7 @@ fn run_forward(f: &Flash, spec: &KernelSpec, g: KernelGeometry, q: &Tensor, k: &
     let (qv, kv, vv) = (q.view("Q").unwrap(), k.view("K").unwrap(), v.view("V").unwrap());
     let maps = spec.kind().warp_specialized_forward().then(|| flashgen_runtime::tma::forward_maps(spec, &qv, &kv, &vv).unwrap());
     let tile_counter = spec.kind().persistent().then(|| BufferViewMut::of(&mut counter));
-    let args = ForwardArgs { geometry: g, q: qv, k: kv, v: vv, o: o.view_mut("O"), m: m.view_mut(), sm_scale: 1.0 / (case.d as f32).sqrt(), maps, tile_counter };
+    let args = ForwardArgs { geometry: g, q: qv, k: kv, v: vv, o: o.view_mut("O"), m: m.view_mut(), softcap: 1.0, sm_scale: 1.0 / (case.d as f32).sqrt(), maps, tile_counter };
     kernel.launch(&f.gpu, f.own_stream(), args).unwrap();
     f.gpu.stream.synchronize().unwrap();
     let what = spec.name();
@@ -285,6 +285,7 @@ fn run_backward(f: &Flash, specs: &BackwardSpecs, g: KernelGeometry, inputs: [&T
         dv: dv.view_mut("dV"),
         sm_scale: 1.0 / (case.d as f32).sqrt(),
         fused,
+        softcap: 1.0,
     };
     kernels.launch(&f.gpu, f.own_stream(), args).unwrap();
     f.gpu.stream.synchronize().unwrap();

@@ -234,11 +234,17 @@ fn overrides_the_templates_cannot_honour_are_refused_by_name() {
     assert!(ScheduleOverrides::parse("programs_per_sm=on").unwrap_err().to_string().contains("give a number of programs"));
     let dq = SpecParams { kind: KernelKind::BwdDqWgmma, head_dim: 64, block_m: 64, block_n: 64, num_warps: 4, num_stages: 2, stage: 1, ..p };
     assert!(with("programs_per_sm=5", dq).contains("use 1 to 4"));
-    let o = ScheduleOverrides::parse("programs_per_sm=4").unwrap();
-    assert_eq!(o.to_string(), "programs_per_sm=4");
-    assert!(KernelSpec::with_schedule(dq, o).unwrap().name().ends_with("_ctas4"));
-    // the derived value is 1: saying so is no override, the same kernel and name
-    assert_eq!(KernelSpec::with_schedule(dq, ScheduleOverrides::parse("programs_per_sm=1").unwrap()).unwrap(), KernelSpec::new(dq).unwrap());
+    let o = ScheduleOverrides::parse("programs_per_sm=2").unwrap();
+    assert_eq!(o.to_string(), "programs_per_sm=2");
+    assert!(KernelSpec::with_schedule(dq, o).unwrap().name().ends_with("_ctas2"));
+    // derived: 4 for dQ and 3 for dK/dV on the 64×64 four-warp tiles at HEAD_DIM 64 (ppsm-ab), 1 elsewhere;
+    // saying the derived value is no override, the same kernel and name
+    assert_eq!(KernelSpec::new(dq).unwrap().programs_per_sm(), 4);
+    assert_eq!(KernelSpec::with_schedule(dq, ScheduleOverrides::parse("programs_per_sm=4").unwrap()).unwrap(), KernelSpec::new(dq).unwrap());
+    let dkdv = SpecParams { kind: KernelKind::BwdDkdvWgmma, ..dq };
+    assert_eq!(KernelSpec::new(dkdv).unwrap().programs_per_sm(), 3);
+    assert_eq!(KernelSpec::new(SpecParams { num_stages: 3, ..dkdv }).unwrap().programs_per_sm(), 1, "only the measured tile");
+    assert_eq!(KernelSpec::new(SpecParams { head_dim: 128, block_m: 32, ..dkdv }).unwrap().programs_per_sm(), 1);
 }
 
 #[test]
@@ -270,10 +276,77 @@ fn geometry_features_reach_the_kernels_names() {
     // packed sequences: varlen kernels, and causal ones guard (only the GPU knows each sequence's lengths)
     let varlen = at(Problem { varlen: true, ..problem(64, true, 4096) });
     assert!(varlen.forward.features().varlen && varlen.forward.features().empty_rows);
-    assert_eq!(varlen.backward.preprocess.features(), flashgen::Features { varlen: true, empty_rows: false });
+    assert_eq!(varlen.backward.preprocess.features(), flashgen::Features { varlen: true, ..flashgen::Features::NONE });
     let json = serde_json::to_string(&varlen.forward).unwrap();
     assert!(json.contains("\"features\":{\"varlen\":true,\"empty_rows\":true}"), "{json}");
     assert_eq!(serde_json::from_str::<KernelSpec>(&json).unwrap(), varlen.forward);
     // and the plain MHA plans are what they were: no features, no suffix
     assert!(at(problem(64, true, 1024)).forward.features().is_none());
+}
+
+#[test]
+fn windows_and_softcap_plan_their_kernels_and_refuse_the_others() {
+    use flashgen::plan::kernel_window;
+    use flashgen::reference::Window;
+    let w = |left, right| Window { left, right };
+    // the kernels' window: causal ends it at the diagonal; a bounded right side makes the kernel causal
+    assert_eq!(kernel_window(true, w(None, None)), (true, Window::UNBOUNDED));
+    assert_eq!(kernel_window(true, w(None, Some(0))), (true, Window::UNBOUNDED));
+    assert_eq!(kernel_window(true, w(Some(1024), None)), (true, w(Some(1024), Some(0))));
+    assert_eq!(kernel_window(true, w(Some(8), Some(64))), (true, w(Some(8), Some(0))));
+    assert_eq!(kernel_window(false, w(None, Some(100))), (true, w(None, Some(100))));
+    assert_eq!(kernel_window(false, w(Some(100), None)), (false, w(Some(100), None)));
+    assert_eq!(kernel_window(false, w(None, None)), (false, Window::UNBOUNDED));
+    let options = PlanOptions::default();
+    for (causal, window, softcap) in [(true, w(Some(1024), None), false), (false, w(Some(64), Some(64)), true), (false, Window::UNBOUNDED, true)] {
+        for d in [64, 128] {
+            let p = problem(d, causal, 4096).with_window(window, softcap);
+            let planned = plan(Arch::Sm90a, &p, &options, &NoTuning).unwrap();
+            let (fwd, bwd) = (planned.forward, planned.backward);
+            assert_eq!(fwd.kind(), KernelKind::FwdWs, "{p:?}");
+            assert!(fwd.ping_pong());
+            assert_eq!(fwd.features().window, !window.is_unbounded());
+            assert_eq!(fwd.features().softcap, softcap);
+            // a window guards rows without keys (a tile's first block may hold none of its later rows' keys)
+            assert_eq!(fwd.features().empty_rows, !window.is_unbounded());
+            assert_eq!(planned.forward_without_tma, fwd, "no kernel without TMA takes them");
+            assert_eq!((bwd.dkdv.kind(), bwd.dq.map(|s| s.kind())), (KernelKind::BwdDkdvWgmma, Some(KernelKind::BwdDqWgmma)));
+            assert!(bwd.dkdv.features() == fwd.features() && bwd.dq.unwrap().features() == fwd.features());
+            assert!(bwd.preprocess.features().is_none(), "Δ is row by row");
+            assert!(planned.backward_without_tma.is_none());
+            assert!(fwd.name().contains(if softcap { "_softcap" } else { "_window" }), "{}", fwd.name());
+            if softcap {
+                assert!(bwd.dkdv.programs_per_sm() <= 2 && bwd.dq.unwrap().programs_per_sm() <= 2, "softcap's registers");
+            }
+            // every backward path asks for the same pair
+            for backward in BackwardPath::ALL {
+                let b = plan(Arch::Sm90a, &p, &PlanOptions { backward, ..options }, &NoTuning).unwrap().backward;
+                assert_eq!(b, bwd, "{backward:?}");
+            }
+        }
+    }
+    // elsewhere: a clear error, not a kernel that ignores them
+    let p = problem(128, true, 4096).with_window(w(Some(256), None), false);
+    let e = plan(Arch::Sm80, &p, &options, &NoTuning).unwrap_err().to_string();
+    assert!(e.contains("sm_90a") && e.contains("sm_80"), "{e}");
+    let e = plan(Arch::Sm90a, &p, &PlanOptions { wgmma: false, ..options }, &NoTuning).unwrap_err().to_string();
+    assert!(e.contains("wgmma off"), "{e}");
+    // the kinds that do not take them refuse them by name
+    let features = flashgen::Features { window: true, ..flashgen::Features::NONE };
+    for kind in [KernelKind::FwdWsPersistent, KernelKind::BwdFused, KernelKind::Fwd] {
+        let arch = if kind == KernelKind::Fwd { Arch::Sm80 } else { Arch::Sm90a };
+        let spec = defaults::spec(kind, arch, DType::Bf16, 128, true, 4096).unwrap();
+        let e = flashgen::plan::with_features(&spec, features).unwrap_err().to_string();
+        assert!(e.contains("a sliding window is built into fwd_ws") && e.contains(kind.name()), "{e}");
+    }
+    let ws2 = SpecParams { num_stages: 2, ..*defaults::spec(KernelKind::FwdWs, Arch::Sm90a, DType::Bf16, 128, true, 4096).unwrap().params() };
+    let e = KernelSpec::with_features(ws2, ScheduleOverrides::NONE, flashgen::Features { softcap: true, ..flashgen::Features::NONE }).unwrap_err().to_string();
+    assert!(e.contains("softcap") && e.contains("NUM_STAGES=2"), "{e}");
+    // the features round-trip through the spec's record
+    let spec = plan(Arch::Sm90a, &problem(128, true, 4096).with_window(w(Some(64), None), true), &options, &NoTuning).unwrap().forward;
+    let json = serde_json::to_string(&spec).unwrap();
+    assert!(json.contains("\"window\":true") && json.contains("\"softcap\":true"), "{json}");
+    assert_eq!(serde_json::from_str::<KernelSpec>(&json).unwrap(), spec);
+    assert_eq!(flashgen::Features::parse("window, softcap").unwrap(), flashgen::Features { window: true, softcap: true, ..flashgen::Features::NONE });
+    assert!(flashgen::Features::parse("windows").unwrap_err().to_string().contains("feature `windows` is unknown"));
 }

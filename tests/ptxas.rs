@@ -71,7 +71,7 @@ fn feature_variants(specs: &[KernelSpec]) -> Vec<KernelSpec> {
     let mut out = Vec::new();
     for spec in specs {
         for (varlen, empty_rows) in [(true, false), (false, true), (true, true)] {
-            let f = Features { varlen, empty_rows };
+            let f = Features { varlen, empty_rows, ..Features::NONE };
             let s = flashgen::plan::with_features(spec, f).unwrap();
             if s.features() == f && !out.contains(&s) {
                 out.push(s);
@@ -79,6 +79,34 @@ fn feature_variants(specs: &[KernelSpec]) -> Vec<KernelSpec> {
         }
     }
     out
+}
+
+/// The variants of `specs` with a sliding window, softcap and both (where the rules admit them: fwd_ws with
+/// ping-pong consumers and the wgmma backward pair), alone and with packed sequences.
+fn rule_variants(specs: &[KernelSpec]) -> Vec<KernelSpec> {
+    let mut out = Vec::new();
+    for spec in specs {
+        for (varlen, window, softcap) in [(false, true, false), (false, false, true), (false, true, true), (true, true, true)] {
+            let f = Features { varlen, window, softcap, ..Features::NONE };
+            if let Ok(s) = flashgen::plan::with_features(spec, f) {
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn window_and_softcap_kernels_assemble_without_spills() {
+    let Some(tool) = ptxas_or_skip() else { return };
+    let specs = rule_variants(&flashgen::plan::default_set());
+    let kinds: Vec<_> = specs.iter().map(|s| s.kind()).collect();
+    for kind in [flashgen::KernelKind::FwdWs, flashgen::KernelKind::BwdDkdvWgmma, flashgen::KernelKind::BwdDqWgmma] {
+        assert!(kinds.contains(&kind), "no window/softcap variant of {}", kind.name());
+    }
+    assemble_all_clean(&tool, &specs, |_, _| {});
 }
 
 /// `specs`, or with `features` their `feature_variants`.
@@ -242,7 +270,7 @@ fn more_programs_per_sm_assemble_without_spills() {
         let o = flashgen::ScheduleOverrides { programs_per_sm: Some(programs), ..Default::default() };
         KernelSpec::with_schedule(*spec.params(), o)
     };
-    let problem = |head_dim, causal| Problem { dtype: DType::Bf16, head_dim, causal, seqlen: 1024, seqlen_k: 1024, varlen: false, bottom_right: true };
+    let problem = |head_dim, causal| Problem::new(DType::Bf16, head_dim, causal, 1024);
     let mut specs = Vec::new();
     for causal in [false, true] {
         let b = plan(Arch::Sm90a, &problem(64, causal), &Default::default(), &NoTuning).unwrap().backward;

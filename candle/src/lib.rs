@@ -311,6 +311,8 @@ mod gpu {
                 align: flashgen_runtime::CausalAlign::BottomRight,
                 sm_scale: Some(op.softmax_scale),
                 varlen: None,
+                window: flashgen_runtime::Window::UNBOUNDED,
+                softcap: None,
             };
             // SAFETY: candle's stream of this device (the primary context), alive while the device is
             let s = unsafe { Stream::from_raw(stream.cu_stream()) };
@@ -383,6 +385,8 @@ mod gpu {
                 align: flashgen_runtime::CausalAlign::BottomRight,
                 sm_scale: Some(op.softmax_scale),
                 varlen: None,
+                window: flashgen_runtime::Window::UNBOUNDED,
+                softcap: None,
             };
             // SAFETY: candle's stream of this device, as in the forward
             let s = unsafe { Stream::from_raw(stream.cu_stream()) };

@@ -37,10 +37,10 @@ enum Command {
 #[derive(Args)]
 struct EmitArgs {
     /// Generate the default set (STAGE 1 and 3, bf16 and fp16, HEAD_DIM 64 and 128, sm_80 and sm_90a) into --out-dir.
-    #[arg(long, conflicts_with_all = ["kernel", "dtype", "head_dim", "block_m", "block_n", "stage", "num_warps", "num_stages", "arch", "schedule", "output", "tuned"])]
+    #[arg(long, conflicts_with_all = ["kernel", "dtype", "head_dim", "block_m", "block_n", "stage", "num_warps", "num_stages", "arch", "schedule", "features", "output", "tuned"])]
     defaults: bool,
     /// Generate exactly the winning specs of a tuning file (`flashgen autotune --out FILE`) into --out-dir.
-    #[arg(long, conflicts_with_all = ["kernel", "dtype", "head_dim", "block_m", "block_n", "stage", "num_warps", "num_stages", "arch", "schedule", "output"])]
+    #[arg(long, conflicts_with_all = ["kernel", "dtype", "head_dim", "block_m", "block_n", "stage", "num_warps", "num_stages", "arch", "schedule", "features", "output"])]
     tuned: Option<PathBuf>,
     #[arg(long, default_value = "fwd")]
     kernel: String,
@@ -70,6 +70,9 @@ struct EmitArgs {
     /// cross_tile, single_tail, narrow_last_product, own_blocks, early_row_norm, q_buffers, programs_per_sm).
     #[arg(long)]
     schedule: Option<String>,
+    /// What the kernel computes beyond fixed-length attention, "varlen,empty_rows,window,softcap" (any of them).
+    #[arg(long)]
+    features: Option<String>,
     /// Output file (PTX, or IR with --ir); the metadata JSON is written beside it. Default: ./<name>.ptx
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
@@ -120,7 +123,8 @@ fn spec_from_flags(a: &EmitArgs) -> Result<KernelSpec, String> {
         arch,
     };
     let schedule = a.schedule.as_deref().map(ScheduleOverrides::parse).transpose().map_err(|e| e.to_string())?.unwrap_or_default();
-    KernelSpec::with_schedule(params, schedule).map_err(|e| e.to_string())
+    let features = flashgen::Features::parse(a.features.as_deref().unwrap_or("")).map_err(|e| e.to_string())?;
+    KernelSpec::with_features(params, schedule, features).map_err(|e| e.to_string())
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {

@@ -126,6 +126,10 @@ fn sm_scale() -> Param {
     scalar_f32("sm_scale", "softmax scale (usually 1/sqrt(HEAD_DIM)); finite and > 0")
 }
 
+fn softcap() -> Param {
+    scalar_f32("SOFTCAP", "softcap kernels: cap > 0, finite (the scaled score s becomes cap · tanh(s / cap)); other kernels ignore it")
+}
+
 /// Each tensor's four strides (batch, head, sequence, head dim) with the letters of the seed's Triton
 /// kernel: sequence m for query rows, n for key rows, k for V's; head dim k, or n for V and O.
 const STRIDE_NAMES: [(&str, [&str; 4]); 9] = [
@@ -173,6 +177,8 @@ pub fn geometry() -> Vec<Param> {
         offsets("CU_SEQLENS_K", "packed sequences (varlen kernels): B + 1 offsets of each sequence's first key row; other kernels ignore it (0)"),
         scalar_i32("TOTAL_Q", "packed sequences (varlen kernels): the rows of the packed Q and O (the row statistics are [H, TOTAL_Q]; every offset is clamped to it); other kernels ignore it"),
         scalar_i32("TOTAL_K", "packed sequences (varlen kernels): the rows of the packed K and V (every offset is clamped to it); other kernels ignore it"),
+        scalar_i32("WINDOW_LEFT", "sliding window (window kernels): query i sees keys from i + diag − WINDOW_LEFT (diag: the ALIGN diagonal's offset; unbounded: 2^30); other kernels ignore it"),
+        scalar_i32("WINDOW_RIGHT", "sliding window (causal window kernels): query i sees keys up to i + diag + WINDOW_RIGHT (0: causal); other kernels ignore it"),
     ]
 }
 
@@ -203,7 +209,7 @@ fn build(entry: Entry) -> Vec<Param> {
     };
     match kind.role() {
         KernelKind::Fwd => {
-            p.extend([tensor("Q", true, "queries"), tensor("K", true, "keys"), tensor("V", true, "values"), sm_scale()]);
+            p.extend([tensor("Q", true, "queries"), tensor("K", true, "keys"), tensor("V", true, "values"), sm_scale(), softcap()]);
             p.push(rows("M", false, "out: f32 row statistics, row `(z·H + h)·N_Q + i` (packed: `h·TOTAL_Q + cu_seqlens_q[b] + i`) = base-2 log-sum-exp m_i + log2(l_i); −inf for a row that sees no key"));
             p.push(tensor("Out", false, "out: O"));
             p.extend(strides(&["Q", "K", "V", "Out"]));
@@ -234,7 +240,7 @@ fn build(entry: Entry) -> Vec<Param> {
         }
         KernelKind::BwdDkdv => {
             let fused = kind.fuses_dq();
-            p.extend([tensor("Q", true, "queries"), tensor("K", true, "keys"), tensor("V", true, "values"), sm_scale()]);
+            p.extend([tensor("Q", true, "queries"), tensor("K", true, "keys"), tensor("V", true, "values"), sm_scale(), softcap()]);
             p.extend([tensor("DO", true, "dO"), tensor("DK", false, "out: dK"), tensor("DV", false, "out: dV")]);
             p.push(rows("M", true, "the forward's base-2 M (its rows; −inf: a row that saw no key)"));
             p.push(rows("Delta", true, "Δ from bwd_pre (rows as M)"));
@@ -269,7 +275,7 @@ fn build(entry: Entry) -> Vec<Param> {
             }
         }
         KernelKind::BwdDq => {
-            p.extend([tensor("Q", true, "queries"), tensor("K", true, "keys"), tensor("V", true, "values"), sm_scale()]);
+            p.extend([tensor("Q", true, "queries"), tensor("K", true, "keys"), tensor("V", true, "values"), sm_scale(), softcap()]);
             p.extend([tensor("DO", true, "dO"), tensor("DQ", false, "out: dQ")]);
             p.push(rows("M", true, "the forward's base-2 M (its rows; −inf: a row that saw no key)"));
             p.push(rows("Delta", true, "Δ from bwd_pre (rows as M)"));

@@ -2,6 +2,7 @@
 //! the tuned results the caller has (`Tuned`), and the fallbacks for layouts TMA cannot describe. The
 //! runtime's calls, `flashgen emit --defaults`, `check`, `bench` and `autotune` all ask it.
 
+use crate::reference::Window;
 use crate::spec::defaults::{self, BACKWARD_KINDS, FORWARD_KINDS};
 use crate::spec::{Arch, BackwardSpecs, DType, Features, KernelKind, KernelSpec, SpecError, SpecParams, HEAD_DIMS};
 
@@ -20,21 +21,52 @@ pub struct Problem {
     pub varlen: bool,
     /// A causal diagonal aligned bottom-right when lengths differ (FlashAttention's), else top-left.
     pub bottom_right: bool,
+    /// A sliding window around that diagonal (a bounded right side makes the kernel causal, shifted).
+    pub window: Window,
+    /// Softcap on the scaled scores.
+    pub softcap: bool,
 }
 
 impl Problem {
     /// Sequences of `seqlen` queries and as many keys.
     pub fn new(dtype: DType, head_dim: u32, causal: bool, seqlen: usize) -> Problem {
-        Problem { dtype, head_dim, causal, seqlen, seqlen_k: seqlen, varlen: false, bottom_right: true }
+        Problem { dtype, head_dim, causal, seqlen, seqlen_k: seqlen, varlen: false, bottom_right: true, window: Window::UNBOUNDED, softcap: false }
+    }
+
+    /// What the score and mask rules add beyond causal: a window or softcap (the forward's fwd_ws only, so far).
+    pub fn modified(&self) -> bool {
+        !self.window.is_unbounded() || self.softcap
     }
 
     /// What the problem needs of its kernels beyond fixed-length attention: packed sequences, and the guard
     /// for rows that see no key (causal bottom-right with more queries than keys; packed sequences, whose
     /// lengths only the GPU knows).
     pub fn features(&self) -> Features {
+        let window = !self.window.is_unbounded();
         let starved = self.causal && (self.varlen || (self.bottom_right && self.seqlen > self.seqlen_k));
-        Features { varlen: self.varlen, empty_rows: starved }
+        Features { varlen: self.varlen, empty_rows: starved, window, softcap: self.softcap }
     }
+
+    /// The problem with a window (and softcap) as its kernels take it (`kernel_window`): the causal flag
+    /// is the kernel's.
+    pub fn with_window(self, window: Window, softcap: bool) -> Problem {
+        let (causal, window) = kernel_window(self.causal, window);
+        Problem { causal, window, softcap, ..self }
+    }
+
+
+}
+
+/// A call's causality and window as the kernels take them: a causal call's window ends at the diagonal
+/// (right bound 0); a bounded right side makes the kernel causal, its diagonal shifted by the bound
+/// (WINDOW_RIGHT); a window left with no bound on either side is none (a causal kernel, or a plain one).
+pub fn kernel_window(causal: bool, window: Window) -> (bool, Window) {
+    let right = if causal { Some(0) } else { window.right };
+    let window = match (window.left, right) {
+        (None, Some(0)) | (None, None) => Window::UNBOUNDED,
+        (left, right) => Window { left, right },
+    };
+    (causal || right.is_some(), window)
 }
 
 /// Which backward runs where the GPU has wgmma (FLASHGEN_BACKWARD=default|split|fused|fused-atomic).
@@ -135,6 +167,13 @@ pub fn with_features(spec: &KernelSpec, features: Features) -> Result<KernelSpec
 
 /// The forward kind a problem runs (`FORWARD_KINDS` on Hopper, fwd elsewhere).
 pub fn forward_kind(arch: Arch, problem: &Problem, options: &PlanOptions) -> Result<KernelKind, SpecError> {
+    if problem.modified() {
+        // (the ping-pong consumer of fwd_ws is where windows and softcap are built in so far)
+        return match hopper(arch, options) {
+            true => Ok(KernelKind::FwdWs),
+            false => Err(SpecError(format!("sliding windows and softcap run on sm_90a's fwd_ws only so far, not on {} with wgmma {}: use an H100/H200 with the Hopper kernels on", arch.name(), if options.wgmma { "on" } else { "off" }))),
+        };
+    }
     if !hopper(arch, options) {
         return Ok(KernelKind::Fwd);
     }
@@ -144,6 +183,13 @@ pub fn forward_kind(arch: Arch, problem: &Problem, options: &PlanOptions) -> Res
 /// The backward's dK/dV (and dQ) kinds a problem runs under `options`.
 fn backward_kinds(arch: Arch, problem: &Problem, options: &PlanOptions) -> Result<&'static [KernelKind], SpecError> {
     use KernelKind::*;
+    if problem.modified() {
+        // (windows and softcap: the separate wgmma pair, whatever the path asked for)
+        return match hopper(arch, options) {
+            true => Ok(&[BwdDkdvWgmma, BwdDqWgmma]),
+            false => Err(SpecError(format!("sliding windows and softcap run on sm_90a's wgmma kernels only so far, not on {}: use an H100/H200 with the Hopper kernels on", arch.name()))),
+        };
+    }
     if !hopper(arch, options) {
         return Ok(&[BwdDkdv, BwdDq]);
     }
@@ -182,7 +228,9 @@ pub fn backward_family(kind: KernelKind, arch: Arch, problem: &Problem) -> Resul
 /// The fwd_wgmma spec that computes what a warp-specialized forward does without TMA: the same tiles with
 /// one warpgroup fewer where they validate there, else fwd_wgmma's default; other specs as they are.
 pub fn without_tma(forward: &KernelSpec, problem: &Problem) -> Result<KernelSpec, SpecError> {
-    if !forward.kind().warp_specialized_forward() {
+    // (windows and softcap have no kernel without TMA yet: such a call's layouts must suit TMA)
+    let modified = forward.features().window || forward.features().softcap;
+    if !forward.kind().warp_specialized_forward() || modified {
         return Ok(*forward);
     }
     let p = forward.params();
@@ -208,7 +256,7 @@ pub fn plan(arch: Arch, problem: &Problem, options: &PlanOptions, tuned: &dyn Tu
     }
     let forward = chosen(forward_kind(arch, problem, options)?, arch, problem, tuned)?;
     let backward = backward_specs(backward_kinds(arch, problem, options)?, arch, problem, tuned)?;
-    let backward_without_tma = if backward.dkdv.kind().fuses_dq() && options.backward == BackwardPath::Default {
+    let backward_without_tma = if backward.dkdv.kind().fuses_dq() && options.backward == BackwardPath::Default && !problem.modified() {
         Some(backward_specs(&[KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma], arch, problem, tuned)?)
     } else {
         None

@@ -155,6 +155,11 @@ struct Common {
     /// A whole tile may see no key (packed sequences, or EMPTY_ROWS): the forward then writes O = 0 and
     /// M = -inf for its rows without visiting a block.
     EMPTY_TILES: bool,
+    /// `Features::window`: the tile's K/V blocks start at its first row's first key (%kv_first), blocks
+    /// before %n_left take the left bound's mask, and a causal diagonal is shifted by WINDOW_RIGHT.
+    WINDOW: bool,
+    /// `Features::softcap`: S is capped (cap · tanh(S·sm_scale / cap)) where it is named (`wg::name_s`).
+    SOFTCAP: bool,
 }
 
 #[derive(Serialize)]
@@ -338,6 +343,8 @@ impl KernelConstants {
             VARLEN: spec.features().varlen,
             EMPTY_ROWS: spec.features().empty_rows,
             EMPTY_TILES: spec.features().varlen || spec.features().empty_rows,
+            WINDOW: spec.features().window,
+            SOFTCAP: spec.features().softcap,
         };
         let forward = (kind.role() == KernelKind::Fwd).then(|| Forward {
             BLOCK_N_N8_TILES: bn / 8,
@@ -539,6 +546,9 @@ struct SequenceNames {
     /// [H, total_q]).
     total_q: &'static str,
     total_k: &'static str,
+    /// The sliding window's bounds around the diagonal (window kernels read them).
+    window_left: &'static str,
+    window_right: &'static str,
 }
 
 impl SequenceNames {
@@ -554,6 +564,8 @@ impl SequenceNames {
             cu_seqlens_k: "%CU_SEQLENS_K",
             total_q: "%TOTAL_Q",
             total_k: "%TOTAL_K",
+            window_left: "%WINDOW_LEFT",
+            window_right: "%WINDOW_RIGHT",
         }
     }
 }
@@ -661,7 +673,7 @@ mod tests {
         let geometry: Vec<String> = crate::abi::geometry().iter().map(|p| format!("%{}", p.name)).collect();
         let spec = KernelSpec::backward_preprocess(crate::spec::Arch::Sm80, DType::Bf16, 64);
         let names = SequenceNames::of(&spec);
-        for name in [names.batch, names.heads, names.kv_heads, names.q_len, names.kv_len, names.align, names.cu_seqlens_q, names.cu_seqlens_k, names.total_q, names.total_k] {
+        for name in [names.batch, names.heads, names.kv_heads, names.q_len, names.kv_len, names.align, names.cu_seqlens_q, names.cu_seqlens_k, names.total_q, names.total_k, names.window_left, names.window_right] {
             assert!(geometry.iter().any(|g| g == name), "seq name {name} is not a parameter of abi::geometry");
         }
         for kind in KernelKind::ALL {

@@ -244,8 +244,11 @@ def flash_attn_func(q: Tensor, k: Tensor, v: Tensor, dropout_p: float = 0.0, sof
     natural-log log-sum-exp of each row, (batch, heads, seqlen_q) float32 (-inf for a row that sees no key).
     The backward gives dk, dv shaped like k, v.
 
-    Not (yet) in flashgen's runtime, each a NotImplementedError: dropout_p > 0, window_size other than (-1, -1),
-    softcap > 0, alibi_slopes, v's head dim other than q's, return_attn_probs. The backward is deterministic
+    window_size=(left, right) is a sliding window around that diagonal (query i sees keys i + d - left ..= i + d +
+    right, -1 unbounded; causal=True ends it at the diagonal), softcap > 0 caps the scaled scores (cap · tanh(s /
+    cap)), forward and backward, on sm_90a (H100/H200) so far. Not (yet) in flashgen's runtime, each a
+    NotImplementedError: dropout_p > 0,
+    alibi_slopes, v's head dim other than q's, return_attn_probs. The backward is deterministic
     (deterministic=True is accepted; it only conflicts with FLASHGEN_BACKWARD=fused-atomic).
     """
     return _attention(q, k, v, None, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,

@@ -15,6 +15,7 @@
 use crate::dlpack::{self, Operand, DL_FLOAT, DL_INT};
 use crate::{check_devices, check_scale, check_variant, dims, dtype_of, flash_for, layout_of, py_err, same_dtype, value_err, view, view_mut, Form, RestoreContext};
 use flashgen_runtime::{BlockTable, BufferView, BufferViewMut, KvCacheCall, Stream};
+use pyo3::exceptions::PyNotImplementedError;
 use pyo3::prelude::*;
 
 /// An int32 tensor of `rank` dimensions, contiguous, 4-byte aligned; its element count.
@@ -65,6 +66,12 @@ pub fn kvcache(
     stream: usize,
 ) -> PyResult<usize> {
     let variant = check_variant(causal, (window_size_left, window_size_right), softcap, alibi_slopes.is_some(), 0.0)?;
+    if !variant.window.is_unbounded() {
+        return Err(PyNotImplementedError::new_err(format!("window_size=({window_size_left}, {window_size_right}): the decode kernels have no sliding-window mask yet; use window_size=(-1, -1)")));
+    }
+    if variant.softcap.is_some() {
+        return Err(PyNotImplementedError::new_err(format!("softcap={softcap}: the decode kernels have no softcap yet; use softcap=0.0")));
+    }
     let sm_scale = check_scale(softmax_scale)?;
     let num_splits = match usize::try_from(num_splits) {
         Ok(0) => None,

@@ -95,7 +95,12 @@ fn value_err(msg: impl Into<String>) -> PyErr {
 /// runtime cannot compute them (each becomes a runtime call argument when it lands).
 struct Variant {
     causal: bool,
+    /// flash-attn's window_size as the kernels take it (sm_90a: fwd_ws and the wgmma backward pair).
+    window: flashgen_runtime::Window,
+    /// softcap > 0 (sm_90a, as the window).
+    softcap: Option<f32>,
 }
+
 
 fn check_variant(causal: bool, window: (i64, i64), softcap: f64, alibi: bool, dropout_p: f64) -> PyResult<Variant> {
     if !(dropout_p.is_finite() && (0.0..1.0).contains(&dropout_p)) {
@@ -110,24 +115,19 @@ fn check_variant(causal: bool, window: (i64, i64), softcap: f64, alibi: bool, dr
     if left < -1 || right < -1 {
         return Err(value_err(format!("window_size=({left}, {right}): each side is -1 (unbounded) or a number of keys >= 0")));
     }
-    // (-1, 0) with causal=True is plain causal attention, as flash-attn treats it
-    let no_window = (left, right) == (-1, -1) || (causal && (left, right) == (-1, 0));
-    if !no_window {
-        return Err(PyNotImplementedError::new_err(format!(
-            "window_size=({left}, {right}): sliding-window attention is not in flashgen's runtime yet; use window_size=(-1, -1)"
-        )));
-    }
-    if !(softcap.is_finite() && softcap >= 0.0) {
-        return Err(value_err(format!("softcap={softcap}: 0 (off) or a positive cap is expected")));
-    }
-    if softcap > 0.0 {
-        return Err(PyNotImplementedError::new_err(format!("softcap={softcap}: logit soft-capping is not in flashgen's runtime yet; use softcap=0.0")));
+    // (-1, 0) with causal=True is plain causal attention, as flash-attn treats it (the runtime's kernel_window)
+    let window = flashgen_runtime::Window::from_fa(left, right);
+    if !(softcap.is_finite() && softcap >= 0.0 && softcap <= f32::MAX as f64) {
+        return Err(value_err(format!("softcap={softcap}: 0 (off) or a positive, finite cap is expected")));
     }
     if alibi {
         return Err(PyNotImplementedError::new_err("alibi_slopes: ALiBi is not in flashgen's runtime yet; pass alibi_slopes=None"));
     }
-    Ok(Variant { causal })
+    // (the window as the kernels take it: none for a causal (-1, 0); the runtime derives the kernel's causality)
+    let (_, window) = flashgen::plan::kernel_window(causal, window);
+    Ok(Variant { causal, window, softcap: (softcap > 0.0).then_some(softcap as f32) })
 }
+
 
 fn dtype_of(op: &Operand) -> PyResult<DType> {
     match (op.dtype.code, op.dtype.bits, op.dtype.lanes) {
@@ -429,7 +429,7 @@ fn forward(
         _ => StatsOut::Discard,
     };
     let varlen = packed.as_ref().map(Packed::varlen);
-    let call = ForwardCall { q: qv, k: kv, v: vv, o: ov, stats, causal: variant.causal, align: CausalAlign::BottomRight, sm_scale, varlen };
+    let call = ForwardCall { q: qv, k: kv, v: vv, o: ov, stats, causal: variant.causal, align: CausalAlign::BottomRight, sm_scale, varlen, window: variant.window, softcap: variant.softcap };
     // SAFETY (Stream::from_raw): the wrapper passes the current stream of the tensors' device
     // (torch.cuda.current_stream(device)), a stream of the primary context; this call's contract.
     let stream = unsafe { Stream::from_raw(stream as flashgen_runtime::cudarc::driver::sys::CUstream) };
@@ -497,7 +497,7 @@ fn backward(
     let lse_view = unsafe { BufferView::<f32>::from_raw_parts(l.addr, rows) };
     let stats = if base2 { StatsIn::M(lse_view) } else { StatsIn::Lse(lse_view) };
     let varlen = packed.as_ref().map(Packed::varlen);
-    let call = BackwardCall { q: qv, k: kv, v: vv, o: ov, d_o: dov, stats, dq: dqv, dk: dkv, dv: dvv, causal: variant.causal, align: CausalAlign::BottomRight, sm_scale, varlen };
+    let call = BackwardCall { q: qv, k: kv, v: vv, o: ov, d_o: dov, stats, dq: dqv, dk: dkv, dv: dvv, causal: variant.causal, align: CausalAlign::BottomRight, sm_scale, varlen, window: variant.window, softcap: variant.softcap };
     // SAFETY: as in `forward`.
     let stream = unsafe { Stream::from_raw(stream as flashgen_runtime::cudarc::driver::sys::CUstream) };
     let _restore = RestoreContext::save();

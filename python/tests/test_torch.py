@@ -63,20 +63,28 @@ def check_against_sdpa(q, k, v, out, causal, scale, dout=None, grads=None, fwd_k
         assert e_ours <= bwd_k * e_torch + atol, f"{name}: error {e_ours:.2e}, SDPA {q.dtype}'s {e_torch:.2e}"
 
 
-def attention_ref(q, k, v, causal, scale, dtype):
+def attention_ref(q, k, v, causal, scale, dtype, window_size=(-1, -1), softcap=0.0):
     """Attention by its definition in `dtype`, (B, N_q, H, D) with k, v (B, N_kv, H_kv, D): K/V heads repeated for GQA
     (query head h reads K/V head h // (H // H_kv)), the causal mask aligned bottom-right (query i sees key j iff
-    j <= i + N_kv - N_q), a row that sees no key giving 0. Returns out (B, N_q, H, D) and the natural-log LSE
-    (B, H, N_q), -inf for rows without keys. In a half type it is flash-attn's own yardstick (attention_ref with
-    upcast=False)."""
+    j <= i + N_kv - N_q), a row that sees no key giving 0. window_size (left, right): keys i + N_kv - N_q - left ..=
+    i + N_kv - N_q + right (-1 unbounded); softcap > 0: s = cap · tanh(s / cap) on the scaled scores. Returns out
+    (B, N_q, H, D) and the natural-log LSE (B, H, N_q), -inf for rows without keys. In a half type it is
+    flash-attn's own yardstick (attention_ref with upcast=False)."""
     group = q.shape[2] // k.shape[2]
     qd = q.to(dtype)
     kd, vd = (x.to(dtype).repeat_interleave(group, dim=2) for x in (k, v))
     s = torch.einsum("bnhd,bmhd->bhnm", qd, kd) * scale
+    if softcap > 0:
+        s = softcap * torch.tanh(s / softcap)
     n, m = s.shape[-2:]
     i = torch.arange(n, device=s.device)[:, None]
     j = torch.arange(m, device=s.device)[None, :]
     visible = (j <= i + (m - n)) if causal else torch.ones(n, m, dtype=torch.bool, device=s.device)
+    left, right = window_size
+    if left >= 0:
+        visible = visible & (j >= i + (m - n) - left)
+    if right >= 0:
+        visible = visible & (j <= i + (m - n) + right)
     s = s.masked_fill(~visible, float("-inf"))
     lse = torch.logsumexp(s.double(), dim=-1)
     has_key = visible.any(-1)[:, None]
@@ -135,10 +143,9 @@ def test_flash_attn_arguments_are_checked_before_any_tensor(torch_only):
         flash_attn_func(q, q, q, dropout_p=0.1)
     with pytest.raises(NotImplementedError, match="return_attn_probs"):
         flash_attn_func(q, q, q, return_attn_probs=True)
-    with pytest.raises(NotImplementedError, match="sliding-window"):
-        flash_attn_func(q, q, q, window_size=(64, 64))
-    with pytest.raises(NotImplementedError, match="soft-capping"):
-        flash_attn_func(q, q, q, softcap=50.0)
+    # windows and softcap are taken (sm_90a's kernels): a CPU tensor is then the error
+    with pytest.raises(ValueError, match="tensor q is on cpu"):
+        flash_attn_func(q, q, q, window_size=(64, 64), softcap=50.0)
     with pytest.raises(NotImplementedError, match="ALiBi"):
         flash_attn_func(q, q, q, alibi_slopes=torch.ones(4))
     with pytest.raises(TypeError, match="k is a list"):
@@ -303,6 +310,31 @@ def test_unequal_lengths_forward_and_backward(gpu, causal, n_q, n_kv, h_kv):
     check_lse(lse, attention_ref(q.detach(), k.detach(), v.detach(), causal, d ** -0.5, torch.float64)[1])
     if causal and n_q > n_kv:
         assert torch.all(out[:, :n_q - n_kv] == 0)
+
+
+@pytest.mark.parametrize("window_size, causal", [((64, 0), True), ((100, -1), False), ((-1, 50), False), ((32, 32), False), ((-1, -1), True)],
+                         ids=["left64-causal", "left100", "right50", "both32", "none-causal"])
+@pytest.mark.parametrize("softcap", [0.0, 5.0], ids=["nocap", "cap5"])
+@pytest.mark.parametrize("n_q, n_kv", [(1000, 1000), (300, 700), (700, 300)], ids=["equal", "more-keys", "more-queries"])
+def test_windows_and_softcap_forward_and_backward(gpu, window_size, causal, softcap, n_q, n_kv):
+    """Sliding windows and softcap (sm_90a's fwd_ws and wgmma backward pair) against the definition in float64."""
+    if torch.cuda.get_device_capability(gpu) != (9, 0):
+        pytest.skip("windows and softcap run on sm_90a's fwd_ws only so far")
+    if window_size == (-1, -1) and softcap == 0.0:
+        pytest.skip("plain causal attention: the other tests")
+    b, h, h_kv, d = 2, 4, 2, 128
+    g = torch.Generator(device=gpu).manual_seed(n_q * 7 + n_kv)
+    q = torch.randn(b, n_q, h, d, dtype=torch.bfloat16, device=gpu, generator=g, requires_grad=True)
+    k, v = (torch.randn(b, n_kv, h_kv, d, dtype=torch.bfloat16, device=gpu, generator=g, requires_grad=True) for _ in range(2))
+    out, lse = flash_attn_func(q, k, v, causal=causal, window_size=window_size, softcap=softcap, return_lse=True)
+    dout = torch.randn_like(out)
+    out.backward(dout)
+    ref = lambda q_, k_, v_, t: attention_ref(q_, k_, v_, causal, d ** -0.5, t, window_size, softcap)[0]  # noqa: E731
+    check_against(ref, q, k, v, out.detach(), dout, (q.grad, k.grad, v.grad))
+    x = (q.detach(), k.detach(), v.detach())
+    check_lse(lse, attention_ref(*x, causal, d ** -0.5, torch.float64, window_size, softcap)[1])
+    with torch.no_grad():
+        assert torch.equal(flash_attn_func(*x, causal=causal, window_size=window_size, softcap=softcap), out.detach())
 
 
 # sequence lengths of the packed batches: equal query and key lengths (self-attention), and other key lengths

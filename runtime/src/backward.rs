@@ -68,6 +68,8 @@ pub struct BackwardArgs<'a> {
     pub dk: TensorViewMut<'a>,
     pub dv: TensorViewMut<'a>,
     pub sm_scale: f32,
+    /// The cap of softcap kernels (finite, > 0); others ignore it.
+    pub softcap: f32,
     /// Needed exactly when dK/dV computes dQ (bwd_fused).
     pub fused: Option<FusedScratch<'a>>,
 }
@@ -185,7 +187,7 @@ impl BackwardKernels<'_> {
         let k = self.dkdv;
         let mut args = KernelArgs::new();
         let delta = a.delta.as_view();
-        args.tensor("Q", &a.q).tensor("K", &a.k).tensor("V", &a.v).f32("sm_scale", a.sm_scale);
+        args.tensor("Q", &a.q).tensor("K", &a.k).tensor("V", &a.v).f32("sm_scale", a.sm_scale).f32("SOFTCAP", a.softcap);
         args.tensor("DO", &a.d_o).tensor_mut("DK", &mut a.dk).tensor_mut("DV", &mut a.dv);
         args.f32s("M", &a.m).f32s("Delta", &delta).geometry(&g);
         if let (Some(f), Some([map_q, map_do])) = (a.fused.as_mut(), maps) {
@@ -195,7 +197,7 @@ impl BackwardKernels<'_> {
         // # Safety
         // 1. The arguments are the dK/dV kernel's parameter list (flashgen::abi, its `define` line's source;
         //    docs/ABI.md) in its order, each of its parameter's type (`launch_args` checks): Q, K, V,
-        //    sm_scale, dO, dK, dV, M, Delta, 24 i64 strides, the geometry group; bwd_fused's: dQ, the f32 partial
+        //    sm_scale, SOFTCAP, dO, dK, dV, M, Delta, 24 i64 strides, the geometry group; bwd_fused's: dQ, the f32 partial
         //    sums, the locks and the chains (i32) after Delta, dQ's 4 strides after dV's, and the TMA
         //    descriptors of Q and dO (built here over those same buffers and layouts) after it.
         // 2. As for the preprocess; block size and dynamic shared memory are the spec's own, raised at load;
@@ -228,12 +230,12 @@ impl BackwardKernels<'_> {
     fn launch_dq(&self, dq: &LoadedKernel, stream: sys::CUstream, a: &mut BackwardArgs<'_>, g: KernelGeometry) -> Result<(), RuntimeError> {
         let delta = a.delta.as_view();
         let mut args = KernelArgs::new();
-        args.tensor("Q", &a.q).tensor("K", &a.k).tensor("V", &a.v).f32("sm_scale", a.sm_scale);
+        args.tensor("Q", &a.q).tensor("K", &a.k).tensor("V", &a.v).f32("sm_scale", a.sm_scale).f32("SOFTCAP", a.softcap);
         args.tensor("DO", &a.d_o).tensor_mut("DQ", &mut a.dq).f32s("M", &a.m).f32s("Delta", &delta).geometry(&g);
         // # Safety
         // 1. The arguments are the dQ kernel's parameter list (flashgen::abi, its `define` line's source;
         //    docs/ABI.md) in its order, each of its parameter's type (`launch_args` checks): Q, K, V,
-        //    sm_scale, dO, dQ, M, Delta, 20 i64 strides, the geometry group.
+        //    sm_scale, SOFTCAP, dO, dQ, M, Delta, 20 i64 strides, the geometry group.
         // 2. As for the preprocess.
         unsafe { args.launch(stream, &dq.function, &dq.spec.name(), abi::kernel_parameters(dq.spec.kind()), launch_config(dq, &g)) }
     }

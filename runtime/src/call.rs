@@ -8,6 +8,7 @@ use crate::stream::{grow, Stream};
 use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
 use crate::geometry::{CausalAlign, Geometry, VarLen};
 use crate::kernel::KernelGeometry;
+use flashgen::reference::Window;
 use crate::{lse, Flash, LayoutError, RuntimeError};
 use flashgen::{BackwardSpecs, KernelSpec, Plan};
 
@@ -45,6 +46,11 @@ pub struct ForwardCall<'a> {
     pub sm_scale: Option<f32>,
     /// Packed variable-length sequences.
     pub varlen: Option<VarLen<'a>>,
+    /// A sliding window around the aligned diagonal (FlashAttention's `window_size`; `Window::UNBOUNDED`
+    /// for none). With `causal` its right bound is 0.
+    pub window: Window,
+    /// Softcap: the scaled score s becomes cap · tanh(s / cap) (Gemma 2's 50.0, Grok's 30.0); finite, > 0.
+    pub softcap: Option<f32>,
 }
 
 /// One backward call: dQ, dK, dV of the forward with these inputs, its O and statistics, and dO (dQ shaped
@@ -64,6 +70,9 @@ pub struct BackwardCall<'a> {
     /// Default 1/sqrt(HEAD_DIM); must be the forward's.
     pub sm_scale: Option<f32>,
     pub varlen: Option<VarLen<'a>>,
+    /// The forward's window and softcap (`ForwardCall`).
+    pub window: Window,
+    pub softcap: Option<f32>,
 }
 
 fn same_dtype(q: &TensorView<'_>, others: &[(&str, flashgen::DType)], what: &str) -> Result<(), RuntimeError> {
@@ -87,6 +96,31 @@ pub(crate) fn problem_of(dtype: flashgen::DType, g: &Geometry, causal: bool, ali
         bottom_right: align == CausalAlign::BottomRight,
         ..flashgen::Problem::new(dtype, g.head_dim as u32, causal, g.seqlen_q)
     }
+}
+
+/// The mask and score rules of a forward call as its kernel takes them (`flashgen::plan::kernel_window`):
+/// whether the kernel is causal, its window, and the softcap, checked.
+fn kernel_rules(causal: bool, window: Window, softcap: Option<f32>) -> Result<(bool, Window, Option<f32>), RuntimeError> {
+    if let Some(cap) = softcap.filter(|c| !(c.is_finite() && *c > 0.0)) {
+        return Err(RuntimeError::Argument(format!("softcap = {cap}: the cap must be finite and > 0 (None for no softcap)")));
+    }
+    let (causal, window) = flashgen::plan::kernel_window(causal, window);
+    Ok((causal, window, softcap))
+}
+
+/// A kernel computes a call's window and softcap exactly when it has the features for them.
+fn check_rules(spec: &KernelSpec, window: &Window, softcap: Option<f32>) -> Result<(), RuntimeError> {
+    let features = spec.features();
+    if features.window == window.is_unbounded() || features.softcap != softcap.is_some() {
+        let what = |w: bool, c: bool| format!("{}{}", if w { "a window" } else { "no window" }, if c { " and softcap" } else { " and no softcap" });
+        return Err(RuntimeError::Argument(format!("the call has {} but kernel {} computes {}: plan it for this call", what(!window.is_unbounded(), softcap.is_some()), spec.name(), what(features.window, features.softcap))));
+    }
+    Ok(())
+}
+
+/// The problem the plan sees for a forward call with these rules (`kernel_rules`).
+fn forward_problem(dtype: flashgen::DType, g: &Geometry, align: CausalAlign, (causal, window, softcap): (bool, Window, Option<f32>)) -> flashgen::Problem {
+    flashgen::Problem { window, softcap: softcap.is_some(), ..problem_of(dtype, g, causal, align) }
 }
 
 /// A kernel runs a call of its dtype and causality, and one of packed sequences only if it reads them.
@@ -128,13 +162,16 @@ impl Flash {
     /// The forward on `stream`, with the kernel the plan chooses.
     pub fn forward(&self, call: ForwardCall<'_>, stream: Stream) -> Result<(), RuntimeError> {
         let g = Geometry::of(&call.q, &call.k, &call.v, call.varlen.as_ref())?;
-        let spec = self.plan_for(call.q.dtype, &g, call.causal, call.align)?.forward;
+        let rules = kernel_rules(call.causal, call.window, call.softcap)?;
+        let spec = self.plan_problem(&forward_problem(call.q.dtype, &g, call.align, rules), g.batch * g.heads)?.forward;
         self.forward_with(&spec, call, stream)
     }
 
     /// The forward on `stream` with an explicit kernel.
     pub fn forward_with(&self, spec: &KernelSpec, call: ForwardCall<'_>, stream: Stream) -> Result<(), RuntimeError> {
-        let ForwardCall { q, k, v, o, stats, causal, align, sm_scale, varlen } = call;
+        let ForwardCall { q, k, v, o, stats, causal, align, sm_scale, varlen, window, softcap } = call;
+        let (causal, window, softcap) = kernel_rules(causal, window, softcap)?;
+        check_rules(spec, &window, softcap)?;
         same_dtype(&q, &[("K", k.dtype), ("V", v.dtype), ("O", o.dtype)], "all four must share one dtype")?;
         let g = Geometry::of(&q, &k, &v, varlen.as_ref())?;
         if o.layout.shape != q.layout.shape {
@@ -152,6 +189,9 @@ impl Flash {
                 Ok(maps) => (*spec, Some(maps)),
                 Err(why) => {
                     let instead = flashgen::plan::without_tma(spec, &problem_of(q.dtype, &g, causal, align)).map_err(|e| RuntimeError::Argument(e.to_string()))?;
+                    if instead == *spec {
+                        return Err(RuntimeError::Argument(format!("{}: {why}, and windows and softcap have no kernel without TMA yet: give Q, K and V layouts TMA can describe (16-byte aligned strides, no stride 0)", spec.name())));
+                    }
                     self.cache.warn(format!("{}: {why}; running {} instead", spec.name(), instead.name()));
                     (instead, None)
                 }
@@ -177,8 +217,8 @@ impl Flash {
             true => Some(grow(&self.gpu, stream, &mut scratch.tile_counter, 2)?),
             false => None,
         };
-        let geometry = kernel_geometry(&g, align, varlen.as_ref());
-        kernel.launch(&self.gpu, stream, ForwardArgs { geometry, q, k, v, o, m, sm_scale, maps, tile_counter })?;
+        let geometry = KernelGeometry { window, ..kernel_geometry(&g, align, varlen.as_ref()) };
+        kernel.launch(&self.gpu, stream, ForwardArgs { geometry, q, k, v, o, m, sm_scale, softcap: softcap.unwrap_or(1.0), maps, tile_counter })?;
         if let Some(factor) = lse_factor {
             // the kernel wrote M into the caller's buffer: scale its rows in place
             self.scale(addr, addr, factor, stat_rows, stream)?;
@@ -191,7 +231,8 @@ impl Flash {
     pub fn backward(&self, call: BackwardCall<'_>, stream: Stream) -> Result<(), RuntimeError> {
         self.check_backward_env()?;
         let g = Geometry::of(&call.q, &call.k, &call.v, call.varlen.as_ref())?;
-        let plan = self.plan_for(call.q.dtype, &g, call.causal, call.align)?;
+        let rules = kernel_rules(call.causal, call.window, call.softcap)?;
+        let plan = self.plan_problem(&forward_problem(call.q.dtype, &g, call.align, rules), g.batch * g.heads)?;
         let mut specs = plan.backward;
         if let Some(split) = plan.backward_without_tma {
             if let Err(why) = crate::tma::fused_backward_maps(&specs.dkdv, &call.q, &call.d_o) {
@@ -204,7 +245,11 @@ impl Flash {
 
     /// The backward on `stream` with explicit kernels.
     pub fn backward_with(&self, specs: &BackwardSpecs, call: BackwardCall<'_>, stream: Stream) -> Result<(), RuntimeError> {
-        let BackwardCall { q, k, v, o, d_o, stats, dq, dk, dv, causal, align, sm_scale, varlen } = call;
+        let BackwardCall { q, k, v, o, d_o, stats, dq, dk, dv, causal, align, sm_scale, varlen, window, softcap } = call;
+        let (causal, window, softcap) = kernel_rules(causal, window, softcap)?;
+        for spec in [Some(specs.dkdv), specs.dq].into_iter().flatten() {
+            check_rules(&spec, &window, softcap)?;
+        }
         let g = Geometry::of(&q, &k, &v, varlen.as_ref())?;
         let named = [("O", o.dtype, o.layout.shape, q.layout.shape), ("dO", d_o.dtype, d_o.layout.shape, q.layout.shape), ("dQ", dq.dtype, dq.layout.shape, q.layout.shape), ("dK", dk.dtype, dk.layout.shape, k.layout.shape), ("dV", dv.dtype, dv.layout.shape, k.layout.shape)];
         same_dtype(&q, &[("K", k.dtype), ("V", v.dtype)], "all tensors of the backward share one dtype")?;
@@ -249,7 +294,7 @@ impl Flash {
             }
         };
         let delta = grow(&self.gpu, stream, &mut scratch.delta, rows)?;
-        let geometry = kernel_geometry(&g, align, varlen.as_ref());
+        let geometry = KernelGeometry { window, ..kernel_geometry(&g, align, varlen.as_ref()) };
         let chains = flashgen::plan::dq_chains(specs.dkdv.kind(), self.dq_chains());
         let fused = if specs.dkdv.kind().fuses_dq() {
             let (partial, locks) = FusedScratch::lengths(&specs.dkdv, &geometry, chains);
@@ -259,7 +304,7 @@ impl Flash {
         } else {
             None
         };
-        kernels.launch(&self.gpu, stream, BackwardArgs { geometry, q, k, v, o, d_o, m, delta, dq, dk, dv, sm_scale, fused })
+        kernels.launch(&self.gpu, stream, BackwardArgs { geometry, q, k, v, o, d_o, m, delta, dq, dk, dv, sm_scale, softcap: softcap.unwrap_or(1.0), fused })
     }
 
     /// dst[i] = src[i] · factor for the first `n` floats (M <-> LSE), on `stream`.

@@ -7,6 +7,7 @@ use cudarc::driver::sys::CUfunction_attribute_enum;
 use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
 use cudarc::driver::{sys, CudaFunction, LaunchConfig};
 use flashgen::abi::{Elem, Param, ParamType};
+use flashgen::reference::Window;
 use flashgen::KernelSpec;
 
 /// A kernel loaded into a context, ready to launch; with the fused backward also its dQ sum pass
@@ -58,6 +59,18 @@ pub struct KernelGeometry {
     /// Rows of the packed Q/O and K/V tensors (for fixed lengths batch·seqlen_q and batch·seqlen_k).
     pub total_q: usize,
     pub total_k: usize,
+    /// A sliding window around the aligned diagonal (`Window`; window kernels read it, others ignore it).
+    pub window: Window,
+}
+
+/// The bound the kernels take for an unbounded side of a window (WINDOW_LEFT, WINDOW_RIGHT): far past any
+/// 32-bit row, with room for the kernels' sums of rows and offsets.
+pub const WINDOW_UNBOUNDED: i32 = 1 << 30;
+
+/// WINDOW_LEFT, WINDOW_RIGHT as the kernels take them (a bound past 2^30 keys is unbounded there).
+pub fn window_bounds(w: &Window) -> (i32, i32) {
+    let bound = |b: Option<usize>| b.map_or(WINDOW_UNBOUNDED, |b| b.min(WINDOW_UNBOUNDED as usize) as i32);
+    (bound(w.left), bound(w.right))
 }
 
 impl KernelGeometry {
@@ -70,7 +83,7 @@ impl KernelGeometry {
     /// reading `kv_heads` K/V heads.
     pub fn fixed(batch: usize, heads: usize, kv_heads: usize, seqlen_q: usize, seqlen_k: usize, bottom_right: bool) -> KernelGeometry {
         let (total_q, total_k) = (batch * seqlen_q, batch * seqlen_k);
-        KernelGeometry { batch, heads, kv_heads, seqlen_q, seqlen_k, bottom_right, cu_seqlens_q: 0, cu_seqlens_k: 0, total_q, total_k }
+        KernelGeometry { batch, heads, kv_heads, seqlen_q, seqlen_k, bottom_right, cu_seqlens_q: 0, cu_seqlens_k: 0, total_q, total_k, window: Window::UNBOUNDED }
     }
 
     /// Packed sequences: `batch` of them, their offsets at the device addresses `cu_seqlens_q`,
@@ -78,7 +91,7 @@ impl KernelGeometry {
     /// tensors' rows `total_q`, `total_k`.
     #[allow(clippy::too_many_arguments)]
     pub fn packed(batch: usize, heads: usize, kv_heads: usize, max_seqlen_q: usize, max_seqlen_k: usize, total_q: usize, total_k: usize, bottom_right: bool, cu_seqlens_q: u64, cu_seqlens_k: u64) -> KernelGeometry {
-        KernelGeometry { batch, heads, kv_heads, seqlen_q: max_seqlen_q, seqlen_k: max_seqlen_k, bottom_right, cu_seqlens_q, cu_seqlens_k, total_q, total_k }
+        KernelGeometry { batch, heads, kv_heads, seqlen_q: max_seqlen_q, seqlen_k: max_seqlen_k, bottom_right, cu_seqlens_q, cu_seqlens_k, total_q, total_k, window: Window::UNBOUNDED }
     }
 
     /// Packed variable-length sequences (offsets given).
@@ -354,7 +367,9 @@ impl<'a> KernelArgs<'a> {
         self.put("CU_SEQLENS_Q", Value::Buffer(g.cu_seqlens_q, ValueKind::I32s)).put("CU_SEQLENS_K", Value::Buffer(g.cu_seqlens_k, ValueKind::I32s));
         // (fixed-length kernels ignore the totals: their rows are batch·N, which may pass i32 only there)
         let total = |x: usize| x.min(i32::MAX as usize) as i32;
-        self.i32("TOTAL_Q", total(g.total_q)).i32("TOTAL_K", total(g.total_k))
+        self.i32("TOTAL_Q", total(g.total_q)).i32("TOTAL_K", total(g.total_k));
+        let (left, right) = window_bounds(&g.window);
+        self.i32("WINDOW_LEFT", left).i32("WINDOW_RIGHT", right)
     }
 
     /// The values given so far, by name and kind (what `launch` orders by the parameter list; a test can

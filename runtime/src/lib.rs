@@ -30,6 +30,7 @@ pub use call::{BackwardCall, ForwardCall, StatsIn, StatsOut};
 pub use decode::{BlockTable, DecodeGeometry, DecodeRun, KvCacheCall, Paging};
 pub use stream::Stream;
 pub use geometry::{CausalAlign, Geometry, VarLen};
+pub use flashgen::reference::Window;
 /// The cudarc this runtime is built on (its `CudaSlice`s are what the owned API takes).
 pub use cudarc;
 pub use flashgen::{BackwardPath, Plan, PlanOptions, Problem};

@@ -56,7 +56,7 @@ pub fn tools() -> Option<Tools> {
 
 /// The geometry group of the kernel ABI (`flashgen::abi`) for fixed lengths: `z` sequences of `n_q` queries
 /// and `n_kv` keys, `h` query heads on `h_kv` K/V heads, the causal diagonal bottom-right, no packed offsets.
-pub fn fixed_geometry(z: usize, h: usize, h_kv: usize, n_q: usize, n_kv: usize) -> [(&'static str, Arg); 10] {
+pub fn fixed_geometry(z: usize, h: usize, h_kv: usize, n_q: usize, n_kv: usize) -> [(&'static str, Arg); 12] {
     [
         ("Z", Arg::I32(z as i32)),
         ("H", Arg::I32(h as i32)),
@@ -68,6 +68,9 @@ pub fn fixed_geometry(z: usize, h: usize, h_kv: usize, n_q: usize, n_kv: usize) 
         ("CU_SEQLENS_K", Arg::Null),
         ("TOTAL_Q", Arg::I32((z * n_q) as i32)),
         ("TOTAL_K", Arg::I32((z * n_kv) as i32)),
+        // (no window: the window kernels' unbounded sides, which the others ignore)
+        ("WINDOW_LEFT", Arg::I32(1 << 30)),
+        ("WINDOW_RIGHT", Arg::I32(0)),
     ]
 }
 

@@ -116,6 +116,14 @@ pub struct BenchArgs {
     /// Skip the decode latency row.
     #[arg(long)]
     no_latency: bool,
+    /// A sliding window of this many keys left of the diagonal (fa4_bench.py's window mode: 1024 with
+    /// --heads 16 --batch 1 --d 128 --n 16384 --causal 1); rows carry window_left and window_right, and their
+    /// FLOPs are the visible band's.
+    #[arg(long)]
+    window_left: Option<usize>,
+    /// Softcap (fa4_bench.py's window mode: 30); rows carry softcap.
+    #[arg(long)]
+    softcap: Option<f32>,
 }
 
 fn list(s: &str) -> Result<Vec<u32>, String> {
@@ -230,6 +238,13 @@ fn workloads(a: &BenchArgs) -> Result<Vec<Workload>, String> {
             });
         }
     }
+    for w in &mut out {
+        (w.window_left, w.softcap) = (a.window_left, a.softcap);
+        // (fa4_bench.py's window rows carry no HKV: only its gqa rows do)
+        if w.window_left.is_some() || w.softcap.is_some() {
+            w.gqa_key = w.hkv != w.h;
+        }
+    }
     Ok(out)
 }
 
@@ -319,12 +334,13 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 if f.len() != 4 {
                     return Err(format!("config `{cfg}` must be [w:|ws:|wsp:]bm,bn,warps,stages[@switch=on|off,...]"));
                 }
-                let p = SpecParams { kind, dtype: DType::Bf16, head_dim: d, block_m: f[0], block_n: f[1], stage: if causal { 3 } else { 1 }, num_warps: f[2], num_stages: f[3], arch: gpu.arch };
+                let p = SpecParams { kind, dtype: DType::Bf16, head_dim: d, block_m: f[0], block_n: f[1], stage: if problem.causal { 3 } else { 1 }, num_warps: f[2], num_stages: f[3], arch: gpu.arch };
                 match KernelSpec::with_features(p, schedule, features) {
                     Ok(s) => specs.push((cfg.to_string(), s)),
                     Err(e) => println!("skip {cfg}: {e}"),
                 }
             }
+            let (window, softcap) = (w.mask(causal).window, w.softcap);
             let forward = |spec: &KernelSpec, set: &[CudaSlice<u16>; 4], o: &mut CudaSlice<u16>, m: &mut CudaSlice<f32>, varlen: Option<VarLen<'_>>| -> Result<(), String> {
                 let call = ForwardCall {
                     q: TensorView::of_slice("Q", &set[0], 0, DType::Bf16, lq).map_err(le)?,
@@ -336,6 +352,8 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     align: CausalAlign::BottomRight,
                     sm_scale: None,
                     varlen,
+                    window,
+                    softcap,
                 };
                 flash.forward_with(spec, call, stream).map_err(rt)
             };
@@ -419,6 +437,8 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                             align: CausalAlign::BottomRight,
                             sm_scale: None,
                             varlen: varlen_of(&cu, &w),
+                            window,
+                            softcap,
                         };
                         flash.backward_with(&specs, call, stream).map_err(rt)
                     })?;

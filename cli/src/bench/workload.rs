@@ -23,28 +23,33 @@ pub struct Workload {
     /// BSHD tensors (FlashAttention's layout: the gqa and varlen modes), else contiguous [B, H, N, D] (the
     /// anchors' table).
     pub bshd: bool,
+    /// fa4_bench.py's window mode: a sliding window of this many keys left of the diagonal (right 0 with a
+    /// causal mask, else unbounded), and softcap.
+    pub window_left: Option<usize>,
+    pub softcap: Option<f32>,
 }
 
 impl Workload {
     /// The anchors' table: 16384 tokens per batch, H·D = 2048.
     pub fn table(n: usize, d: usize) -> Workload {
         let (b, h) = (16384 / n, 2048 / d);
-        Workload { b, h, hkv: h, n, nk: n, d, varlen: None, gqa_key: false, bshd: false }
+        Workload { b, h, hkv: h, n, nk: n, d, varlen: None, gqa_key: false, bshd: false, window_left: None, softcap: None }
     }
 
     /// fa4_bench.py's gqa mode: B sequences of N tokens, H query heads on H_kv K/V heads.
     pub fn grouped(b: usize, h: usize, hkv: usize, n: usize, d: usize) -> Workload {
-        Workload { b, h, hkv, n, nk: n, d, varlen: None, gqa_key: true, bshd: true }
+        Workload { b, h, hkv, n, nk: n, d, varlen: None, gqa_key: true, bshd: true, window_left: None, softcap: None }
     }
 
     /// fa4_bench.py's varlen mode: the seed's lengths packed into one batch, H heads.
     pub fn packed(seed: u64, lens: Vec<usize>, h: usize, hkv: usize, d: usize) -> Workload {
         let total = lens.iter().sum();
-        Workload { b: lens.len(), h, hkv, n: total, nk: total, d, varlen: Some((seed, lens)), gqa_key: hkv != h, bshd: true }
+        Workload { b: lens.len(), h, hkv, n: total, nk: total, d, varlen: Some((seed, lens)), gqa_key: hkv != h, bshd: true, window_left: None, softcap: None }
     }
 
     /// fa4_bench.py's FLOP count: 2·B·H·N·N_k·(D + D_v), ×0.5 causal, ×2.5 backward; packed batches
     /// sequence by sequence.
+    /// With a window, the FLOPs of the visible band (fa4_bench.py's window mode: 4·H·Σ_i visible(i)·D).
     pub fn flops(&self, kind: &str, causal: bool) -> f64 {
         let mask = if causal { 0.5 } else { 1.0 };
         let pass = if kind == "bwd" { 2.5 } else { 1.0 };
@@ -52,7 +57,18 @@ impl Workload {
             Some((_, lens)) => lens.iter().map(|&n| (n * n) as f64).sum::<f64>(),
             None => self.b as f64 * self.n as f64 * self.nk as f64,
         };
+        if self.window_left.is_some() {
+            let band = self.mask(causal).band(self.n, self.nk);
+            let visible: usize = (0..self.n).map(|i| band.keys_of(i).len()).sum();
+            return 2.0 * self.h as f64 * (self.b * visible) as f64 * (2 * self.d) as f64 * pass;
+        }
         2.0 * self.h as f64 * pairs * (2 * self.d) as f64 * mask * pass
+    }
+
+    /// The structural mask (causal, the window) as the reference defines it.
+    pub fn mask(&self, causal: bool) -> flashgen::reference::Mask {
+        let window = flashgen::reference::Window { left: self.window_left, right: None };
+        flashgen::reference::Mask { causal, alignment: Default::default(), window }
     }
 
     /// The shape keys of the JSON row, as fa4_bench.py writes them.
@@ -62,7 +78,12 @@ impl Workload {
             Some((seed, _)) => format!(", \"varlen\": true, \"lens_seed\": {seed}"),
             None => String::new(),
         };
-        format!("\"B\": {}, \"H\": {}, {hkv}\"N\": {}, \"D\": {}, \"causal\": {causal}{varlen}", self.b, self.h, self.n, self.d)
+        let window = match self.window_left {
+            Some(left) => format!(", \"window_left\": {left}, \"window_right\": {}", if causal { "0" } else { "-1" }),
+            None => String::new(),
+        };
+        let softcap = self.softcap.map_or(String::new(), |c| format!(", \"softcap\": {c:?}"));
+        format!("\"B\": {}, \"H\": {}, {hkv}\"N\": {}, \"D\": {}, \"causal\": {causal}{window}{softcap}{varlen}", self.b, self.h, self.n, self.d)
     }
 
     /// Q's (and O's) and K's (and V's) layouts: packed sequences are one [total, H, D] tensor (Z = 1).
@@ -85,7 +106,8 @@ impl Workload {
     /// The problem the plan sees.
     pub fn problem(&self, causal: bool) -> Problem {
         let longest = self.varlen.as_ref().map_or(self.n, |(_, lens)| lens.iter().copied().max().unwrap_or(0));
-        Problem { seqlen_k: self.varlen.as_ref().map_or(self.nk, |_| longest), varlen: self.varlen.is_some(), ..Problem::new(DType::Bf16, self.d as u32, causal, longest) }
+        let problem = Problem { seqlen_k: self.varlen.as_ref().map_or(self.nk, |_| longest), varlen: self.varlen.is_some(), ..Problem::new(DType::Bf16, self.d as u32, causal, longest) };
+        problem.with_window(self.mask(causal).window, self.softcap.is_some())
     }
 
     /// Rows of the row statistics: [B, H, N], or [H, total] for packed sequences.
@@ -100,6 +122,26 @@ impl Workload {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn window_rows_count_the_visible_band_as_fa4_bench() {
+        // fa4_bench.py's window mode: B 1, H 16, N 16384, D 128, causal, left 1024: 4·H·Σ_i (min(i, W) + 1)·D
+        let mut w = Workload::grouped(1, 16, 16, 16384, 128);
+        w.window_left = Some(1024);
+        let vis: usize = (0..16384).map(|i: usize| i.min(1024) + 1).sum();
+        assert_eq!(w.flops("fwd", true), 4.0 * 16.0 * vis as f64 * 128.0);
+        assert_eq!(w.flops("bwd", true), 2.5 * 4.0 * 16.0 * vis as f64 * 128.0);
+        assert!(w.json_keys(true).ends_with("\"causal\": true, \"window_left\": 1024, \"window_right\": 0"), "{}", w.json_keys(true));
+        // the problem the plan sees: causal with the window's left bound
+        let p = w.problem(true);
+        assert!(p.causal && p.window.left == Some(1024) && p.window.right == Some(0));
+        // softcap: the table's FLOPs, the key
+        let mut c = Workload::grouped(1, 16, 16, 16384, 128);
+        c.softcap = Some(30.0);
+        assert_eq!(c.flops("fwd", true), Workload::grouped(1, 16, 16, 16384, 128).flops("fwd", true));
+        assert!(c.json_keys(true).ends_with("\"softcap\": 30.0"), "{}", c.json_keys(true));
+        assert!(c.problem(true).softcap);
+    }
 
     #[test]
     fn flops_and_keys_match_fa4_bench() {

@@ -2,12 +2,13 @@
 //! 8..64), unequal query and key lengths both ways (ragged, causal aligned bottom-right and top-left),
 //! packed variable-length sequences (seeded lengths 0..4097 with empty ones, both dtypes, D 64 and 128,
 //! causal or not), forward and backward, through the view-level calls with poisoned outputs and guard
-//! zones (every element written, nothing past the end).
+//! zones (every element written, nothing past the end). On sm_90a also sliding windows (left, right, with
+//! causal, unequal lengths, GQA and packed sequences) and softcap, forward and backward.
 
 use super::args::CheckArgs;
 use super::common::{nan_bits, GRAD_TOL, GUARD, M_TOL, O_TOL};
 use flashgen::numeric::SplitMix;
-use flashgen::reference::{self, relative_error, relative_error_lse, Alignment, Qkv, RefProblem, TensorOrder};
+use flashgen::reference::{self, relative_error, relative_error_lse, Alignment, Qkv, RefProblem, TensorOrder, Window};
 use flashgen::DType;
 use flashgen_runtime::tensor::{from_bits, to_bits};
 use flashgen_runtime::{BackwardCall, BufferView, BufferViewMut, CausalAlign, Flash, ForwardCall, Layout, StatsIn, StatsOut, TensorView, TensorViewMut, VarLen};
@@ -25,7 +26,7 @@ fn lengths(rng: &mut SplitMix, batch: usize, max: usize) -> Vec<usize> {
     (0..batch).map(|_| if rng.next_u64() % 6 == 0 { 0 } else { (rng.next_u64() % (max as u64 + 1)) as usize }).collect()
 }
 
-fn cases(a: &CheckArgs, seed: u64) -> Vec<Case> {
+fn cases(a: &CheckArgs, seed: u64, hopper: bool) -> Vec<Case> {
     let mut rng = SplitMix(seed ^ 0x6e0);
     let mut out = Vec::new();
     let mut push = |label: String, dtype: DType, problem: RefProblem| out.push(Case { label, dtype, problem });
@@ -53,9 +54,46 @@ fn cases(a: &CheckArgs, seed: u64) -> Vec<Case> {
             push(format!("varlen {lq:?}"), dtype, p);
             let p = RefProblem::new(5, 4, 1, d).varlen_from_lengths(&lq, &lk).causal(causal).order(TensorOrder::Bshd);
             push(format!("varlen q {lq:?} k {lk:?}"), dtype, p);
+            if hopper {
+                window_cases(&mut push, dtype, d, causal, long, &lq);
+            }
         }
     }
     out
+}
+
+/// Sliding windows and softcap (fwd_ws and the wgmma backward pair on sm_90a): left bounds inside a block and
+/// across many, a bounded right side without causal (the kernel's shifted diagonal), unequal lengths that
+/// leave rows without keys in both alignments, GQA, packed sequences; softcap at a cap small enough to bend
+/// the scores (cap 1: tanh is far from linear on N(0, 1) scores), alone and with a window.
+fn window_cases(push: &mut impl FnMut(String, DType, RefProblem), dtype: DType, d: usize, causal: bool, long: usize, lens: &[usize]) {
+    let w = |left: Option<usize>, right: Option<usize>| Window { left, right };
+    for (n, left) in [(1000, 100), (long, 1024.min(long / 4)), (300, 0)] {
+        let p = RefProblem::new(2, 4, n, d).window(w(Some(left), None)).causal(causal).order(TensorOrder::Bshd);
+        push(format!("window N{n} left {left}"), dtype, p);
+    }
+    if !causal {
+        for (left, right) in [(Some(64), Some(200)), (None, Some(100)), (Some(300), Some(0))] {
+            let p = RefProblem::new(2, 4, 777, d).window(w(left, right)).order(TensorOrder::Bshd);
+            push(format!("window N777 ({left:?}, {right:?})"), dtype, p);
+        }
+    }
+    for (nq, nkv) in [(300, 700), (700, 300)] {
+        for align in [Alignment::BottomRight, Alignment::TopLeft] {
+            let p = RefProblem::new(2, 4, nq, d).kv_heads(2).seqlens(nq, nkv).window(w(Some(150), None)).causal(causal).alignment(align).order(TensorOrder::Bshd);
+            push(format!("window N_q {nq} N_kv {nkv} {align:?} left 150"), dtype, p);
+        }
+    }
+    let p = RefProblem::new(1, 16, 600, d).kv_heads(4).window(w(Some(200), None)).causal(causal).order(TensorOrder::Bshd);
+    push("window gqa H16/4 N600 left 200".into(), dtype, p);
+    let p = RefProblem::new(5, 4, 1, d).varlen_from_lengths(lens, lens).window(w(Some(333), None)).causal(causal).order(TensorOrder::Bshd);
+    push(format!("window varlen {lens:?} left 333"), dtype, p);
+    for (n, cap) in [(1000, 1.0), (long, 30.0)] {
+        let p = RefProblem::new(2, 4, n, d).softcap(cap).causal(causal).order(TensorOrder::Bshd);
+        push(format!("softcap {cap} N{n}"), dtype, p);
+    }
+    let p = RefProblem::new(2, 4, 900, d).window(w(Some(100), None)).softcap(1.0).causal(causal).order(TensorOrder::Bshd);
+    push("softcap 1 window N900 left 100".into(), dtype, p);
 }
 
 /// The f64 forward with its rows split over all cores.
@@ -177,6 +215,8 @@ fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<([f64; 5], bool), Stri
         align,
         sm_scale: Some(p.rules.sm_scale as f32),
         varlen: var,
+        window: p.rules.mask.window,
+        softcap: p.rules.softcap.map(|c| c as f32),
     };
     flash.forward(call, stream).map_err(e)?;
     let mut grads: Vec<_> = [p.q_len(), p.k_len(), p.v_len()].into_iter().map(poisoned).collect::<Result<_, _>>()?;
@@ -196,6 +236,8 @@ fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<([f64; 5], bool), Stri
             align,
             sm_scale: Some(p.rules.sm_scale as f32),
             varlen: var,
+            window: p.rules.mask.window,
+            softcap: p.rules.softcap.map(|c| c as f32),
         };
         flash.backward(call, stream).map_err(e)?;
     }
@@ -208,6 +250,7 @@ fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<([f64; 5], bool), Stri
     let all_lse: Vec<f32> = gpu.stream.clone_dtoh(&lse).map_err(dr)?;
     let lse_guard = all_lse[p.lse_len().max(1)..].iter().all(|x| x.is_nan());
     let (want_o, want_lse) = forward_parallel(p, &x);
+    let o_errs = [relative_error(&got_o, &want_o), relative_error_lse(&all_lse[..p.lse_len()], &want_lse)];
     let g = backward_parallel(p, &x, &d_o);
     let (gq, gq_guard) = down(&grads[0], p.q_len())?;
     let (gk, gk_guard) = down(&grads[1], p.k_len())?;
@@ -219,7 +262,7 @@ fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<([f64; 5], bool), Stri
         let den = want.iter().map(|x| x * x).sum::<f64>().sqrt().max(floor).max(f64::MIN_POSITIVE);
         if got.iter().any(|x| !x.is_finite()) { f64::INFINITY } else { num / den }
     };
-    let errs = [relative_error(&got_o, &want_o), relative_error_lse(&all_lse[..p.lse_len()], &want_lse), grad_err(&gq, &g.dq), grad_err(&gk, &g.dk), grad_err(&gv, &g.dv)];
+    let errs = [o_errs[0], o_errs[1], grad_err(&gq, &g.dq), grad_err(&gk, &g.dk), grad_err(&gv, &g.dv)];
     Ok((errs, o_guard && lse_guard && gq_guard && gk_guard && gv_guard))
 }
 
@@ -227,7 +270,7 @@ fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<([f64; 5], bool), Stri
 pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>) -> Result<(usize, usize), String> {
     let (mut passed, mut failed) = (0, 0);
     let mut seed = a.seed ^ 0x6e0;
-    for c in cases(a, a.seed) {
+    for c in cases(a, a.seed, flash.gpu.arch.has_wgmma()) {
         if a.filter.as_ref().is_some_and(|f| !c.label.contains(f.as_str())) {
             continue;
         }

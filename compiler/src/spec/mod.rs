@@ -50,23 +50,47 @@ pub struct Features {
     /// M = −∞, and the backward takes M = −∞ as +∞ (P = 0).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub empty_rows: bool,
+    /// A sliding window around the aligned diagonal (the ABI's WINDOW_LEFT, WINDOW_RIGHT): query i sees keys
+    /// i + diag − left ..= i + diag + right. The right bound rides on the causal diagonal (a STAGE=3 kernel
+    /// shifted by WINDOW_RIGHT; 0 is causal), the left one skips the tile's blocks before its first row's
+    /// first key and masks those its rows straddle, so the cost grows with the window, not with N.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub window: bool,
+    /// Softcap (Gemma 2, Grok): s ← cap · tanh(s / cap) on the scaled score before the softmax (the ABI's
+    /// SOFTCAP), the tanh on the MUFU beside exp2.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub softcap: bool,
 }
 
 impl Features {
-    pub const NONE: Features = Features { varlen: false, empty_rows: false };
+    pub const NONE: Features = Features { varlen: false, empty_rows: false, window: false, softcap: false };
 
     pub fn is_none(&self) -> bool {
         *self == Features::NONE
     }
 
-    /// `_varlen`, `_emptyrows` (empty for none).
+    /// "varlen,empty_rows,window,softcap" (any of them, comma-separated; "" for none).
+    pub fn parse(text: &str) -> Result<Features, SpecError> {
+        let mut f = Features::NONE;
+        for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            match word {
+                "varlen" => f.varlen = true,
+                "empty_rows" => f.empty_rows = true,
+                "window" => f.window = true,
+                "softcap" => f.softcap = true,
+                other => return Err(SpecError(format!("feature `{other}` is unknown: use varlen, empty_rows, window or softcap"))),
+            }
+        }
+        Ok(f)
+    }
+
+    /// `_varlen`, `_emptyrows`, `_window`, `_softcap` (empty for none).
     pub fn name_suffix(&self) -> String {
         let mut s = String::new();
-        if self.varlen {
-            s.push_str("_varlen");
-        }
-        if self.empty_rows {
-            s.push_str("_emptyrows");
+        for (on, suffix) in [(self.varlen, "_varlen"), (self.empty_rows, "_emptyrows"), (self.window, "_window"), (self.softcap, "_softcap")] {
+            if on {
+                s.push_str(suffix);
+            }
         }
         s
     }

@@ -44,8 +44,27 @@ impl KernelSpec {
         // rows see no key only under a causal mask (a non-causal row sees every key of its sequence, or, in
         // a packed sequence without keys, none: a tile without blocks, which `varlen` handles); Δ is
         // computed row by row, so only the layout of its rows (varlen) concerns the preprocess
-        let empty_rows = features.empty_rows && p.stage == 3 && p.kind != KernelKind::BwdPre;
+        // (a window's left bound can leave rows without keys in a non-causal kernel too, and a tile's first
+        // block can hold no key of its later rows: a window always takes the guard)
+        // (Δ is computed row by row: only the layout of its rows, varlen, concerns the preprocess)
+        if p.kind == KernelKind::BwdPre {
+            return Ok(KernelSpec { features: Features { varlen: features.varlen, ..Features::NONE }, ..spec });
+        }
+        let empty_rows = (features.empty_rows && p.stage == 3) || features.window;
         let features = Features { empty_rows, ..features };
+        let mut spec = spec;
+        if features.softcap && spec.overrides.programs_per_sm.is_none() {
+            // (softcap keeps tanh(S) for dS's derivative: the D64 pair spills at 3-4 programs' registers, not at 2)
+            spec.schedule.programs_per_sm = spec.schedule.programs_per_sm.min(2);
+        }
+        // windows and softcap live in the ping-pong consumer (lib/pingpong.ll.tera) of the warp-specialized
+        // forward and in the separate wgmma backward pair so far
+        let takes_them = (p.kind == KernelKind::FwdWs && spec.ping_pong()) || matches!(p.kind, KernelKind::BwdDkdvWgmma | KernelKind::BwdDqWgmma);
+        for (on, what) in [(features.window, "a sliding window"), (features.softcap, "softcap")] {
+            rule(!on || takes_them, || {
+                format!("{what} is built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3) and the backward's bwd_dkdv_wgmma / bwd_dq_wgmma only, not into {} with NUM_STAGES={}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
+            })?;
+        }
         Ok(KernelSpec { features, ..spec })
     }
 

@@ -55,8 +55,9 @@ pub struct Schedule {
     /// The programs per SM that ptxas must leave registers for (`.minnctapersm`). 1 everywhere by default: the
     /// tiles are sized for one program per SM, and without it ptxas may cap a 4-warp kernel at 128 registers
     /// and spill. The separate wgmma backward kernels may ask for more (the rules cap it by shared memory):
-    /// at HEAD_DIM 64 they wait on every wgmma chain, so more resident programs hide more (minctas-ab, one
-    /// round at N 1024: dK/dV 3 and dQ 4 gave +6.5-8.6%; to measure against the table before it is derived).
+    /// at HEAD_DIM 64 they wait on every wgmma chain, so more resident programs hide more: derived 3 for
+    /// dK/dV and 4 for dQ on their 64×64 four-warp two-stage tiles at HEAD_DIM 64 (+1.0-6.5% on the table's six D 64
+    /// backward rows, 2026-12-02-ppsm-ab; ptxas: 168 and 124 registers, no spills), 1 elsewhere.
     pub programs_per_sm: u32,
 }
 
@@ -288,8 +289,13 @@ impl Schedule {
         })?;
 
         // (shared memory caps it too: rules.rs, once the spec's footprint is known)
-        decide!(programs_per_sm, 1);
         let separate_wgmma_backward = matches!(p.kind, KernelKind::BwdDkdvWgmma | KernelKind::BwdDqWgmma);
+        let measured_tile = p.head_dim == 64 && p.num_warps == 4 && p.num_stages == 2 && p.block_m == 64 && p.block_n == 64;
+        decide!(programs_per_sm, match p.kind {
+            KernelKind::BwdDkdvWgmma if measured_tile => 3,
+            KernelKind::BwdDqWgmma if measured_tile => 4,
+            _ => 1,
+        });
         rule((1..=4).contains(&s.programs_per_sm), || format!("{kind}: programs_per_sm={}: use 1 to 4", s.programs_per_sm))?;
         rule(s.programs_per_sm == 1 || separate_wgmma_backward, || {
             format!("{kind}: programs_per_sm={} is for the separate wgmma backward kernels (bwd_dkdv_wgmma, bwd_dq_wgmma); the others' tiles are sized for one program per SM", s.programs_per_sm)

@@ -98,6 +98,7 @@ impl<'a> BackwardCandidates<'a> {
             dv: dv.view_mut("dV").map_err(lay)?,
             sm_scale: 1.0 / (q.layout.shape[3] as f32).sqrt(),
             fused,
+            softcap: 1.0,
         };
         kernels.launch_only(&self.flash.gpu, self.flash.own_stream(), args, kind).map_err(e)
     }

@@ -182,16 +182,19 @@ const SCHEDULE_SPACE: [ScheduleOverrides; 3] = [
     ScheduleOverrides { lazy_rescale: Some(false), ..ScheduleOverrides::NONE },
 ];
 
-/// The separate wgmma backward kernels' programs per SM (`Schedule::programs_per_sm`): one (derived), two,
-/// and the most their HEAD_DIM 64 default tiles hold without spilling (dK/dV 3 at 168 registers, dQ 4 at
-/// 124; tests/ptxas.rs); early_prune drops what shared memory does not hold.
-const DKDV_WGMMA_PROGRAMS: [ScheduleOverrides; 3] = [
+/// The separate wgmma backward kernels' programs per SM (`Schedule::programs_per_sm`): the derived value (3 for
+/// dK/dV and 4 for dQ on their HEAD_DIM 64 default tiles, 1 elsewhere), one, two, and the most those default
+/// tiles hold without spilling (dK/dV 3 at 168 registers, dQ 4 at 124; tests/ptxas.rs); early_prune drops
+/// what shared memory does not hold and what equals the derived kernel.
+const DKDV_WGMMA_PROGRAMS: [ScheduleOverrides; 4] = [
     ScheduleOverrides::NONE,
+    ScheduleOverrides { programs_per_sm: Some(1), ..ScheduleOverrides::NONE },
     ScheduleOverrides { programs_per_sm: Some(2), ..ScheduleOverrides::NONE },
     ScheduleOverrides { programs_per_sm: Some(3), ..ScheduleOverrides::NONE },
 ];
-const DQ_WGMMA_PROGRAMS: [ScheduleOverrides; 3] = [
+const DQ_WGMMA_PROGRAMS: [ScheduleOverrides; 4] = [
     ScheduleOverrides::NONE,
+    ScheduleOverrides { programs_per_sm: Some(1), ..ScheduleOverrides::NONE },
     ScheduleOverrides { programs_per_sm: Some(2), ..ScheduleOverrides::NONE },
     ScheduleOverrides { programs_per_sm: Some(4), ..ScheduleOverrides::NONE },
 ];
