@@ -325,6 +325,17 @@ fn windows_and_softcap_plan_their_kernels_and_refuse_the_others() {
             }
         }
     }
+    // tuned winners (timed without windows, perhaps tiles that cannot take them) are not used for them
+    struct TwoStages;
+    impl Tuned for TwoStages {
+        fn winner(&self, kind: KernelKind, arch: Arch, p: &Problem) -> Result<Option<KernelSpec>, String> {
+            let base = defaults::spec(kind, arch, p.dtype, p.head_dim, p.causal, p.seqlen).map_err(|e| e.to_string())?;
+            Ok(KernelSpec::new(SpecParams { num_stages: 2, ..*base.params() }).ok())
+        }
+    }
+    let windowed = problem(128, true, 4096).with_window(w(Some(256), None), true);
+    assert_eq!(plan(Arch::Sm90a, &windowed, &options, &TwoStages).unwrap(), plan(Arch::Sm90a, &windowed, &options, &NoTuning).unwrap());
+    assert_eq!(plan(Arch::Sm90a, &problem(128, true, 4096), &options, &TwoStages).unwrap().forward.num_stages(), 2, "and are for the others");
     // elsewhere: a clear error, not a kernel that ignores them
     let p = problem(128, true, 4096).with_window(w(Some(256), None), false);
     let e = plan(Arch::Sm80, &p, &options, &NoTuning).unwrap_err().to_string();

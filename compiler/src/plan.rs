@@ -153,7 +153,10 @@ fn hopper(arch: Arch, options: &PlanOptions) -> bool {
 
 /// The tuned spec of `kind` when the caller has one, else the table's, with the problem's features.
 fn chosen(kind: KernelKind, arch: Arch, problem: &Problem, tuned: &dyn Tuned) -> Result<KernelSpec, SpecError> {
-    let spec = match tuned.winner(kind, arch, problem).map_err(SpecError)? {
+    // (the tuner's keys have no window or softcap: their winners were timed without them, and may be tiles
+    // that cannot take them, so those problems run the table's)
+    let winner = if problem.modified() { None } else { tuned.winner(kind, arch, problem).map_err(SpecError)? };
+    let spec = match winner {
         Some(spec) => spec,
         None => defaults::spec(kind, arch, problem.dtype, problem.head_dim, problem.causal, problem.seqlen)?,
     };
