@@ -163,7 +163,8 @@ fn fused_variant(item: &str, base: &flashgen::BackwardSpecs) -> Result<flashgen:
     if f.len() != 4 {
         return Err(format!("`{item}` must be bm,bn,warps,stages"));
     }
-    let dkdv = KernelSpec::new(SpecParams { block_m: f[0], block_n: f[1], num_warps: f[2], num_stages: f[3], ..*base.dkdv.params() }).map_err(|e| e.to_string())?;
+    let p = SpecParams { block_m: f[0], block_n: f[1], num_warps: f[2], num_stages: f[3], ..*base.dkdv.params() };
+    let dkdv = KernelSpec::with_features(p, Default::default(), base.dkdv.features()).map_err(|e| e.to_string())?;
     Ok(flashgen::BackwardSpecs { dkdv, ..*base })
 }
 
@@ -180,7 +181,8 @@ fn backward_variant(item: &str, default: &flashgen::BackwardSpecs) -> Result<fla
             return Err(format!("`{text}` must be bm,bn,warps,stages[@switch=value,...]"));
         }
         let p = SpecParams { block_m: f[0], block_n: f[1], num_warps: f[2], num_stages: f[3], ..*base.params() };
-        KernelSpec::with_schedule(p, schedule).map_err(|e| e.to_string())
+        // (the call's features too: a window's or softcap's variants compute what the call asks)
+        KernelSpec::with_features(p, schedule, base.features()).map_err(|e| e.to_string())
     };
     let dq = default.dq.ok_or_else(|| format!("{} has no dQ kernel to vary", default.dkdv.name()))?;
     Ok(flashgen::BackwardSpecs { preprocess: default.preprocess, dkdv: tiles(parts[0], &default.dkdv)?, dq: Some(tiles(parts[1], &dq)?) })
