@@ -85,6 +85,28 @@ fn emit_defaults_writes_the_default_set() {
 }
 
 #[test]
+fn emit_features_name_the_kernel_and_reach_its_code() {
+    let dir = tmp("features");
+    let ok = flashgen().args(["emit", "--ir", "--kernel", "fwd_ws", "--head-dim", "128", "--stage", "3", "--features", "window,softcap", "--out-dir"]).arg(&dir).status().unwrap();
+    assert!(ok.success());
+    let ll = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).find(|e| e.path().extension().is_some_and(|x| x == "ll")).unwrap();
+    let name = ll.file_name().to_string_lossy().to_string();
+    assert!(name.ends_with("_emptyrows_window_softcap.ll"), "{name}: a window guards rows without keys, and both are in the name");
+    let text = std::fs::read_to_string(ll.path()).unwrap();
+    assert!(text.contains("%WINDOW_LEFT") && text.contains("%kv_first") && text.contains("tanh.approx.f32") && text.contains("%SOFTCAP"));
+    // a kernel that does not take them, and an unknown feature: the rule, non-zero
+    for (args, phrase) in [
+        (vec!["--kernel", "fwd_ws_persistent", "--features", "window"], "a sliding window is built into fwd_ws"),
+        (vec!["--kernel", "fwd_ws", "--num-stages", "2", "--features", "softcap"], "NUM_STAGES=2"),
+        (vec!["--features", "alibi"], "feature `alibi` is unknown"),
+    ] {
+        let out = flashgen().arg("emit").args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(phrase), "{args:?}: `{err}` should contain `{phrase}`");
+    }
+}
+
+#[test]
 fn bad_flags_name_the_rule_and_exit_nonzero() {
     for (args, phrase) in [
         (vec!["--block-m", "96", "--num-warps", "4"], "BLOCK_M=96 must be a multiple of 16 × num_warps=4"),
