@@ -259,9 +259,9 @@ fn wgmma_kernels(features: bool) {
     });
 }
 
-/// The separate wgmma backward kernels asking for more programs per SM (`Schedule::programs_per_sm`, the
-/// HEAD_DIM 64 experiment of minctas-ab: dK/dV 3, dQ 4, and 2 for both): ptxas caps their registers to fit
-/// the register file, with no spills; at HEAD_DIM 128 the shared-memory rule refuses four dK/dV programs.
+/// The separate wgmma backward kernels' programs per SM (`Schedule::programs_per_sm`: derived dK/dV 3 and dQ 4
+/// at HEAD_DIM 64, ppsm-ab; 1 and 2 as overrides): ptxas caps their registers to fit the register file, with
+/// no spills; at HEAD_DIM 128 the shared-memory rule refuses four dK/dV programs.
 #[test]
 fn more_programs_per_sm_assemble_without_spills() {
     use flashgen::plan::{plan, NoTuning, Problem};
@@ -276,14 +276,16 @@ fn more_programs_per_sm_assemble_without_spills() {
         let b = plan(Arch::Sm90a, &problem(64, causal), &Default::default(), &NoTuning).unwrap().backward;
         let (dkdv, dq) = (b.dkdv, b.dq.expect("HEAD_DIM 64: the separate wgmma pair"));
         assert_eq!((dkdv.kind(), dq.kind()), (KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma));
-        for (spec, programs) in [(dkdv, 2), (dkdv, 3), (dq, 2), (dq, 4)] {
+        // derived (no override in the name): dK/dV 3, dQ 4 on these tiles (ppsm-ab)
+        assert_eq!((dkdv.programs_per_sm(), dq.programs_per_sm()), (3, 4));
+        assert!(!dkdv.name().contains("_ctas") && !dq.name().contains("_ctas"));
+        specs.extend([dkdv, dq]);
+        for (spec, programs) in [(dkdv, 1), (dkdv, 2), (dq, 1), (dq, 2)] {
             let s = with(&spec, programs).unwrap();
             assert_eq!(s.programs_per_sm(), programs);
             assert!(s.name().ends_with(&format!("_ctas{programs}")), "{}", s.name());
             specs.push(s);
         }
-        // the default stays one program (no override in the name)
-        assert_eq!((dkdv.programs_per_sm(), dq.programs_per_sm()), (1, 1));
         let wide = plan(Arch::Sm90a, &problem(128, causal), &Default::default(), &NoTuning).unwrap().backward_without_tma.expect("HEAD_DIM 128: the wgmma pair");
         let e = with(&wide.dkdv, 4).unwrap_err().to_string();
         assert!(e.contains("programs_per_sm=4") && e.contains("exceed an SM's") && e.contains("at most 3"), "{e}");
