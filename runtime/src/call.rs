@@ -138,13 +138,14 @@ fn check_kernel(spec: &KernelSpec, dtype: flashgen::DType, causal: bool, g: &Geo
     Ok(())
 }
 
-/// The geometry group the kernels take (flashgen::abi::geometry) for a validated call.
-fn kernel_geometry(g: &Geometry, align: CausalAlign, varlen: Option<&VarLen<'_>>) -> KernelGeometry {
+/// The geometry group the kernels take (flashgen::abi::geometry) for a validated call and its kernels' window.
+fn kernel_geometry(g: &Geometry, align: CausalAlign, varlen: Option<&VarLen<'_>>, window: Window) -> KernelGeometry {
     let bottom_right = align == CausalAlign::BottomRight;
-    match varlen {
+    let geometry = match varlen {
         Some(v) => KernelGeometry::packed(g.batch, g.heads, g.kv_heads, g.seqlen_q, g.seqlen_k, g.total_q, g.total_k, bottom_right, v.cu_seqlens_q.addr(), v.cu_seqlens_k.addr()),
         None => KernelGeometry::fixed(g.batch, g.heads, g.kv_heads, g.seqlen_q, g.seqlen_k, bottom_right),
-    }
+    };
+    KernelGeometry { window, ..geometry }
 }
 
 impl Flash {
@@ -217,7 +218,7 @@ impl Flash {
             true => Some(grow(&self.gpu, stream, &mut scratch.tile_counter, 2)?),
             false => None,
         };
-        let geometry = KernelGeometry { window, ..kernel_geometry(&g, align, varlen.as_ref()) };
+        let geometry = kernel_geometry(&g, align, varlen.as_ref(), window);
         kernel.launch(&self.gpu, stream, ForwardArgs { geometry, q, k, v, o, m, sm_scale, softcap: softcap.unwrap_or(1.0), maps, tile_counter })?;
         if let Some(factor) = lse_factor {
             // the kernel wrote M into the caller's buffer: scale its rows in place
@@ -294,7 +295,7 @@ impl Flash {
             }
         };
         let delta = grow(&self.gpu, stream, &mut scratch.delta, rows)?;
-        let geometry = KernelGeometry { window, ..kernel_geometry(&g, align, varlen.as_ref()) };
+        let geometry = kernel_geometry(&g, align, varlen.as_ref(), window);
         let chains = flashgen::plan::dq_chains(specs.dkdv.kind(), self.dq_chains());
         let fused = if specs.dkdv.kind().fuses_dq() {
             let (partial, locks) = FusedScratch::lengths(&specs.dkdv, &geometry, chains);
@@ -332,5 +333,32 @@ impl Flash {
         // 3. `stream` belongs to this context, bound to this thread.
         unsafe { cudarc::driver::result::launch_kernel(f.cu_function(), (count.div_ceil(lse::SCALE_THREADS), 1, 1), (lse::SCALE_THREADS, 1, 1), 0, stream.raw(), &mut params) }?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flashgen::{Arch, DType, Features, KernelKind};
+
+    #[test]
+    fn rules_reach_the_kernels_as_they_take_them() {
+        let w = |left, right| Window { left, right };
+        // causal ends a window at the diagonal; a bounded right side is a shifted causal kernel
+        assert_eq!(kernel_rules(true, w(Some(64), Some(32)), None).unwrap(), (true, w(Some(64), Some(0)), None));
+        assert_eq!(kernel_rules(false, w(None, Some(32)), Some(30.0)).unwrap(), (true, w(None, Some(32)), Some(30.0)));
+        assert_eq!(kernel_rules(true, w(None, Some(0)), None).unwrap(), (true, Window::UNBOUNDED, None));
+        for bad in [0.0, -1.0, f32::INFINITY, f32::NAN] {
+            let e = kernel_rules(false, Window::UNBOUNDED, Some(bad)).unwrap_err().to_string();
+            assert!(e.contains("finite and > 0"), "{bad}: {e}");
+        }
+        // a kernel runs a call's window and softcap exactly when it computes them
+        let spec = flashgen::spec::defaults::spec(KernelKind::FwdWs, Arch::Sm90a, DType::Bf16, 128, true, 4096).unwrap();
+        let windowed = flashgen::plan::with_features(&spec, Features { window: true, ..Features::NONE }).unwrap();
+        assert!(check_rules(&windowed, &w(Some(64), Some(0)), None).is_ok());
+        let e = check_rules(&spec, &w(Some(64), Some(0)), None).unwrap_err().to_string();
+        assert!(e.contains("the call has a window and no softcap") && e.contains("computes no window and no softcap"), "{e}");
+        let e = check_rules(&windowed, &Window::UNBOUNDED, Some(5.0)).unwrap_err().to_string();
+        assert!(e.contains("the call has no window and softcap") && e.contains("computes a window and no softcap"), "{e}");
     }
 }
