@@ -73,6 +73,7 @@ fn supply(params: &[abi::Param]) -> Vec<(&'static str, ValueKind)> {
             ParamType::Pointer { elem: abi::Elem::F32, .. } => ValueKind::F32s,
             ParamType::Pointer { elem: abi::Elem::U32, .. } => ValueKind::U32s,
             ParamType::Pointer { elem: abi::Elem::I32, .. } => ValueKind::I32s,
+            ParamType::Pointer { elem: abi::Elem::Word, .. } => ValueKind::Words,
             ParamType::F32 => ValueKind::F32,
             ParamType::I32 => ValueKind::I32,
             ParamType::TensorMap { .. } => ValueKind::Map,

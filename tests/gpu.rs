@@ -367,6 +367,7 @@ fn views_of_a_packed_qkv_on_a_callers_stream_match_the_owned_api() {
             varlen: None,
             window: flashgen_runtime::Window::UNBOUNDED,
             softcap: None,
+            modifiers: None,
         };
         f.forward(call, stream).unwrap();
         theirs.synchronize().unwrap();

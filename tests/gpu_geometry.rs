@@ -243,7 +243,7 @@ fn run_forward(f: &Flash, spec: &KernelSpec, g: KernelGeometry, q: &Tensor, k: &
     let (qv, kv, vv) = (q.view("Q").unwrap(), k.view("K").unwrap(), v.view("V").unwrap());
     let maps = spec.kind().warp_specialized_forward().then(|| flashgen_runtime::tma::forward_maps(spec, &qv, &kv, &vv).unwrap());
     let tile_counter = spec.kind().persistent().then(|| BufferViewMut::of(&mut counter));
-    let args = ForwardArgs { geometry: g, q: qv, k: kv, v: vv, o: o.view_mut("O"), m: m.view_mut(), softcap: 1.0, sm_scale: 1.0 / (case.d as f32).sqrt(), maps, tile_counter };
+    let args = ForwardArgs { geometry: g, q: qv, k: kv, v: vv, o: o.view_mut("O"), m: m.view_mut(), softcap: 1.0, modifier_tensors: [0; 4], sm_scale: 1.0 / (case.d as f32).sqrt(), maps, tile_counter };
     kernel.launch(&f.gpu, f.own_stream(), args).unwrap();
     f.gpu.stream.synchronize().unwrap();
     let what = spec.name();

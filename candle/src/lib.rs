@@ -313,6 +313,7 @@ mod gpu {
                 varlen: None,
                 window: flashgen_runtime::Window::UNBOUNDED,
                 softcap: None,
+                modifiers: None,
             };
             // SAFETY: candle's stream of this device (the primary context), alive while the device is
             let s = unsafe { Stream::from_raw(stream.cu_stream()) };

@@ -208,7 +208,7 @@ fn timing_rows() -> Result<()> {
                 let view = |a: u64| unsafe { TensorView::from_raw_parts("x", a, elems, dt, layout) }.map_err(|e| msg(&e));
                 let view_mut = |a: u64| unsafe { TensorViewMut::from_raw_parts("x", a, elems, dt, layout) }.map_err(|e| msg(&e));
                 let (candle_fwd, runtime_fwd) = time_pair(&mut || flash_attn(&q, &k, &v, scale, causal).map(|_| ()), &mut || {
-                    let call = ForwardCall { q: view(qa)?, k: view(ka)?, v: view(va)?, o: view_mut(oa)?, stats: StatsOut::M(unsafe { BufferViewMut::from_raw_parts(ma, b * h * n) }), causal, align: flashgen_runtime::CausalAlign::BottomRight, sm_scale: Some(scale), varlen: None, window: flashgen_runtime::Window::UNBOUNDED, softcap: None };
+                    let call = ForwardCall { q: view(qa)?, k: view(ka)?, v: view(va)?, o: view_mut(oa)?, stats: StatsOut::M(unsafe { BufferViewMut::from_raw_parts(ma, b * h * n) }), causal, align: flashgen_runtime::CausalAlign::BottomRight, sm_scale: Some(scale), varlen: None, window: flashgen_runtime::Window::UNBOUNDED, softcap: None, modifiers: None };
                     flash.forward(call, raw).map_err(|e| msg(&e))
                 })?;
                 let (candle_bwd, runtime_bwd) = time_pair(&mut || flash_attn_bwd(&q, &k, &v, &out, &dout, &lse, scale, causal).map(|_| ()), &mut || {

@@ -29,6 +29,8 @@ pub enum Elem {
     U32,
     /// i32 values: the packed sequences' offsets (cu_seqlens).
     I32,
+    /// 4-byte values, f32 or i32 as a modifier declares its tensor (the MOD_TENSOR slots).
+    Word,
 }
 
 /// The type of one parameter, with the attributes the IR declares on it.
@@ -182,6 +184,22 @@ pub fn geometry() -> Vec<Param> {
     ]
 }
 
+/// The modifiers' tensors (`crate::mods`, `spec::Modifiers::tensors`): slot i holds the i-th declared
+/// tensor, H (per head) or Z (per batch) contiguous 4-byte values; kernels without modifiers, and slots no
+/// modifier declares, ignore them (the runtime passes 0).
+pub fn modifier_tensors() -> Vec<Param> {
+    const NAMES: [&str; crate::spec::MOD_TENSORS] = ["MOD_TENSOR0", "MOD_TENSOR1", "MOD_TENSOR2", "MOD_TENSOR3"];
+    NAMES
+        .into_iter()
+        .map(|name| Param {
+            name,
+            ty: ParamType::Pointer { elem: Elem::Word, read_only: true, align: 4 },
+            meaning: "a score_mod / mask_mod tensor (f32 or i32 as declared; [H] per head, [Z] per batch): the kernel's modifiers' tensors in declaration order; others ignore it".into(),
+            added_by: None,
+        })
+        .collect()
+}
+
 fn tensor_map(name: &'static str, tensor: &'static str, meaning: &str) -> Param {
     Param { name, ty: ParamType::TensorMap { tensor }, meaning: meaning.into(), added_by: None }
 }
@@ -214,6 +232,7 @@ fn build(entry: Entry) -> Vec<Param> {
             p.push(tensor("Out", false, "out: O"));
             p.extend(strides(&["Q", "K", "V", "Out"]));
             p.extend(geometry());
+            p.extend(modifier_tensors());
             if kind.warp_specialized_forward() {
                 let maps = [
                     tensor_map("tmap_q", "Q", "CUtensorMap of Q, boxes of 64 columns × BLOCK_M rows (`tma::forward_maps`)"),
@@ -266,6 +285,7 @@ fn build(entry: Entry) -> Vec<Param> {
                 p.extend(added_by(strides(&["DQ"]), FUSED_KINDS));
             }
             p.extend(geometry());
+            p.extend(modifier_tensors());
             if fused {
                 let maps = [
                     tensor_map("tmap_q", "Q", "CUtensorMap of Q, boxes of 64 columns × BLOCK_M rows (`tma::fused_backward_maps`)"),
@@ -281,6 +301,7 @@ fn build(entry: Entry) -> Vec<Param> {
             p.push(rows("Delta", true, "Δ from bwd_pre (rows as M)"));
             p.extend(strides(&["Q", "K", "V", "DO", "DQ"]));
             p.extend(geometry());
+            p.extend(modifier_tensors());
         }
         KernelKind::Decode => p.extend(decode_parameters()),
         KernelKind::DecodeCombine => p.extend(decode_combine_parameters()),
@@ -409,6 +430,7 @@ fn type_cell(ty: ParamType) -> (String, &'static str) {
                 Elem::F32 => "f32",
                 Elem::U32 => "u32",
                 Elem::I32 => "i32",
+                Elem::Word => "f32|i32",
             };
             (format!("{e}* ({}, align {align})", if read_only { "read-only" } else { "written" }), ".u64")
         }

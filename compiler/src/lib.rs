@@ -19,7 +19,7 @@ pub mod spec;
 
 pub use artifact::{Artifact, Metadata, Timings};
 pub use plan::{plan, BackwardPath, Plan, PlanOptions, Problem};
-pub use spec::{Arch, BackwardSpecs, DType, Features, KernelKind, KernelSpec, Registers, Schedule, ScheduleOverrides, SpecError, SpecParams, Stage};
+pub use spec::{Arch, BackwardSpecs, DType, Features, KernelKind, KernelSpec, Modifiers, Registers, Schedule, ScheduleOverrides, SpecError, SpecParams, Stage};
 
 
 /// Any failure between a spec and its PTX, naming the stage.

@@ -4,7 +4,7 @@
 
 use crate::reference::Window;
 use crate::spec::defaults::{self, BACKWARD_KINDS, FORWARD_KINDS};
-use crate::spec::{Arch, BackwardSpecs, DType, Features, KernelKind, KernelSpec, SpecError, SpecParams, HEAD_DIMS};
+use crate::spec::{Arch, BackwardSpecs, DType, Features, KernelKind, KernelSpec, Modifiers, SpecError, SpecParams, HEAD_DIMS};
 
 /// What is computed: the attention problem as the kernel choice sees it (the heads and the batch are
 /// runtime geometry: they choose nothing but the autotuner's inputs).
@@ -25,17 +25,20 @@ pub struct Problem {
     pub window: Window,
     /// Softcap on the scaled scores.
     pub softcap: bool,
+    /// A score_mod and/or mask_mod compiled into the kernels (`crate::mods`).
+    pub modifiers: Option<Modifiers>,
 }
 
 impl Problem {
     /// Sequences of `seqlen` queries and as many keys.
     pub fn new(dtype: DType, head_dim: u32, causal: bool, seqlen: usize) -> Problem {
-        Problem { dtype, head_dim, causal, seqlen, seqlen_k: seqlen, varlen: false, bottom_right: true, window: Window::UNBOUNDED, softcap: false }
+        Problem { dtype, head_dim, causal, seqlen, seqlen_k: seqlen, varlen: false, bottom_right: true, window: Window::UNBOUNDED, softcap: false, modifiers: None }
     }
 
-    /// What the score and mask rules add beyond causal: a window or softcap (the forward's fwd_ws only, so far).
+    /// What the score and mask rules add beyond causal: a window, softcap or modifiers (fwd_ws and the
+    /// wgmma backward pair only, so far).
     pub fn modified(&self) -> bool {
-        !self.window.is_unbounded() || self.softcap
+        !self.window.is_unbounded() || self.softcap || self.modifiers.is_some()
     }
 
     /// What the problem needs of its kernels beyond fixed-length attention: packed sequences, and the guard
@@ -44,7 +47,7 @@ impl Problem {
     pub fn features(&self) -> Features {
         let window = !self.window.is_unbounded();
         let starved = self.causal && (self.varlen || (self.bottom_right && self.seqlen > self.seqlen_k));
-        Features { varlen: self.varlen, empty_rows: starved, window, softcap: self.softcap }
+        Features { varlen: self.varlen, empty_rows: starved, window, softcap: self.softcap, modifiers: self.modifiers }
     }
 
     /// The problem with a window (and softcap) as its kernels take it (`kernel_window`): the causal flag
@@ -174,7 +177,7 @@ pub fn forward_kind(arch: Arch, problem: &Problem, options: &PlanOptions) -> Res
         // (the ping-pong consumer of fwd_ws is where windows and softcap are built in so far)
         return match hopper(arch, options) {
             true => Ok(KernelKind::FwdWs),
-            false => Err(SpecError(format!("sliding windows and softcap run on sm_90a's fwd_ws only so far, not on {} with wgmma {}: use an H100/H200 with the Hopper kernels on", arch.name(), if options.wgmma { "on" } else { "off" }))),
+            false => Err(SpecError(format!("sliding windows, softcap, score_mod and mask_mod run on sm_90a's fwd_ws only so far, not on {} with wgmma {}: use an H100/H200 with the Hopper kernels on", arch.name(), if options.wgmma { "on" } else { "off" }))),
         };
     }
     if !hopper(arch, options) {
@@ -190,7 +193,7 @@ fn backward_kinds(arch: Arch, problem: &Problem, options: &PlanOptions) -> Resul
         // (windows and softcap: the separate wgmma pair, whatever the path asked for)
         return match hopper(arch, options) {
             true => Ok(&[BwdDkdvWgmma, BwdDqWgmma]),
-            false => Err(SpecError(format!("sliding windows and softcap run on sm_90a's wgmma kernels only so far, not on {}: use an H100/H200 with the Hopper kernels on", arch.name()))),
+            false => Err(SpecError(format!("sliding windows, softcap, score_mod and mask_mod run on sm_90a's wgmma kernels only so far, not on {}: use an H100/H200 with the Hopper kernels on", arch.name()))),
         };
     }
     if !hopper(arch, options) {
@@ -232,7 +235,7 @@ pub fn backward_family(kind: KernelKind, arch: Arch, problem: &Problem) -> Resul
 /// one warpgroup fewer where they validate there, else fwd_wgmma's default; other specs as they are.
 pub fn without_tma(forward: &KernelSpec, problem: &Problem) -> Result<KernelSpec, SpecError> {
     // (windows and softcap have no kernel without TMA yet: such a call's layouts must suit TMA)
-    let modified = forward.features().window || forward.features().softcap;
+    let modified = forward.features().window || forward.features().softcap || forward.features().modifiers.is_some();
     if !forward.kind().warp_specialized_forward() || modified {
         return Ok(*forward);
     }

@@ -34,6 +34,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("lib/pingpong.ll.tera", include_str!("../../templates/lib/pingpong.ll.tera")),
     ("lib/dq_fused.ll.tera", include_str!("../../templates/lib/dq_fused.ll.tera")),
     ("lib/decode.ll.tera", include_str!("../../templates/lib/decode.ll.tera")),
+    ("lib/mods.ll.tera", include_str!("../../templates/lib/mods.ll.tera")),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -160,6 +161,103 @@ struct Common {
     WINDOW: bool,
     /// `Features::softcap`: S is capped (cap · tanh(S·sm_scale / cap)) where it is named (`wg::name_s`).
     SOFTCAP: bool,
+    /// `Features::modifiers`: a score_mod applied where S is named (`wg::name_s`), a mask_mod in the
+    /// mask blocks; their code is `MOD` (lib/mods.ll.tera).
+    SCORE_MOD: bool,
+    MASK_MOD: bool,
+    /// The tile's K/V blocks are a range %kv_first .. %n_total - 1 whose edges (before %n_left, from
+    /// %n_full) take the mask: a window, or a mask_mod's proved key range.
+    BLOCK_RANGE: bool,
+    MOD: Option<ModCode>,
+}
+
+/// A kernel's modifiers rendered once (`crate::mods::ModIr`): the program prologue, and each element's code
+/// with placeholder names that lib/mods.ll.tera replaces per element (value names `%MODEL.n`, inputs
+/// `%MODQ` (q_idx), `%MODKV` (kv_idx), `%MODS` (the scaled score)); the mask's block range of the tile
+/// whose rows are %mod.q_first ..= %mod.q_last among %kv_len keys.
+#[derive(Serialize)]
+struct ModCode {
+    prologue: String,
+    score: Option<ModElement>,
+    mask: Option<ModElement>,
+    range: Option<ModRange>,
+    /// A mask_mod that keeps exactly an interval of keys per query (its proved bounds for one row are
+    /// both what the row needs and what it sees: causal, windows, offsets): the row's bounds, under the
+    /// placeholder names, so that each element compares its column with a per-row limit, as the built-in
+    /// masks do, instead of evaluating the expression.
+    row: Option<ModRowRange>,
+    /// `declare` lines the modifiers' code needs (added to the module by `render`).
+    declarations: String,
+}
+
+#[derive(Serialize)]
+struct ModElement {
+    text: String,
+    value: String,
+}
+
+#[derive(Serialize)]
+struct ModRowRange {
+    text: String,
+    lo: Option<String>,
+    hi: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ModRange {
+    text: String,
+    first: String,
+    last: String,
+    full_first: String,
+    full_last: String,
+}
+
+impl ModCode {
+    /// The placeholders' names (lib/mods.ll.tera replaces them).
+    const PREFIX: &'static str = "MODEL";
+    const Q_IDX: &'static str = "%MODQ";
+    const KV_IDX: &'static str = "%MODKV";
+    const SCORE: &'static str = "%MODS";
+
+    fn of(m: &crate::spec::Modifiers, block_n: u32) -> Result<ModCode, crate::mods::IrError> {
+        use crate::mods::{ElementInputs, ModIr, ProgramInputs};
+        // the program's batch and query head (lib/seqinfo.ll.tera `sequence`), the tensors in their slots
+        let slot_names = |decls: &[crate::mods::TensorDecl]| -> Vec<String> { m.slots(decls).iter().map(|i| format!("%MOD_TENSOR{i}")).collect() };
+        let element = ElementInputs { q_idx: Self::Q_IDX, kv_idx: Self::KV_IDX, score: Self::SCORE };
+        let mut prologue = String::new();
+        let mut irs: Vec<ModIr> = Vec::new();
+        let mut render = |ir: ModIr, decls: &[crate::mods::TensorDecl], p: &str| -> Result<(ModIr, crate::mods::Prologue), crate::mods::IrError> {
+            let names = slot_names(decls);
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            let pro = ir.render_prologue(&ProgramInputs { b: "%off_z", h: "%off_h", tensors: &refs }, p)?;
+            prologue.push_str(&pro.text);
+            Ok((ir, pro))
+        };
+        let mut score = None;
+        if let Some(sm) = m.score() {
+            let (ir, pro) = render(sm.ir(), sm.tensors(), "mods.sp")?;
+            let el = ir.render_element(&pro, &element, Self::PREFIX)?;
+            score = Some(ModElement { text: el.text, value: el.value });
+            irs.push(ir);
+        }
+        let (mut mask, mut range, mut row) = (None, None, None);
+        if let Some(mm) = m.mask() {
+            let (ir, pro) = render(mm.ir(), mm.tensors(), "mods.mp")?;
+            let el = ir.render_element(&pro, &element, Self::PREFIX)?;
+            mask = Some(ModElement { text: el.text, value: el.value });
+            let r = ir.render_block_range(&pro, "%mod.q_first", "%mod.q_last", block_n, "%kv_len", "mods.r")?;
+            range = Some(ModRange { text: r.text, first: r.first, last: r.last, full_first: r.full_first, full_last: r.full_last });
+            let b = mm.kv_bounds();
+            if b.needed == b.visible && b.needed != crate::mods::KvSet::Empty {
+                let t = ir.render_tile_range(&pro, Self::Q_IDX, Self::Q_IDX, Self::PREFIX)?;
+                row = Some(ModRowRange { text: t.text, lo: t.needed_lo, hi: t.needed_hi });
+            }
+            irs.push(ir);
+        }
+        let refs: Vec<&ModIr> = irs.iter().collect();
+        let declarations = crate::mods::missing_declarations(&refs, "");
+        Ok(ModCode { prologue, score, mask, range, row, declarations })
+    }
 }
 
 #[derive(Serialize)]
@@ -345,6 +443,10 @@ impl KernelConstants {
             EMPTY_TILES: spec.features().varlen || spec.features().empty_rows,
             WINDOW: spec.features().window,
             SOFTCAP: spec.features().softcap,
+            SCORE_MOD: spec.features().modifiers.is_some_and(|m| m.score().is_some()),
+            MASK_MOD: spec.features().modifiers.is_some_and(|m| m.mask().is_some()),
+            BLOCK_RANGE: spec.features().window || spec.features().modifiers.is_some_and(|m| m.mask().is_some()),
+            MOD: None,
         };
         let forward = (kind.role() == KernelKind::Fwd).then(|| Forward {
             BLOCK_N_N8_TILES: bn / 8,
@@ -653,13 +755,31 @@ pub fn template_for(kind: KernelKind) -> &'static str {
 pub fn render(spec: &KernelSpec) -> Result<String, RenderError> {
     let template = template_for(spec.kind());
     let mut ctx = tera::Context::new();
-    ctx.insert("k", &KernelConstants::of(spec));
+    let mut constants = KernelConstants::of(spec);
+    if let Some(m) = spec.features().modifiers {
+        if spec.kind() != KernelKind::FwdWs {
+            return Err(RenderError { template, spec: spec.name(), detail: "score_mod and mask_mod are built into the forward (fwd_ws) only so far: the backward of a call with them is refused (issue 32)".into() });
+        }
+        let code = ModCode::of(&m, spec.block_n()).map_err(|e| RenderError { template, spec: spec.name(), detail: e.to_string() })?;
+        constants.common.MOD = Some(code);
+    }
+    ctx.insert("k", &constants);
     // the parameter lists and indices (compiler/src/abi.rs): `define` lines and TMA descriptor addresses
     ctx.insert("abi", &crate::abi::AbiContext::of(spec));
     ctx.insert("seq", &SequenceNames::of(spec));
-    engine()?
-        .render(template, &ctx)
-        .map_err(|e| RenderError { template, spec: spec.name(), detail: describe(&e) })
+    let mut ir = engine()?.render(template, &ctx).map_err(|e| RenderError { template, spec: spec.name(), detail: describe(&e) })?;
+    if let Some(code) = &constants.common.MOD {
+        // (the intrinsics the modifiers call that the templates do not declare themselves)
+        let missing: String = code.declarations.lines().filter(|d| !declared(&ir, d)).map(|d| format!("{d}\n")).collect();
+        ir.push_str(&missing);
+    }
+    Ok(ir)
+}
+
+/// Whether `module` already declares the function `declaration` declares.
+fn declared(module: &str, declaration: &str) -> bool {
+    let symbol = declaration.split('@').nth(1).and_then(|s| s.split('(').next()).unwrap_or("");
+    module.lines().any(|l| l.trim_start().starts_with("declare") && l.contains(&format!("@{symbol}(")))
 }
 
 #[cfg(test)]

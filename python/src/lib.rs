@@ -429,7 +429,7 @@ fn forward(
         _ => StatsOut::Discard,
     };
     let varlen = packed.as_ref().map(Packed::varlen);
-    let call = ForwardCall { q: qv, k: kv, v: vv, o: ov, stats, causal: variant.causal, align: CausalAlign::BottomRight, sm_scale, varlen, window: variant.window, softcap: variant.softcap };
+    let call = ForwardCall { q: qv, k: kv, v: vv, o: ov, stats, causal: variant.causal, align: CausalAlign::BottomRight, sm_scale, varlen, window: variant.window, softcap: variant.softcap, modifiers: None };
     // SAFETY (Stream::from_raw): the wrapper passes the current stream of the tensors' device
     // (torch.cuda.current_stream(device)), a stream of the primary context; this call's contract.
     let stream = unsafe { Stream::from_raw(stream as flashgen_runtime::cudarc::driver::sys::CUstream) };

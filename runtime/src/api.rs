@@ -319,7 +319,7 @@ impl Flash {
     /// Launch into caller-provided outputs (O of any valid layout, M of Z·H·N floats) on the Flash's stream.
     /// Every check of the operands happens before anything is compiled or launched (`forward_with`).
     pub fn forward_into(&self, spec: &KernelSpec, q: &Tensor, k: &Tensor, v: &Tensor, sm_scale: Option<f32>, o: &mut Tensor, m: &mut CudaSlice<f32>) -> Result<(), RuntimeError> {
-        let call = ForwardCall { q: q.view("Q")?, k: k.view("K")?, v: v.view("V")?, o: o.view_mut("O")?, stats: StatsOut::M(BufferViewMut::of(m)), causal: spec.causal(), align: CausalAlign::BottomRight, sm_scale, varlen: None, window: Window::UNBOUNDED, softcap: None };
+        let call = ForwardCall { q: q.view("Q")?, k: k.view("K")?, v: v.view("V")?, o: o.view_mut("O")?, stats: StatsOut::M(BufferViewMut::of(m)), causal: spec.causal(), align: CausalAlign::BottomRight, sm_scale, varlen: None, window: Window::UNBOUNDED, softcap: None, modifiers: None };
         self.forward_with(spec, call, self.own_stream())
     }
 

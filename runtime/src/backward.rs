@@ -3,6 +3,8 @@
 //! sum pass (the module's second entry) over that buffer.
 
 use crate::kernel::{check_problem, expect_kind, launch_config, KernelArgs, KernelGeometry, LoadedKernel};
+// (the backward kernels with score_mod / mask_mod are not built yet: theirs take no tensors)
+const NO_MODIFIER_TENSORS: [u64; flashgen::spec::MOD_TENSORS] = [0; flashgen::spec::MOD_TENSORS];
 use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
 use crate::{Gpu, RuntimeError, Stream};
 use cudarc::driver::{sys, LaunchConfig};
@@ -189,7 +191,7 @@ impl BackwardKernels<'_> {
         let delta = a.delta.as_view();
         args.tensor("Q", &a.q).tensor("K", &a.k).tensor("V", &a.v).f32("sm_scale", a.sm_scale).f32("SOFTCAP", a.softcap);
         args.tensor("DO", &a.d_o).tensor_mut("DK", &mut a.dk).tensor_mut("DV", &mut a.dv);
-        args.f32s("M", &a.m).f32s("Delta", &delta).geometry(&g);
+        args.f32s("M", &a.m).f32s("Delta", &delta).geometry(&g).modifier_tensors(NO_MODIFIER_TENSORS);
         if let (Some(f), Some([map_q, map_do])) = (a.fused.as_mut(), maps) {
             args.tensor_mut("DQ", &mut a.dq).f32s_mut("DQ_PARTIAL", &mut f.dq_partial).u32s_mut("LOCKS", &mut f.locks).i32("CHAINS", chains);
             args.map("tmap_q", map_q).map("tmap_do", map_do);
@@ -231,7 +233,7 @@ impl BackwardKernels<'_> {
         let delta = a.delta.as_view();
         let mut args = KernelArgs::new();
         args.tensor("Q", &a.q).tensor("K", &a.k).tensor("V", &a.v).f32("sm_scale", a.sm_scale).f32("SOFTCAP", a.softcap);
-        args.tensor("DO", &a.d_o).tensor_mut("DQ", &mut a.dq).f32s("M", &a.m).f32s("Delta", &delta).geometry(&g);
+        args.tensor("DO", &a.d_o).tensor_mut("DQ", &mut a.dq).f32s("M", &a.m).f32s("Delta", &delta).geometry(&g).modifier_tensors(NO_MODIFIER_TENSORS);
         // # Safety
         // 1. The arguments are the dQ kernel's parameter list (flashgen::abi, its `define` line's source;
         //    docs/ABI.md) in its order, each of its parameter's type (`launch_args` checks): Q, K, V,

@@ -8,6 +8,7 @@ use crate::stream::{grow, Stream};
 use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
 use crate::geometry::{CausalAlign, Geometry, VarLen};
 use crate::kernel::KernelGeometry;
+use crate::modifiers::{self, CallModifiers, KernelModifiers};
 use flashgen::reference::Window;
 use crate::{lse, Flash, LayoutError, RuntimeError};
 use flashgen::{BackwardSpecs, KernelSpec, Plan};
@@ -51,6 +52,9 @@ pub struct ForwardCall<'a> {
     pub window: Window,
     /// Softcap: the scaled score s becomes cap · tanh(s / cap) (Gemma 2's 50.0, Grok's 30.0); finite, > 0.
     pub softcap: Option<f32>,
+    /// A score_mod and/or mask_mod compiled into the kernel (`flashgen::mods`; forward only so far), with
+    /// the tensors they read. Causal, the window and softcap join them (`modifiers::fold`).
+    pub modifiers: Option<CallModifiers<'a>>,
 }
 
 /// One backward call: dQ, dK, dV of the forward with these inputs, its O and statistics, and dO (dQ shaped
@@ -108,9 +112,12 @@ fn kernel_rules(causal: bool, window: Window, softcap: Option<f32>) -> Result<(b
     Ok((causal, window, softcap))
 }
 
-/// A kernel computes a call's window and softcap exactly when it has the features for them.
+/// A kernel computes a call's window, softcap and modifiers exactly when it has the features for them.
 fn check_rules(spec: &KernelSpec, window: &Window, softcap: Option<f32>) -> Result<(), RuntimeError> {
     let features = spec.features();
+    if features.modifiers.is_some() {
+        return Err(RuntimeError::Argument(format!("kernel {} computes score_mod / mask_mod {} but the call has none", spec.name(), features.modifiers.map(|m| m.key()).unwrap_or(""))));
+    }
     if features.window == window.is_unbounded() || features.softcap != softcap.is_some() {
         let what = |w: bool, c: bool| format!("{}{}", if w { "a window" } else { "no window" }, if c { " and softcap" } else { " and no softcap" });
         return Err(RuntimeError::Argument(format!("the call has {} but kernel {} computes {}: plan it for this call", what(!window.is_unbounded(), softcap.is_some()), spec.name(), what(features.window, features.softcap))));
@@ -121,6 +128,23 @@ fn check_rules(spec: &KernelSpec, window: &Window, softcap: Option<f32>) -> Resu
 /// The problem the plan sees for a forward call with these rules (`kernel_rules`).
 fn forward_problem(dtype: flashgen::DType, g: &Geometry, align: CausalAlign, (causal, window, softcap): (bool, Window, Option<f32>)) -> flashgen::Problem {
     flashgen::Problem { window, softcap: softcap.is_some(), ..problem_of(dtype, g, causal, align) }
+}
+
+/// The problem of a forward call whose rules joined its modifiers (`modifiers::fold`).
+fn modified_problem(dtype: flashgen::DType, g: &Geometry, align: CausalAlign, km: &KernelModifiers) -> flashgen::Problem {
+    flashgen::Problem { modifiers: km.modifiers, ..forward_problem(dtype, g, align, (km.causal, km.window, km.softcap)) }
+}
+
+/// A kernel computes a call's rules and modifiers exactly when it has the features for them.
+fn check_modified(spec: &KernelSpec, km: &KernelModifiers) -> Result<(), RuntimeError> {
+    if spec.features().modifiers != km.modifiers {
+        let key = |m: Option<flashgen::Modifiers>| m.map(|m| m.key().to_string()).unwrap_or_else(|| "none".into());
+        return Err(RuntimeError::Argument(format!("the call's modifiers are {} but kernel {} computes {}: plan it for this call", key(km.modifiers), spec.name(), key(spec.features().modifiers))));
+    }
+    if km.modifiers.is_some() {
+        return Ok(());
+    }
+    check_rules(spec, &km.window, km.softcap)
 }
 
 /// A kernel runs a call of its dtype and causality, and one of packed sequences only if it reads them.
@@ -162,19 +186,26 @@ impl Flash {
 
     /// The forward on `stream`, with the kernel the plan chooses.
     pub fn forward(&self, call: ForwardCall<'_>, stream: Stream) -> Result<(), RuntimeError> {
+        let spec = self.forward_kernel(&call)?;
+        self.forward_with(&spec, call, stream)
+    }
+
+    /// The forward kernel the plan chooses for a call (its rules and modifiers joined, `modifiers::fold`).
+    pub fn forward_kernel(&self, call: &ForwardCall<'_>) -> Result<KernelSpec, RuntimeError> {
         let g = Geometry::of(&call.q, &call.k, &call.v, call.varlen.as_ref())?;
         let rules = kernel_rules(call.causal, call.window, call.softcap)?;
-        let spec = self.plan_problem(&forward_problem(call.q.dtype, &g, call.align, rules), g.batch * g.heads)?.forward;
-        self.forward_with(&spec, call, stream)
+        let km = modifiers::fold(call.modifiers.as_ref(), rules, &g, call.align)?;
+        Ok(self.plan_problem(&modified_problem(call.q.dtype, &g, call.align, &km), g.batch * g.heads)?.forward)
     }
 
     /// The forward on `stream` with an explicit kernel.
     pub fn forward_with(&self, spec: &KernelSpec, call: ForwardCall<'_>, stream: Stream) -> Result<(), RuntimeError> {
-        let ForwardCall { q, k, v, o, stats, causal, align, sm_scale, varlen, window, softcap } = call;
-        let (causal, window, softcap) = kernel_rules(causal, window, softcap)?;
-        check_rules(spec, &window, softcap)?;
-        same_dtype(&q, &[("K", k.dtype), ("V", v.dtype), ("O", o.dtype)], "all four must share one dtype")?;
+        let ForwardCall { q, k, v, o, stats, causal, align, sm_scale, varlen, window, softcap, modifiers } = call;
         let g = Geometry::of(&q, &k, &v, varlen.as_ref())?;
+        let km = modifiers::fold(modifiers.as_ref(), kernel_rules(causal, window, softcap)?, &g, align)?;
+        check_modified(spec, &km)?;
+        let (causal, window, softcap) = (km.causal, km.window, km.softcap);
+        same_dtype(&q, &[("K", k.dtype), ("V", v.dtype), ("O", o.dtype)], "all four must share one dtype")?;
         if o.layout.shape != q.layout.shape {
             return Err(RuntimeError::Argument(format!("tensor O has shape {:?} but Q has {:?}: O is shaped like Q", o.layout.shape, q.layout.shape)));
         }
@@ -191,7 +222,7 @@ impl Flash {
                 Err(why) => {
                     let instead = flashgen::plan::without_tma(spec, &problem_of(q.dtype, &g, causal, align)).map_err(|e| RuntimeError::Argument(e.to_string()))?;
                     if instead == *spec {
-                        return Err(RuntimeError::Argument(format!("{}: {why}, and windows and softcap have no kernel without TMA yet: give Q, K and V layouts TMA can describe (16-byte aligned strides, no stride 0)", spec.name())));
+                        return Err(RuntimeError::Argument(format!("{}: {why}, and windows, softcap, score_mod and mask_mod have no kernel without TMA yet: give Q, K and V layouts TMA can describe (16-byte aligned strides, no stride 0)", spec.name())));
                     }
                     self.cache.warn(format!("{}: {why}; running {} instead", spec.name(), instead.name()));
                     (instead, None)
@@ -219,7 +250,7 @@ impl Flash {
             false => None,
         };
         let geometry = kernel_geometry(&g, align, varlen.as_ref(), window);
-        kernel.launch(&self.gpu, stream, ForwardArgs { geometry, q, k, v, o, m, sm_scale, softcap: softcap.unwrap_or(1.0), maps, tile_counter })?;
+        kernel.launch(&self.gpu, stream, ForwardArgs { geometry, q, k, v, o, m, sm_scale, softcap: softcap.unwrap_or(1.0), modifier_tensors: km.tensors, maps, tile_counter })?;
         if let Some(factor) = lse_factor {
             // the kernel wrote M into the caller's buffer: scale its rows in place
             self.scale(addr, addr, factor, stat_rows, stream)?;

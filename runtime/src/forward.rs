@@ -20,6 +20,8 @@ pub struct ForwardArgs<'a> {
     pub sm_scale: f32,
     /// The cap of softcap kernels (finite, > 0); others ignore it.
     pub softcap: f32,
+    /// The addresses of the modifiers' tensors in the kernel's slots (`call::CallModifiers`), 0 where none.
+    pub modifier_tensors: [u64; flashgen::spec::MOD_TENSORS],
     /// fwd_ws only: the TMA descriptors of Q, K and V (`tma::forward_maps`), over the same views.
     pub maps: Option<ForwardMaps>,
     /// fwd_ws_persistent only: its tile counter, two u32 words that are zero at launch (the kernel leaves
@@ -45,7 +47,7 @@ impl LoadedKernel {
         let (q, k, v): (TensorView<'_>, TensorView<'_>, TensorView<'_>) = (a.q, a.k, a.v);
         let mut args = KernelArgs::new();
         args.tensor("Q", &q).tensor("K", &k).tensor("V", &v).f32("sm_scale", a.sm_scale).f32("SOFTCAP", a.softcap);
-        args.f32s_mut("M", &mut a.m).tensor_mut("Out", &mut a.o).geometry(&g);
+        args.f32s_mut("M", &mut a.m).tensor_mut("Out", &mut a.o).geometry(&g).modifier_tensors(a.modifier_tensors);
         if let Some(ForwardMaps([map_q, map_k, map_v])) = a.maps {
             args.map("tmap_q", map_q).map("tmap_k", map_k).map("tmap_v", map_v);
         }
@@ -57,7 +59,8 @@ impl LoadedKernel {
         // 1. The arguments are the kernel's parameter list (flashgen::abi, from which its `define` line was
         //    rendered; docs/ABI.md), in its order and each of its parameter's type and alignment (`launch`
         //    checks): Q, K, V, sm_scale, SOFTCAP, M, Out, their 16 i64 strides, the geometry group (Z, H, H_KV,
-        //    N_Q, N_KV, ALIGN, the packed offsets, TOTAL_Q, TOTAL_K, WINDOW_LEFT, WINDOW_RIGHT), and for fwd_ws the TMA descriptors of Q, K, V
+        //    N_Q, N_KV, ALIGN, the packed offsets, TOTAL_Q, TOTAL_K, WINDOW_LEFT, WINDOW_RIGHT), the modifiers' tensors
+        //    (each checked by call.rs to hold the values its declaration indexes: H or Z), and for fwd_ws the TMA descriptors of Q, K, V
         //    built over those same views; for fwd_ws_persistent then its tile counter, two u32 words (the
         //    kernel reads and writes only those, and leaves them zero).
         // 2. Every element the kernel reads or writes lies inside memory the views hold: each view's layout

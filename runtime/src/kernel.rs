@@ -238,6 +238,7 @@ pub enum ValueKind {
     F32s,
     U32s,
     I32s,
+    Words,
     F32,
     I32,
     Map,
@@ -250,6 +251,7 @@ impl ValueKind {
             ValueKind::F32s => "an f32 buffer (KernelArgs::f32s)",
             ValueKind::U32s => "a u32 buffer (KernelArgs::u32s)",
             ValueKind::I32s => "an i32 buffer (KernelArgs::i32s)",
+            ValueKind::Words => "a modifier tensor's address, or 0 (KernelArgs::modifier_tensors)",
             ValueKind::F32 => "an f32 (KernelArgs::f32)",
             ValueKind::I32 => "an i32 (KernelArgs::i32)",
             ValueKind::Map => "a CUtensorMap (KernelArgs::map)",
@@ -262,6 +264,7 @@ impl ValueKind {
             ParamType::Pointer { elem: Elem::F32, .. } => ValueKind::F32s,
             ParamType::Pointer { elem: Elem::U32, .. } => ValueKind::U32s,
             ParamType::Pointer { elem: Elem::I32, .. } => ValueKind::I32s,
+            ParamType::Pointer { elem: Elem::Word, .. } => ValueKind::Words,
             ParamType::F32 => ValueKind::F32,
             ParamType::I32 => ValueKind::I32,
             ParamType::TensorMap { .. } => ValueKind::Map,
@@ -370,6 +373,15 @@ impl<'a> KernelArgs<'a> {
         self.i32("TOTAL_Q", total(g.total_q)).i32("TOTAL_K", total(g.total_k));
         let (left, right) = window_bounds(&g.window);
         self.i32("WINDOW_LEFT", left).i32("WINDOW_RIGHT", right)
+    }
+    /// The modifiers' tensors (`flashgen::abi::modifier_tensors`): their addresses in the kernel's slot
+    /// order, 0 for a slot no modifier declares (checked against the declarations in call.rs).
+    pub fn modifier_tensors(&mut self, addrs: [u64; flashgen::spec::MOD_TENSORS]) -> &mut Self {
+        const NAMES: [&str; flashgen::spec::MOD_TENSORS] = ["MOD_TENSOR0", "MOD_TENSOR1", "MOD_TENSOR2", "MOD_TENSOR3"];
+        for (name, addr) in NAMES.into_iter().zip(addrs) {
+            self.put(name, Value::Buffer(addr, ValueKind::Words));
+        }
+        self
     }
 
     /// The values given so far, by name and kind (what `launch` orders by the parameter list; a test can

@@ -20,6 +20,7 @@ pub mod jit;
 pub mod kernel;
 pub mod layout;
 pub mod lse;
+pub mod modifiers;
 pub mod stream;
 pub mod tensor;
 pub mod tma;
@@ -27,6 +28,7 @@ pub mod view;
 
 pub use api::{Flash, ForwardOutput, Gradients, RowStats};
 pub use call::{BackwardCall, ForwardCall, StatsIn, StatsOut};
+pub use modifiers::{CallModifiers, ModTensor};
 pub use decode::{BlockTable, DecodeGeometry, DecodeRun, KvCacheCall, Paging};
 pub use stream::Stream;
 pub use geometry::{CausalAlign, Geometry, VarLen};

@@ -124,6 +124,24 @@ pub struct BenchArgs {
     /// Softcap (fa4_bench.py's window mode: 30); rows carry softcap.
     #[arg(long)]
     softcap: Option<f32>,
+    /// Forward rows with score_mod / mask_mod besides the default ones (labelled mods:NAME): `alibi` (the
+    /// score_mod score + slope[h]·(kv_idx − q_idx), causal or not), `causal-mask` (causal written as the
+    /// mask_mod kv_idx <= q_idx on a non-causal call; on the causal rows, to compare with the built-in
+    /// causal), comma-separated.
+    #[arg(long)]
+    mods: Option<String>,
+}
+
+/// A bench's modifiers by name (`--mods`): the call's modifiers and whether the call itself is causal, for
+/// a row of causality `causal`; None where the name has no row of that causality.
+fn bench_modifiers(name: &str, causal: bool) -> Result<Option<(Option<flashgen::mods::ScoreMod>, Option<flashgen::mods::MaskMod>, bool)>, String> {
+    use flashgen::mods::builtins;
+    let e = |x: flashgen::mods::ModError| x.to_string();
+    Ok(match name {
+        "alibi" => Some((Some(builtins::alibi("slope").map_err(e)?), None, causal)),
+        "causal-mask" => causal.then_some((None, Some(builtins::causal(0).map_err(e)?), false)),
+        other => return Err(format!("--mods `{other}` is unknown: use alibi or causal-mask")),
+    })
 }
 
 fn list(s: &str) -> Result<Vec<u32>, String> {
@@ -356,6 +374,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     varlen,
                     window,
                     softcap,
+                    modifiers: None,
                 };
                 flash.forward_with(spec, call, stream).map_err(rt)
             };
@@ -367,6 +386,40 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     forward(&spec, set, &mut o, &mut m, varlen_of(&cu, &w))
                 })?;
                 let row = Row { kind: "fwd", w: &w, causal, label: &label, spec: spec.name() };
+                table.push(row.emit(&times, &a.timing, &mut json)?);
+            }
+            for name in a.mods.iter().flat_map(|m| m.split(',')).filter(|m| !m.trim().is_empty() && !a.backward_only) {
+                let Some((score, mask, call_causal)) = bench_modifiers(name.trim(), causal)? else { continue };
+                // ALiBi's slopes, 2^(-8(h+1)/H) (Press et al.), one per query head
+                let slopes: Vec<f32> = (0..w.h).map(|h| 2f32.powf(-8.0 * (h + 1) as f32 / w.h as f32)).collect();
+                let slopes = gpu.stream.clone_htod(&slopes).map_err(|e| e.to_string())?;
+                let mut turn = 0usize;
+                let mut spec_name = String::new();
+                let times = time_launches(gpu, a, || {
+                    let set = &sets[turn % INPUT_SETS];
+                    turn += 1;
+                    let tensors = if score.is_some() { vec![("slope", flashgen_runtime::ModTensor::F32(BufferView::of(&slopes)))] } else { vec![] };
+                    let call = ForwardCall {
+                        q: TensorView::of_slice("Q", &set[0], 0, DType::Bf16, lq).map_err(le)?,
+                        k: TensorView::of_slice("K", &set[1], 0, DType::Bf16, lk).map_err(le)?,
+                        v: TensorView::of_slice("V", &set[2], 0, DType::Bf16, lk).map_err(le)?,
+                        o: TensorViewMut::of_slice("O", &mut o, 0, DType::Bf16, lq).map_err(le)?,
+                        stats: StatsOut::M(BufferViewMut::of(&mut m)),
+                        causal: call_causal,
+                        align: CausalAlign::BottomRight,
+                        sm_scale: None,
+                        varlen: varlen_of(&cu, &w),
+                        window,
+                        softcap,
+                        modifiers: Some(flashgen_runtime::CallModifiers { score: score.clone(), mask: mask.clone(), tensors }),
+                    };
+                    if spec_name.is_empty() {
+                        spec_name = flash.forward_kernel(&call).map_err(rt)?.name();
+                    }
+                    flash.forward(call, stream).map_err(rt)
+                })?;
+                let label = format!("mods:{}", name.trim());
+                let row = Row { kind: "fwd", w: &w, causal, label: &label, spec: spec_name };
                 table.push(row.emit(&times, &a.timing, &mut json)?);
             }
             if a.backward {

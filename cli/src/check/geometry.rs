@@ -9,9 +9,10 @@ use super::args::CheckArgs;
 use super::common::{nan_bits, GRAD_TOL, GUARD, M_TOL, O_TOL};
 use flashgen::numeric::SplitMix;
 use flashgen::reference::{self, relative_error, relative_error_lse, Alignment, Qkv, RefProblem, TensorOrder, Window};
+use flashgen::mods::{MaskMod, Scalar, ScoreMod, TensorData, TensorDecl, Tensors};
 use flashgen::DType;
 use flashgen_runtime::tensor::{from_bits, to_bits};
-use flashgen_runtime::{BackwardCall, BufferView, BufferViewMut, CausalAlign, Flash, ForwardCall, Layout, StatsIn, StatsOut, TensorView, TensorViewMut, VarLen};
+use flashgen_runtime::{BackwardCall, CallModifiers, ModTensor, BufferView, BufferViewMut, CausalAlign, Flash, ForwardCall, Layout, StatsIn, StatsOut, TensorView, TensorViewMut, VarLen};
 use std::io::Write;
 
 /// One geometry case: the problem (BSHD tensors, FlashAttention's layout; packed: THD).
@@ -19,6 +20,33 @@ struct Case {
     label: String,
     dtype: DType,
     problem: RefProblem,
+    /// A score_mod / mask_mod (forward only so far) and the values of the tensors they read.
+    mods: Option<CaseMods>,
+}
+
+#[derive(Clone)]
+struct CaseMods {
+    score: Option<ScoreMod>,
+    mask: Option<MaskMod>,
+    tensors: Tensors,
+}
+
+impl CaseMods {
+    /// The reference problem with the same modifiers (evaluated in f64 by the expressions' interpreter).
+    fn on(&self, p: RefProblem) -> RefProblem {
+        let mut p = p;
+        if let Some(sm) = self.score.clone() {
+            let (t1, t2, sm2) = (self.tensors.clone(), self.tensors.clone(), sm.clone());
+            let value = move |b: usize, h: usize, i: usize, j: usize, s: f64| sm.eval_score(b as i64, h as i64, i as i64, j as i64, s, &t1);
+            let grad = move |b: usize, h: usize, i: usize, j: usize, s: f64| sm2.eval_grad(b as i64, h as i64, i as i64, j as i64, s, &t2);
+            p = p.score_mod(reference::ScoreMod::new(value, grad));
+        }
+        if let Some(mm) = self.mask.clone() {
+            let t = self.tensors.clone();
+            p = p.mask_mod(reference::MaskMod::new(move |b, h, i, j| mm.eval_mask(b as i64, h as i64, i as i64, j as i64, &t)));
+        }
+        p
+    }
 }
 
 /// Lengths 0..=max, a few of them zero, from `rng`.
@@ -29,7 +57,8 @@ fn lengths(rng: &mut SplitMix, batch: usize, max: usize) -> Vec<usize> {
 fn cases(a: &CheckArgs, seed: u64, hopper: bool) -> Vec<Case> {
     let mut rng = SplitMix(seed ^ 0x6e0);
     let mut out = Vec::new();
-    let mut push = |label: String, dtype: DType, problem: RefProblem| out.push(Case { label, dtype, problem });
+    let mut push = |label: String, dtype: DType, problem: RefProblem| out.push(Case { label, dtype, problem, mods: None });
+    let mut modified: Vec<Case> = Vec::new();
     let long = if a.quick { 1100 } else { 4097 };
     for (dtype, d) in [(DType::Bf16, 128), (DType::F16, 64)] {
         for causal in [false, true] {
@@ -56,10 +85,45 @@ fn cases(a: &CheckArgs, seed: u64, hopper: bool) -> Vec<Case> {
             push(format!("varlen q {lq:?} k {lk:?}"), dtype, p);
             if hopper {
                 window_cases(&mut push, dtype, d, causal, long, &lq);
+                modifier_cases(&mut modified, dtype, d, causal, &lq);
             }
         }
     }
+    out.extend(modified);
     out
+}
+
+/// score_mod and mask_mod (fwd_ws on sm_90a, forward only so far): ALiBi with the causal flag (a causal
+/// kernel with a score_mod), causal written as a mask_mod (the proved interval path), a document mask with
+/// a per-batch tensor and ALiBi after softcap (the per-element path, and the call's softcap joining the
+/// score_mod), a mask that is no interval, a mask with the causal flag on unequal lengths (the diagonal
+/// joins the mask, bottom-right), and ALiBi on packed sequences.
+fn modifier_cases(out: &mut Vec<Case>, dtype: DType, d: usize, causal: bool, lens: &[usize]) {
+    use flashgen::mods::builtins;
+    let slopes: Vec<f32> = (0..16).map(|h| 0.5f32.powi(h + 1) * 4.0).collect();
+    let alibi = builtins::alibi("slope").ok();
+    let with_slopes = Tensors::new().f32("slope", slopes);
+    let mut push = |label: &str, problem: RefProblem, mods: CaseMods| {
+        let problem = mods.on(problem.order(TensorOrder::Bshd));
+        out.push(Case { label: format!("mods {label}"), dtype, problem, mods: Some(mods) });
+    };
+    let m = CaseMods { score: alibi.clone(), mask: None, tensors: with_slopes.clone() };
+    push("alibi N1000", RefProblem::new(2, 4, 1000, d).causal(causal), m.clone());
+    push(&format!("alibi varlen {lens:?}"), RefProblem::new(5, 4, 1, d).varlen_from_lengths(lens, lens).causal(causal), m);
+    if causal {
+        return;
+    }
+    let m = CaseMods { score: None, mask: builtins::causal(0).ok(), tensors: Tensors::new() };
+    push("mask causal N1000", RefProblem::new(2, 4, 1000, d), m);
+    let docs = flashgen::mods::MaskMod::parse("q_idx // 128 >= kv_idx // 128 && kv_idx < doc_end[b]", &[TensorDecl::per_batch("doc_end", Scalar::I32)]).ok();
+    let m = CaseMods { score: alibi.clone(), mask: docs, tensors: with_slopes.clone().i32("doc_end", vec![500, 777]) };
+    push("docs alibi softcap 1 N777", RefProblem::new(2, 4, 777, d).softcap(1.0), m);
+    let stripes = flashgen::mods::MaskMod::parse("(q_idx + kv_idx) % 3 != 0 || kv_idx == 0", &[]).ok();
+    let m = CaseMods { score: None, mask: stripes, tensors: Tensors::new() };
+    push("mask stripes N600", RefProblem::new(1, 4, 600, d), m);
+    let even = flashgen::mods::MaskMod::parse("kv_idx % 2 == 0", &[]).ok();
+    let m = CaseMods { score: alibi, mask: even, tensors: with_slopes };
+    push("mask even alibi causal N_q 300 N_kv 700", RefProblem::new(2, 4, 300, d).kv_heads(2).seqlens(300, 700).causal(true), m);
 }
 
 /// Sliding windows and softcap (fwd_ws and the wgmma backward pair on sm_90a): left bounds inside a block and
@@ -205,6 +269,23 @@ fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<([f64; 5], bool), Stri
     let causal = p.rules.mask.causal;
     let view = |name, buf, l| TensorView::of_slice(name, buf, 0, dtype, l).map_err(le);
     let stream = flash.own_stream();
+    // the modifiers' tensors on the GPU, by name
+    let mut f32s = Vec::new();
+    let mut i32s = Vec::new();
+    if let Some(m) = &c.mods {
+        for d in [m.score.as_ref().map(|s| s.tensors()), m.mask.as_ref().map(|x| x.tensors())].into_iter().flatten().flatten() {
+            match m.tensors.get(&d.name) {
+                Some(TensorData::F32(v)) if !f32s.iter().any(|(n, _)| *n == d.name) => f32s.push((d.name.clone(), gpu.stream.clone_htod(v).map_err(dr)?)),
+                Some(TensorData::I32(v)) if !i32s.iter().any(|(n, _)| *n == d.name) => i32s.push((d.name.clone(), gpu.stream.clone_htod(v).map_err(dr)?)),
+                _ => {}
+            }
+        }
+    }
+    let modifiers = c.mods.as_ref().map(|m| CallModifiers {
+        score: m.score.clone(),
+        mask: m.mask.clone(),
+        tensors: f32s.iter().map(|(n, b)| (n.as_str(), ModTensor::F32(BufferView::of(b)))).chain(i32s.iter().map(|(n, b)| (n.as_str(), ModTensor::I32(BufferView::of(b))))).collect(),
+    });
     let call = ForwardCall {
         q: view("Q", &dq_in, lq)?,
         k: view("K", &dk_in, lk)?,
@@ -217,8 +298,20 @@ fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<([f64; 5], bool), Stri
         varlen: var,
         window: p.rules.mask.window,
         softcap: p.rules.softcap.map(|c| c as f32),
+        modifiers,
     };
     flash.forward(call, stream).map_err(e)?;
+    if c.mods.is_some() {
+        // (the backward with score_mod / mask_mod is not built yet: the forward alone)
+        gpu.stream.synchronize().map_err(dr)?;
+        let all: Vec<u16> = gpu.stream.clone_dtoh(&o).map_err(dr)?;
+        let n = p.o_len();
+        let got_o: Vec<f32> = all[..n].iter().map(|&b| from_bits(dtype, b)).collect();
+        let all_lse: Vec<f32> = gpu.stream.clone_dtoh(&lse).map_err(dr)?;
+        let guards = all[n..].iter().all(|&b| b == nan_bits(dtype)) && all_lse[p.lse_len().max(1)..].iter().all(|x| x.is_nan());
+        let (want_o, want_lse) = forward_parallel(p, &x);
+        return Ok(([relative_error(&got_o, &want_o), relative_error_lse(&all_lse[..p.lse_len()], &want_lse), 0.0, 0.0, 0.0], guards));
+    }
     let mut grads: Vec<_> = [p.q_len(), p.k_len(), p.v_len()].into_iter().map(poisoned).collect::<Result<_, _>>()?;
     {
         let [gq, gk, gv] = &mut grads[..] else { return Err("three gradients".into()) };
@@ -289,8 +382,8 @@ pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>)
         };
         if result == "pass" { passed += 1 } else { failed += 1 }
         let line = format!(
-            "{{\"kind\":\"check_geometry\",\"case\":\"{}\",\"dtype\":\"{}\",\"D\":{d},\"causal\":{causal},\"rel_err_o\":{:.3e},\"rel_err_lse\":{:.3e},\"rel_err_dq\":{:.3e},\"rel_err_dk\":{:.3e},\"rel_err_dv\":{:.3e},\"guards_intact\":{guards},\"pass\":{}}}",
-            c.label, c.dtype.name(), errs[0], errs[1], errs[2], errs[3], errs[4], result == "pass"
+            "{{\"kind\":\"check_geometry\",\"case\":\"{}\",\"dtype\":\"{}\",\"D\":{d},\"causal\":{causal},\"rel_err_o\":{:.3e},\"rel_err_lse\":{:.3e},\"rel_err_dq\":{:.3e},\"rel_err_dk\":{:.3e},\"rel_err_dv\":{:.3e},\"guards_intact\":{guards},\"backward\":{},\"pass\":{}}}",
+            c.label, c.dtype.name(), errs[0], errs[1], errs[2], errs[3], errs[4], c.mods.is_none(), result == "pass"
         );
         if result == "FAIL" {
             println!("FAIL {line}");

@@ -11,12 +11,14 @@
 mod resources;
 mod rules;
 mod decode;
+pub mod modifiers;
 pub mod defaults;
 pub mod schedule;
 pub mod types;
 
 pub use resources::{FusedLayout, Registers};
 pub use decode::{DECODE_BLOCK_MS, DECODE_BLOCK_NS, DECODE_COMBINE_WARPS, DECODE_KEYS_PER_WARP, DECODE_MAX_SPLITS, DECODE_MERGE_PAD, DECODE_NUM_WARPS};
+pub use modifiers::{Modifiers, MOD_TENSORS};
 pub use schedule::{Schedule, ScheduleOverrides};
 pub use types::*;
 
@@ -60,10 +62,15 @@ pub struct Features {
     /// SOFTCAP), the tanh on the MUFU beside exp2.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub softcap: bool,
+    /// A score_mod and/or mask_mod (`crate::mods`) compiled into the kernel, their tensors in the ABI's
+    /// MOD_TENSOR slots. The mask_mod's key ranges decide the blocks a tile visits (blocks it proves
+    /// fully masked are never visited, fully visible ones run without the mask).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modifiers: Option<Modifiers>,
 }
 
 impl Features {
-    pub const NONE: Features = Features { varlen: false, empty_rows: false, window: false, softcap: false };
+    pub const NONE: Features = Features { varlen: false, empty_rows: false, window: false, softcap: false, modifiers: None };
 
     pub fn is_none(&self) -> bool {
         *self == Features::NONE
@@ -84,7 +91,7 @@ impl Features {
         Ok(f)
     }
 
-    /// `_varlen`, `_emptyrows`, `_window`, `_softcap` (empty for none).
+    /// `_varlen`, `_emptyrows`, `_window`, `_softcap`, `_m<hash>` (empty for none).
     pub fn name_suffix(&self) -> String {
         let mut s = String::new();
         for (on, suffix) in [(self.varlen, "_varlen"), (self.empty_rows, "_emptyrows"), (self.window, "_window"), (self.softcap, "_softcap")] {
@@ -92,12 +99,16 @@ impl Features {
                 s.push_str(suffix);
             }
         }
+        if let Some(m) = self.modifiers {
+            s.push_str("_m");
+            s.push_str(m.hash());
+        }
         s
     }
 }
 
 /// A spec as files carry it: the parameters, and the schedule overrides and features when there are any.
-#[derive(Clone, Copy, Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 struct SpecRecord {
     #[serde(flatten)]
     params: SpecParams,

@@ -50,7 +50,9 @@ impl KernelSpec {
         if p.kind == KernelKind::BwdPre {
             return Ok(KernelSpec { features: Features { varlen: features.varlen, ..Features::NONE }, ..spec });
         }
-        let empty_rows = (features.empty_rows && p.stage == 3) || features.window;
+        // (a mask_mod may leave any row without keys, as a window may)
+        let masked_by_mod = features.modifiers.is_some_and(|m| m.mask().is_some());
+        let empty_rows = (features.empty_rows && p.stage == 3) || features.window || masked_by_mod;
         let features = Features { empty_rows, ..features };
         let mut spec = spec;
         if features.softcap && spec.overrides.programs_per_sm.is_none() {
@@ -63,6 +65,17 @@ impl KernelSpec {
         for (on, what) in [(features.window, "a sliding window"), (features.softcap, "softcap")] {
             rule(!on || takes_them, || {
                 format!("{what} is built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3) and the backward's bwd_dkdv_wgmma / bwd_dq_wgmma only, not into {} with NUM_STAGES={}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
+            })?;
+        }
+        if features.modifiers.is_some() {
+            rule(takes_them, || {
+                format!("score_mod and mask_mod are built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3) and the backward's bwd_dkdv_wgmma / bwd_dq_wgmma only, not into {} with NUM_STAGES={}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
+            })?;
+            rule(!features.window && !features.softcap, || {
+                "a kernel with score_mod or mask_mod takes a window and softcap as modifiers too: write the window into the mask_mod (`builtins::sliding_window`) and the softcap into the score_mod (`ScoreMod::then(&builtins::softcap(cap))`)".to_string()
+            })?;
+            rule(!(masked_by_mod && p.stage == 3), || {
+                "a mask_mod kernel is STAGE=1: the mask_mod decides which keys a query sees; write causality into it (`builtins::causal(offset).and(&mask)`)".to_string()
             })?;
         }
         Ok(KernelSpec { features, ..spec })
