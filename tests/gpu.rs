@@ -303,6 +303,7 @@ fn bad_fused_backward_arguments_are_errors_not_crashes() {
             sm_scale: 0.125,
             fused,
             softcap: 1.0,
+            modifier_tensors: [0; 4],
         };
         kernels.launch(&f.gpu, f.own_stream(), args).err().map(|e| e.to_string()).unwrap_or_default()
     };
@@ -397,6 +398,7 @@ fn views_of_a_packed_qkv_on_a_callers_stream_match_the_owned_api() {
             varlen: None,
             window: flashgen_runtime::Window::UNBOUNDED,
             softcap: None,
+            modifiers: None,
         };
         f.backward(call, stream).unwrap();
         theirs.synchronize().unwrap();

@@ -286,6 +286,7 @@ fn run_backward(f: &Flash, specs: &BackwardSpecs, g: KernelGeometry, inputs: [&T
         sm_scale: 1.0 / (case.d as f32).sqrt(),
         fused,
         softcap: 1.0,
+        modifier_tensors: [0; 4],
     };
     kernels.launch(&f.gpu, f.own_stream(), args).unwrap();
     f.gpu.stream.synchronize().unwrap();

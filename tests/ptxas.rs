@@ -482,16 +482,17 @@ fn fused_backward(features: bool) {
 }
 
 /// The modifiers the kernels are tested with: ALiBi (a per-head tensor), causal as a mask_mod (block
-/// ranges proved), a document mask (per-batch tensor, block-causal), softcap as a score_mod.
+/// ranges proved), a document mask (per-batch tensor, block-causal), softcap as a score_mod; on fwd_ws and
+/// the wgmma backward pair.
 fn modifier_variants(specs: &[KernelSpec]) -> Vec<KernelSpec> {
     use flashgen::mods::{builtins, MaskMod, Scalar, TensorDecl};
     let alibi = builtins::alibi("slope").unwrap();
     let causal = builtins::causal(0).unwrap();
     let blocks = MaskMod::parse("q_idx // 128 >= kv_idx // 128 && kv_idx < doc_end[b]", &[TensorDecl::per_batch("doc_end", Scalar::I32)]).unwrap();
-    let capped = alibi.then(&builtins::softcap(30.0).unwrap()).unwrap();
+    let capped = builtins::softcap(30.0).unwrap().then(&alibi).unwrap();
     let sets = [(Some(&alibi), None), (None, Some(&causal)), (Some(&alibi), Some(&causal)), (Some(&capped), Some(&blocks))];
     let mut out = Vec::new();
-    for spec in specs.iter().filter(|s| s.kind() == KernelKind::FwdWs) {
+    for spec in specs.iter().filter(|s| matches!(s.kind(), KernelKind::FwdWs | KernelKind::BwdDkdvWgmma | KernelKind::BwdDqWgmma)) {
         // (a mask_mod kernel is non-causal: causality goes into the mask)
         for (score, mask) in sets.into_iter().filter(|(_, m)| !spec.causal() || m.is_none()) {
             let modifiers = flashgen::Modifiers::new(score, mask).unwrap();
@@ -512,6 +513,9 @@ fn modifier_variants(specs: &[KernelSpec]) -> Vec<KernelSpec> {
 fn modifier_kernels_assemble_without_spills() {
     let Some(tool) = ptxas_or_skip() else { return };
     let specs = modifier_variants(&flashgen::plan::default_set());
-    assert!(specs.len() >= 8, "modifier variants: {}", specs.len());
+    for kind in [KernelKind::FwdWs, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma] {
+        assert!(specs.iter().filter(|s| s.kind() == kind).count() >= 8, "modifier variants of {}", kind.name());
+    }
     assemble_all_clean(&tool, &specs, |_, _| {});
 }
+

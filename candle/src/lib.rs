@@ -388,6 +388,7 @@ mod gpu {
                 varlen: None,
                 window: flashgen_runtime::Window::UNBOUNDED,
                 softcap: None,
+                modifiers: None,
             };
             // SAFETY: candle's stream of this device, as in the forward
             let s = unsafe { Stream::from_raw(stream.cu_stream()) };

@@ -228,6 +228,7 @@ fn timing_rows() -> Result<()> {
                         varlen: None,
                         window: flashgen_runtime::Window::UNBOUNDED,
                         softcap: None,
+                        modifiers: None,
                     };
                     flash.backward(call, raw).map_err(|e| msg(&e))
                 })?;

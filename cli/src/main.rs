@@ -37,10 +37,10 @@ enum Command {
 #[derive(Args)]
 struct EmitArgs {
     /// Generate the default set (STAGE 1 and 3, bf16 and fp16, HEAD_DIM 64 and 128, sm_80 and sm_90a) into --out-dir.
-    #[arg(long, conflicts_with_all = ["kernel", "dtype", "head_dim", "block_m", "block_n", "stage", "num_warps", "num_stages", "arch", "schedule", "features", "output", "tuned"])]
+    #[arg(long, conflicts_with_all = ["kernel", "dtype", "head_dim", "block_m", "block_n", "stage", "num_warps", "num_stages", "arch", "schedule", "features", "score_mod", "mask_mod", "mod_tensor", "output", "tuned"])]
     defaults: bool,
     /// Generate exactly the winning specs of a tuning file (`flashgen autotune --out FILE`) into --out-dir.
-    #[arg(long, conflicts_with_all = ["kernel", "dtype", "head_dim", "block_m", "block_n", "stage", "num_warps", "num_stages", "arch", "schedule", "features", "output"])]
+    #[arg(long, conflicts_with_all = ["kernel", "dtype", "head_dim", "block_m", "block_n", "stage", "num_warps", "num_stages", "arch", "schedule", "features", "score_mod", "mask_mod", "mod_tensor", "output"])]
     tuned: Option<PathBuf>,
     #[arg(long, default_value = "fwd")]
     kernel: String,
@@ -73,6 +73,16 @@ struct EmitArgs {
     /// What the kernel computes beyond fixed-length attention, "varlen,empty_rows,window,softcap" (any of them).
     #[arg(long)]
     features: Option<String>,
+    /// A score_mod compiled into the kernel (fwd_ws): an expression over score, b, h, q_idx, kv_idx and the
+    /// declared tensors, e.g. "score + slope[h] * (kv_idx - q_idx)" with --mod-tensor "slope: f32[h]".
+    #[arg(long)]
+    score_mod: Option<String>,
+    /// A mask_mod compiled into the kernel (true = keep), e.g. "kv_idx <= q_idx" (a STAGE=1 kernel).
+    #[arg(long)]
+    mask_mod: Option<String>,
+    /// A tensor the modifiers read, "name: f32[h]" or "name: i32[b]" (repeat the flag for several).
+    #[arg(long)]
+    mod_tensor: Vec<String>,
     /// Output file (PTX, or IR with --ir); the metadata JSON is written beside it. Default: ./<name>.ptx
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
@@ -123,8 +133,25 @@ fn spec_from_flags(a: &EmitArgs) -> Result<KernelSpec, String> {
         arch,
     };
     let schedule = a.schedule.as_deref().map(ScheduleOverrides::parse).transpose().map_err(|e| e.to_string())?.unwrap_or_default();
-    let features = flashgen::Features::parse(a.features.as_deref().unwrap_or("")).map_err(|e| e.to_string())?;
+    let mut features = flashgen::Features::parse(a.features.as_deref().unwrap_or("")).map_err(|e| e.to_string())?;
+    features.modifiers = modifiers_from_flags(a)?;
     KernelSpec::with_features(params, schedule, features).map_err(|e| e.to_string())
+}
+
+/// --score-mod, --mask-mod and --mod-tensor as the spec's modifiers (`Modifiers::from_key` reads the same text).
+fn modifiers_from_flags(a: &EmitArgs) -> Result<Option<flashgen::Modifiers>, String> {
+    let decls = if a.mod_tensor.is_empty() { String::new() } else { format!("({})", a.mod_tensor.join(", ")) };
+    let mut parts = Vec::new();
+    if let Some(s) = &a.score_mod {
+        parts.push(format!("score_mod{decls}: {s}"));
+    }
+    if let Some(m) = &a.mask_mod {
+        parts.push(format!("mask_mod{decls}: {m}"));
+    }
+    if parts.is_empty() {
+        return Ok(None);
+    }
+    flashgen::Modifiers::from_key(&parts.join("; ")).map_err(|e| e.to_string())
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {

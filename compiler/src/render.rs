@@ -173,7 +173,8 @@ struct Common {
 
 /// A kernel's modifiers rendered once (`crate::mods::ModIr`): the program prologue, and each element's code
 /// with placeholder names that lib/mods.ll.tera replaces per element (value names `%MODEL.n`, inputs
-/// `%MODQ` (q_idx), `%MODKV` (kv_idx), `%MODS` (the scaled score)); the mask's block range of the tile
+/// `%MODQ` (q_idx), `%MODKV` (kv_idx), `%MODS` (the scaled score), and in a score_mod's code `%MODFQ`
+/// and `%MODFKV`, the indices as floats); the mask's block range of the tile
 /// whose rows are %mod.q_first ..= %mod.q_last among %kv_len keys.
 #[derive(Serialize)]
 struct ModCode {
@@ -194,6 +195,8 @@ struct ModCode {
 struct ModElement {
     text: String,
     value: String,
+    /// d(value)/d(score): the backward's score_mod.
+    grad: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -218,8 +221,15 @@ impl ModCode {
     const Q_IDX: &'static str = "%MODQ";
     const KV_IDX: &'static str = "%MODKV";
     const SCORE: &'static str = "%MODS";
+    const Q_IDX_F: &'static str = "%MODFQ";
+    const KV_IDX_F: &'static str = "%MODFKV";
 
-    fn of(m: &crate::spec::Modifiers, block_n: u32) -> Result<ModCode, crate::mods::IrError> {
+    /// The query head in the prologue: lib/mods.ll.tera `prologue` replaces it with the program's (the
+    /// forward, dQ) or the loop step's (dK/dV, whose steps walk the query heads of a K/V head).
+    const HEAD: &'static str = "%MODH";
+
+    /// `with_grad`: the backward's score_mod code, which also gives d(score_mod)/d(score).
+    fn of(m: &crate::spec::Modifiers, block_n: u32, with_grad: bool) -> Result<ModCode, crate::mods::IrError> {
         use crate::mods::{ElementInputs, ModIr, ProgramInputs};
         // the program's batch and query head (lib/seqinfo.ll.tera `sequence`), the tensors in their slots
         let slot_names = |decls: &[crate::mods::TensorDecl]| -> Vec<String> { m.slots(decls).iter().map(|i| format!("%MOD_TENSOR{i}")).collect() };
@@ -229,22 +239,22 @@ impl ModCode {
         let mut render = |ir: ModIr, decls: &[crate::mods::TensorDecl], p: &str| -> Result<(ModIr, crate::mods::Prologue), crate::mods::IrError> {
             let names = slot_names(decls);
             let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-            let pro = ir.render_prologue(&ProgramInputs { b: "%off_z", h: "%off_h", tensors: &refs }, p)?;
+            let pro = ir.render_prologue(&ProgramInputs { b: "%off_z", h: Self::HEAD, tensors: &refs }, p)?;
             prologue.push_str(&pro.text);
             Ok((ir, pro))
         };
         let mut score = None;
         if let Some(sm) = m.score() {
-            let (ir, pro) = render(sm.ir(), sm.tensors(), "mods.sp")?;
-            let el = ir.render_element(&pro, &element, Self::PREFIX)?;
-            score = Some(ModElement { text: el.text, value: el.value });
+            let (ir, pro) = render(if with_grad { sm.ir_with_grad() } else { sm.ir() }, sm.tensors(), "mods.sp")?;
+            let el = ir.render_element_with_floats(&pro, &element, Some((Self::Q_IDX_F, Self::KV_IDX_F)), Self::PREFIX)?;
+            score = Some(ModElement { text: el.text, value: el.value, grad: el.grad });
             irs.push(ir);
         }
         let (mut mask, mut range, mut row) = (None, None, None);
         if let Some(mm) = m.mask() {
             let (ir, pro) = render(mm.ir(), mm.tensors(), "mods.mp")?;
             let el = ir.render_element(&pro, &element, Self::PREFIX)?;
-            mask = Some(ModElement { text: el.text, value: el.value });
+            mask = Some(ModElement { text: el.text, value: el.value, grad: None });
             let r = ir.render_block_range(&pro, "%mod.q_first", "%mod.q_last", block_n, "%kv_len", "mods.r")?;
             range = Some(ModRange { text: r.text, first: r.first, last: r.last, full_first: r.full_first, full_last: r.full_last });
             let b = mm.kv_bounds();
@@ -683,6 +693,14 @@ pub const GENERATOR_SOURCES: &[(&str, &str)] = &[
     ("compiler/src/spec/rules.rs", include_str!("spec/rules.rs")),
     ("compiler/src/spec/resources.rs", include_str!("spec/resources.rs")),
     ("compiler/src/spec/decode.rs", include_str!("spec/decode.rs")),
+    ("compiler/src/spec/modifiers.rs", include_str!("spec/modifiers.rs")),
+    // the modifiers' lowering (their IR, block ranges and derivatives come from these)
+    ("compiler/src/mods/ir.rs", include_str!("mods/ir.rs")),
+    ("compiler/src/mods/blocks.rs", include_str!("mods/blocks.rs")),
+    ("compiler/src/mods/interval.rs", include_str!("mods/interval.rs")),
+    ("compiler/src/mods/grad.rs", include_str!("mods/grad.rs")),
+    ("compiler/src/mods/check.rs", include_str!("mods/check.rs")),
+    ("compiler/src/mods/typed.rs", include_str!("mods/typed.rs")),
     ("compiler/src/render.rs", include_str!("render.rs")),
     ("compiler/src/abi.rs", include_str!("abi.rs")),
     ("compiler/src/codegen.rs", include_str!("codegen.rs")),
@@ -757,10 +775,11 @@ pub fn render(spec: &KernelSpec) -> Result<String, RenderError> {
     let mut ctx = tera::Context::new();
     let mut constants = KernelConstants::of(spec);
     if let Some(m) = spec.features().modifiers {
-        if spec.kind() != KernelKind::FwdWs {
-            return Err(RenderError { template, spec: spec.name(), detail: "score_mod and mask_mod are built into the forward (fwd_ws) only so far: the backward of a call with them is refused (issue 32)".into() });
+        let backward = matches!(spec.kind(), KernelKind::BwdDkdvWgmma | KernelKind::BwdDqWgmma);
+        if spec.kind() != KernelKind::FwdWs && !backward {
+            return Err(RenderError { template, spec: spec.name(), detail: "score_mod and mask_mod are built into fwd_ws and the wgmma backward pair only".into() });
         }
-        let code = ModCode::of(&m, spec.block_n()).map_err(|e| RenderError { template, spec: spec.name(), detail: e.to_string() })?;
+        let code = ModCode::of(&m, spec.block_n(), backward).map_err(|e| RenderError { template, spec: spec.name(), detail: e.to_string() })?;
         constants.common.MOD = Some(code);
     }
     ctx.insert("k", &constants);

@@ -497,7 +497,7 @@ fn backward(
     let lse_view = unsafe { BufferView::<f32>::from_raw_parts(l.addr, rows) };
     let stats = if base2 { StatsIn::M(lse_view) } else { StatsIn::Lse(lse_view) };
     let varlen = packed.as_ref().map(Packed::varlen);
-    let call = BackwardCall { q: qv, k: kv, v: vv, o: ov, d_o: dov, stats, dq: dqv, dk: dkv, dv: dvv, causal: variant.causal, align: CausalAlign::BottomRight, sm_scale, varlen, window: variant.window, softcap: variant.softcap };
+    let call = BackwardCall { q: qv, k: kv, v: vv, o: ov, d_o: dov, stats, dq: dqv, dk: dkv, dv: dvv, causal: variant.causal, align: CausalAlign::BottomRight, sm_scale, varlen, window: variant.window, softcap: variant.softcap, modifiers: None };
     // SAFETY: as in `forward`.
     let stream = unsafe { Stream::from_raw(stream as flashgen_runtime::cudarc::driver::sys::CUstream) };
     let _restore = RestoreContext::save();

@@ -365,6 +365,7 @@ impl Flash {
             varlen: None,
             window: Window::UNBOUNDED,
             softcap: None,
+            modifiers: None,
         };
         self.backward(call, self.own_stream())?;
         Ok(g)
@@ -391,6 +392,7 @@ impl Flash {
             varlen: None,
             window: Window::UNBOUNDED,
             softcap: None,
+            modifiers: None,
         };
         self.backward_with(specs, call, self.own_stream())
     }

@@ -3,8 +3,6 @@
 //! sum pass (the module's second entry) over that buffer.
 
 use crate::kernel::{check_problem, expect_kind, launch_config, KernelArgs, KernelGeometry, LoadedKernel};
-// (the backward kernels with score_mod / mask_mod are not built yet: theirs take no tensors)
-const NO_MODIFIER_TENSORS: [u64; flashgen::spec::MOD_TENSORS] = [0; flashgen::spec::MOD_TENSORS];
 use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
 use crate::{Gpu, RuntimeError, Stream};
 use cudarc::driver::{sys, LaunchConfig};
@@ -72,6 +70,8 @@ pub struct BackwardArgs<'a> {
     pub sm_scale: f32,
     /// The cap of softcap kernels (finite, > 0); others ignore it.
     pub softcap: f32,
+    /// The addresses of the modifiers' tensors in the kernels' slots (`call::CallModifiers`), 0 where none.
+    pub modifier_tensors: [u64; flashgen::spec::MOD_TENSORS],
     /// Needed exactly when dK/dV computes dQ (bwd_fused).
     pub fused: Option<FusedScratch<'a>>,
 }
@@ -191,7 +191,7 @@ impl BackwardKernels<'_> {
         let delta = a.delta.as_view();
         args.tensor("Q", &a.q).tensor("K", &a.k).tensor("V", &a.v).f32("sm_scale", a.sm_scale).f32("SOFTCAP", a.softcap);
         args.tensor("DO", &a.d_o).tensor_mut("DK", &mut a.dk).tensor_mut("DV", &mut a.dv);
-        args.f32s("M", &a.m).f32s("Delta", &delta).geometry(&g).modifier_tensors(NO_MODIFIER_TENSORS);
+        args.f32s("M", &a.m).f32s("Delta", &delta).geometry(&g).modifier_tensors(a.modifier_tensors);
         if let (Some(f), Some([map_q, map_do])) = (a.fused.as_mut(), maps) {
             args.tensor_mut("DQ", &mut a.dq).f32s_mut("DQ_PARTIAL", &mut f.dq_partial).u32s_mut("LOCKS", &mut f.locks).i32("CHAINS", chains);
             args.map("tmap_q", map_q).map("tmap_do", map_do);
@@ -233,7 +233,7 @@ impl BackwardKernels<'_> {
         let delta = a.delta.as_view();
         let mut args = KernelArgs::new();
         args.tensor("Q", &a.q).tensor("K", &a.k).tensor("V", &a.v).f32("sm_scale", a.sm_scale).f32("SOFTCAP", a.softcap);
-        args.tensor("DO", &a.d_o).tensor_mut("DQ", &mut a.dq).f32s("M", &a.m).f32s("Delta", &delta).geometry(&g).modifier_tensors(NO_MODIFIER_TENSORS);
+        args.tensor("DO", &a.d_o).tensor_mut("DQ", &mut a.dq).f32s("M", &a.m).f32s("Delta", &delta).geometry(&g).modifier_tensors(a.modifier_tensors);
         // # Safety
         // 1. The arguments are the dQ kernel's parameter list (flashgen::abi, its `define` line's source;
         //    docs/ABI.md) in its order, each of its parameter's type (`launch_args` checks): Q, K, V,

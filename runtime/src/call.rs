@@ -52,7 +52,7 @@ pub struct ForwardCall<'a> {
     pub window: Window,
     /// Softcap: the scaled score s becomes cap · tanh(s / cap) (Gemma 2's 50.0, Grok's 30.0); finite, > 0.
     pub softcap: Option<f32>,
-    /// A score_mod and/or mask_mod compiled into the kernel (`flashgen::mods`; forward only so far), with
+    /// A score_mod and/or mask_mod compiled into the kernels (`flashgen::mods`; fwd_ws and the wgmma backward pair), with
     /// the tensors they read. Causal, the window and softcap join them (`modifiers::fold`).
     pub modifiers: Option<CallModifiers<'a>>,
 }
@@ -74,9 +74,10 @@ pub struct BackwardCall<'a> {
     /// Default 1/sqrt(HEAD_DIM); must be the forward's.
     pub sm_scale: Option<f32>,
     pub varlen: Option<VarLen<'a>>,
-    /// The forward's window and softcap (`ForwardCall`).
+    /// The forward's window, softcap and modifiers (`ForwardCall`).
     pub window: Window,
     pub softcap: Option<f32>,
+    pub modifiers: Option<CallModifiers<'a>>,
 }
 
 fn same_dtype(q: &TensorView<'_>, others: &[(&str, flashgen::DType)], what: &str) -> Result<(), RuntimeError> {
@@ -264,7 +265,8 @@ impl Flash {
         self.check_backward_env()?;
         let g = Geometry::of(&call.q, &call.k, &call.v, call.varlen.as_ref())?;
         let rules = kernel_rules(call.causal, call.window, call.softcap)?;
-        let plan = self.plan_problem(&forward_problem(call.q.dtype, &g, call.align, rules), g.batch * g.heads)?;
+        let km = modifiers::fold(call.modifiers.as_ref(), rules, &g, call.align)?;
+        let plan = self.plan_problem(&modified_problem(call.q.dtype, &g, call.align, &km), g.batch * g.heads)?;
         let mut specs = plan.backward;
         if let Some(split) = plan.backward_without_tma {
             if let Err(why) = crate::tma::fused_backward_maps(&specs.dkdv, &call.q, &call.d_o) {
@@ -277,12 +279,13 @@ impl Flash {
 
     /// The backward on `stream` with explicit kernels.
     pub fn backward_with(&self, specs: &BackwardSpecs, call: BackwardCall<'_>, stream: Stream) -> Result<(), RuntimeError> {
-        let BackwardCall { q, k, v, o, d_o, stats, dq, dk, dv, causal, align, sm_scale, varlen, window, softcap } = call;
-        let (causal, window, softcap) = kernel_rules(causal, window, softcap)?;
-        for spec in [Some(specs.dkdv), specs.dq].into_iter().flatten() {
-            check_rules(&spec, &window, softcap)?;
-        }
+        let BackwardCall { q, k, v, o, d_o, stats, dq, dk, dv, causal, align, sm_scale, varlen, window, softcap, modifiers } = call;
         let g = Geometry::of(&q, &k, &v, varlen.as_ref())?;
+        let km = modifiers::fold(modifiers.as_ref(), kernel_rules(causal, window, softcap)?, &g, align)?;
+        for spec in [Some(specs.dkdv), specs.dq].into_iter().flatten() {
+            check_modified(&spec, &km)?;
+        }
+        let (causal, window, softcap) = (km.causal, km.window, km.softcap);
         let named = [("O", o.dtype, o.layout.shape, q.layout.shape), ("dO", d_o.dtype, d_o.layout.shape, q.layout.shape), ("dQ", dq.dtype, dq.layout.shape, q.layout.shape), ("dK", dk.dtype, dk.layout.shape, k.layout.shape), ("dV", dv.dtype, dv.layout.shape, k.layout.shape)];
         same_dtype(&q, &[("K", k.dtype), ("V", v.dtype)], "all tensors of the backward share one dtype")?;
         for (name, dtype, shape, like) in named {
@@ -336,7 +339,7 @@ impl Flash {
         } else {
             None
         };
-        kernels.launch(&self.gpu, stream, BackwardArgs { geometry, q, k, v, o, d_o, m, delta, dq, dk, dv, sm_scale, softcap: softcap.unwrap_or(1.0), fused })
+        kernels.launch(&self.gpu, stream, BackwardArgs { geometry, q, k, v, o, d_o, m, delta, dq, dk, dv, sm_scale, softcap: softcap.unwrap_or(1.0), modifier_tensors: km.tensors, fused })
     }
 
     /// dst[i] = src[i] · factor for the first `n` floats (M <-> LSE), on `stream`.

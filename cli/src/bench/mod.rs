@@ -494,6 +494,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                             varlen: varlen_of(&cu, &w),
                             window,
                             softcap,
+                            modifiers: None,
                         };
                         flash.backward_with(&specs, call, stream).map_err(rt)
                     })?;

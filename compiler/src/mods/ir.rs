@@ -12,6 +12,7 @@
 //!   unit, as the softmax's exp2.
 //! - x / c for a constant c is x · (1/c); x / u for a program-uniform u is x · r with r = 1/u computed
 //!   once in the prologue; anything else is an IEEE fdiv.
+//! - Float sums and products carry `contract`: a product feeding a sum becomes one fma.
 //! - `//` and `%` are Python's floor division and modulo; when the dividend is provably >= 0 and the
 //!   divisor a positive constant they are udiv/urem, which LLVM turns into shifts for powers of two.
 
@@ -633,9 +634,22 @@ impl ModIr {
 
     /// One element's code. Value names are `%<prefix>.<n>`: give each element its own prefix.
     pub fn render_element(&self, pro: &Prologue, inputs: &ElementInputs<'_>, prefix: &str) -> Result<Element, IrError> {
+        self.render_element_with_floats(pro, inputs, None, prefix)
+    }
+
+    /// `render_element` where the template also has q_idx and kv_idx as floats (`floats`: the f32 of
+    /// q_idx and of kv_idx, exact below 2^24): the expression's conversions of the indices take them
+    /// instead of converting per element (a kernel computes a column's float once per block, from the
+    /// block's first column and a constant, where a conversion per element would compete with exp2 for
+    /// the quarter-rate pipe).
+    pub fn render_element_with_floats(&self, pro: &Prologue, inputs: &ElementInputs<'_>, floats: Option<(&str, &str)>, prefix: &str) -> Result<Element, IrError> {
         valid_prefix(prefix)?;
         valid_operand("q_idx", inputs.q_idx)?;
         valid_operand("kv_idx", inputs.kv_idx)?;
+        if let Some((qf, kf)) = floats {
+            valid_operand("q_idx as float", qf)?;
+            valid_operand("kv_idx as float", kf)?;
+        }
         let mut e = self.emitter(pro, prefix);
         for (id, op) in self.g.ops.iter().enumerate() {
             e.names[id] = match op {
@@ -645,6 +659,11 @@ impl ModIr {
                     valid_operand("score", inputs.score)?;
                     Some(inputs.score.into())
                 }
+                Op::Un(Un::ToF, x) => match (self.g.op(*x), floats) {
+                    (Op::Var(Var::QIdx), Some((qf, _))) => Some(qf.into()),
+                    (Op::Var(Var::KvIdx), Some((_, kf))) => Some(kf.into()),
+                    _ => continue,
+                },
                 _ => continue,
             };
         }
@@ -916,10 +935,13 @@ impl<'m> Emitter<'m> {
             }
             Op::FBin(o, a, b) => {
                 let (x, y) = (self.operand(a), self.operand(b));
+                // `contract`: a product and the sum it feeds may fuse into one fma (one rounding fewer,
+                // one instruction fewer per element: NVPTX otherwise emits mul.rn / add.rn, which ptxas
+                // must not fuse)
                 let name = match o {
-                    FOp::Add => "fadd",
-                    FOp::Sub => "fsub",
-                    FOp::Mul => "fmul",
+                    FOp::Add => "fadd contract",
+                    FOp::Sub => "fsub contract",
+                    FOp::Mul => "fmul contract",
                     FOp::Div => "fdiv",
                 };
                 self.inst(format_args!("{name} float {x}, {y}"))

@@ -55,8 +55,9 @@ impl KernelSpec {
         let empty_rows = (features.empty_rows && p.stage == 3) || features.window || masked_by_mod;
         let features = Features { empty_rows, ..features };
         let mut spec = spec;
-        if features.softcap && spec.overrides.programs_per_sm.is_none() {
-            // (softcap keeps tanh(S) for dS's derivative: the D64 pair spills at 3-4 programs' registers, not at 2)
+        if (features.softcap || features.modifiers.is_some()) && spec.overrides.programs_per_sm.is_none() {
+            // (softcap keeps tanh(S) for dS's derivative, a score_mod its derivative and a mask_mod its
+            // element code: the D64 pair spills at 3-4 programs' registers, not at 2)
             spec.schedule.programs_per_sm = spec.schedule.programs_per_sm.min(2);
         }
         // windows and softcap live in the ping-pong consumer (lib/pingpong.ll.tera) of the warp-specialized

@@ -99,6 +99,7 @@ impl<'a> BackwardCandidates<'a> {
             sm_scale: 1.0 / (q.layout.shape[3] as f32).sqrt(),
             fused,
             softcap: 1.0,
+            modifier_tensors: [0; flashgen::spec::MOD_TENSORS],
         };
         kernels.launch_only(&self.flash.gpu, self.flash.own_stream(), args, kind).map_err(e)
     }
