@@ -263,10 +263,7 @@ impl Flash {
     /// fused kernel's TMA cannot describe Q or dO).
     pub fn backward(&self, call: BackwardCall<'_>, stream: Stream) -> Result<(), RuntimeError> {
         self.check_backward_env()?;
-        let g = Geometry::of(&call.q, &call.k, &call.v, call.varlen.as_ref())?;
-        let rules = kernel_rules(call.causal, call.window, call.softcap)?;
-        let km = modifiers::fold(call.modifiers.as_ref(), rules, &g, call.align)?;
-        let plan = self.plan_problem(&modified_problem(call.q.dtype, &g, call.align, &km), g.batch * g.heads)?;
+        let plan = self.backward_plan(&call)?;
         let mut specs = plan.backward;
         if let Some(split) = plan.backward_without_tma {
             if let Err(why) = crate::tma::fused_backward_maps(&specs.dkdv, &call.q, &call.d_o) {
@@ -275,6 +272,15 @@ impl Flash {
             }
         }
         self.backward_with(&specs, call, stream)
+    }
+
+    /// The plan of a backward call (its rules and modifiers joined, `modifiers::fold`): `backward` runs its
+    /// `backward`, or `backward_without_tma` where TMA cannot describe Q or dO.
+    pub fn backward_plan(&self, call: &BackwardCall<'_>) -> Result<Plan, RuntimeError> {
+        let g = Geometry::of(&call.q, &call.k, &call.v, call.varlen.as_ref())?;
+        let rules = kernel_rules(call.causal, call.window, call.softcap)?;
+        let km = modifiers::fold(call.modifiers.as_ref(), rules, &g, call.align)?;
+        self.plan_problem(&modified_problem(call.q.dtype, &g, call.align, &km), g.batch * g.heads)
     }
 
     /// The backward on `stream` with explicit kernels.

@@ -388,40 +388,6 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 let row = Row { kind: "fwd", w: &w, causal, label: &label, spec: spec.name() };
                 table.push(row.emit(&times, &a.timing, &mut json)?);
             }
-            for name in a.mods.iter().flat_map(|m| m.split(',')).filter(|m| !m.trim().is_empty() && !a.backward_only) {
-                let Some((score, mask, call_causal)) = bench_modifiers(name.trim(), causal)? else { continue };
-                // ALiBi's slopes, 2^(-8(h+1)/H) (Press et al.), one per query head
-                let slopes: Vec<f32> = (0..w.h).map(|h| 2f32.powf(-8.0 * (h + 1) as f32 / w.h as f32)).collect();
-                let slopes = gpu.stream.clone_htod(&slopes).map_err(|e| e.to_string())?;
-                let mut turn = 0usize;
-                let mut spec_name = String::new();
-                let times = time_launches(gpu, a, || {
-                    let set = &sets[turn % INPUT_SETS];
-                    turn += 1;
-                    let tensors = if score.is_some() { vec![("slope", flashgen_runtime::ModTensor::F32(BufferView::of(&slopes)))] } else { vec![] };
-                    let call = ForwardCall {
-                        q: TensorView::of_slice("Q", &set[0], 0, DType::Bf16, lq).map_err(le)?,
-                        k: TensorView::of_slice("K", &set[1], 0, DType::Bf16, lk).map_err(le)?,
-                        v: TensorView::of_slice("V", &set[2], 0, DType::Bf16, lk).map_err(le)?,
-                        o: TensorViewMut::of_slice("O", &mut o, 0, DType::Bf16, lq).map_err(le)?,
-                        stats: StatsOut::M(BufferViewMut::of(&mut m)),
-                        causal: call_causal,
-                        align: CausalAlign::BottomRight,
-                        sm_scale: None,
-                        varlen: varlen_of(&cu, &w),
-                        window,
-                        softcap,
-                        modifiers: Some(flashgen_runtime::CallModifiers { score: score.clone(), mask: mask.clone(), tensors }),
-                    };
-                    if spec_name.is_empty() {
-                        spec_name = flash.forward_kernel(&call).map_err(rt)?.name();
-                    }
-                    flash.forward(call, stream).map_err(rt)
-                })?;
-                let label = format!("mods:{}", name.trim());
-                let row = Row { kind: "fwd", w: &w, causal, label: &label, spec: spec_name };
-                table.push(row.emit(&times, &a.timing, &mut json)?);
-            }
             if a.backward {
                 // each input set's own forward O and M, rotated like the forward's inputs
                 let mut saved = Vec::new();
@@ -501,6 +467,84 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     let names = specs.kernels().iter().map(|s| s.name()).collect::<Vec<_>>().join("+");
                     let row = Row { kind: "bwd", w: &w, causal, label: &label, spec: names };
                     table.push(row.emit(&times, &a.timing, &mut json)?);
+                }
+            }
+            for name in a.mods.iter().flat_map(|m| m.split(',')).map(str::trim).filter(|m| !m.is_empty()) {
+                let Some((score, mask, call_causal)) = bench_modifiers(name, causal)? else { continue };
+                // ALiBi's slopes, 2^(-8(h+1)/H) (Press et al.), one per query head
+                let slopes: Vec<f32> = (0..w.h).map(|h| 2f32.powf(-8.0 * (h + 1) as f32 / w.h as f32)).collect();
+                let slopes = gpu.stream.clone_htod(&slopes).map_err(|e| e.to_string())?;
+                let modifiers = || {
+                    let tensors = if score.is_some() { vec![("slope", flashgen_runtime::ModTensor::F32(BufferView::of(&slopes)))] } else { vec![] };
+                    Some(flashgen_runtime::CallModifiers { score: score.clone(), mask: mask.clone(), tensors })
+                };
+                let label = format!("mods:{name}");
+                let forward_mods = |set: &[CudaSlice<u16>; 4], o: &mut CudaSlice<u16>, m: &mut CudaSlice<f32>, spec_name: &mut String| -> Result<(), String> {
+                    let call = ForwardCall {
+                        q: TensorView::of_slice("Q", &set[0], 0, DType::Bf16, lq).map_err(le)?,
+                        k: TensorView::of_slice("K", &set[1], 0, DType::Bf16, lk).map_err(le)?,
+                        v: TensorView::of_slice("V", &set[2], 0, DType::Bf16, lk).map_err(le)?,
+                        o: TensorViewMut::of_slice("O", o, 0, DType::Bf16, lq).map_err(le)?,
+                        stats: StatsOut::M(BufferViewMut::of(m)),
+                        causal: call_causal,
+                        align: CausalAlign::BottomRight,
+                        sm_scale: None,
+                        varlen: varlen_of(&cu, &w),
+                        window,
+                        softcap,
+                        modifiers: modifiers(),
+                    };
+                    if spec_name.is_empty() {
+                        *spec_name = flash.forward_kernel(&call).map_err(rt)?.name();
+                    }
+                    flash.forward(call, stream).map_err(rt)
+                };
+                if !a.backward_only {
+                    let (mut turn, mut spec_name) = (0usize, String::new());
+                    let times = time_launches(gpu, a, || {
+                        let set = &sets[turn % INPUT_SETS];
+                        turn += 1;
+                        forward_mods(set, &mut o, &mut m, &mut spec_name)
+                    })?;
+                    table.push(Row { kind: "fwd", w: &w, causal, label: &label, spec: spec_name }.emit(&times, &a.timing, &mut json)?);
+                }
+                if a.backward {
+                    let mut saved = Vec::new();
+                    for set in &sets {
+                        let mut o = gpu.stream.alloc_zeros::<u16>(lq.extent()).map_err(|e| e.to_string())?;
+                        let mut m = gpu.stream.alloc_zeros::<f32>(w.stat_rows().max(1)).map_err(|e| e.to_string())?;
+                        forward_mods(set, &mut o, &mut m, &mut String::from("-"))?;
+                        saved.push((o, m));
+                    }
+                    let (mut turn, mut spec_name) = (0usize, String::new());
+                    let times = time_launches(gpu, a, || {
+                        let (set, (o, m)) = (&sets[turn % INPUT_SETS], &saved[turn % INPUT_SETS]);
+                        turn += 1;
+                        let [gq, gk, gv] = &mut grads;
+                        let call = BackwardCall {
+                            q: TensorView::of_slice("Q", &set[0], 0, DType::Bf16, lq).map_err(le)?,
+                            k: TensorView::of_slice("K", &set[1], 0, DType::Bf16, lk).map_err(le)?,
+                            v: TensorView::of_slice("V", &set[2], 0, DType::Bf16, lk).map_err(le)?,
+                            o: TensorView::of_slice("O", o, 0, DType::Bf16, lq).map_err(le)?,
+                            d_o: TensorView::of_slice("dO", &set[3], 0, DType::Bf16, lq).map_err(le)?,
+                            stats: StatsIn::M(BufferView::of(m)),
+                            dq: TensorViewMut::of_slice("dQ", gq, 0, DType::Bf16, lq).map_err(le)?,
+                            dk: TensorViewMut::of_slice("dK", gk, 0, DType::Bf16, lk).map_err(le)?,
+                            dv: TensorViewMut::of_slice("dV", gv, 0, DType::Bf16, lk).map_err(le)?,
+                            causal: call_causal,
+                            align: CausalAlign::BottomRight,
+                            sm_scale: None,
+                            varlen: varlen_of(&cu, &w),
+                            window,
+                            softcap,
+                            modifiers: modifiers(),
+                        };
+                        if spec_name.is_empty() {
+                            spec_name = flash.backward_plan(&call).map_err(rt)?.backward.kernels().iter().map(|s| s.name()).collect::<Vec<_>>().join("+");
+                        }
+                        flash.backward(call, stream).map_err(rt)
+                    })?;
+                    table.push(Row { kind: "bwd", w: &w, causal, label: &label, spec: spec_name }.emit(&times, &a.timing, &mut json)?);
                 }
             }
         }
