@@ -1165,3 +1165,23 @@ fn export_gpu_cases() {
     std::fs::write(dir.join("win.i32"), bytes(win.iter().map(|v| v.to_le_bytes()).collect())).unwrap();
     eprintln!("{} cases x {GPU_POINTS} points in {}", irs.len(), dir.display());
 }
+
+/// dK/dV's query range: a causal or windowed mask gives the queries that keep a key of [k0, k1] in closed
+/// form (causal: from k0 on, unbounded above; a window of 100 left: up to k1 + 100); a mask whose bounds
+/// fall as q_idx grows has none (every query block is visited).
+#[test]
+fn query_ranges_of_masks_whose_bounds_grow_with_the_query() {
+    let pro_of = |ir: &ModIr| ir.render_prologue(&ProgramInputs { b: "%b", h: "%h", tensors: &[] }, "p").unwrap();
+    let causal = builtins::causal(0).unwrap().ir();
+    let r = causal.render_query_range(&pro_of(&causal), "%k0", "%k1", "q").unwrap();
+    assert!(r.q_hi.is_none(), "every later query sees the keys: {r:?}");
+    assert!(r.q_lo.is_some() && r.text.contains("%k0"), "{r:?}");
+    let window = builtins::sliding_window(Some(100), Some(0), 0).unwrap().ir();
+    let r = window.render_query_range(&pro_of(&window), "%k0", "%k1", "q").unwrap();
+    assert!(r.q_lo.is_some() && r.q_hi.is_some() && r.text.contains("%k1"), "{r:?}");
+    let falling = MaskMod::parse("kv_idx >= 1000 - q_idx", &[]).unwrap().ir();
+    assert!(falling.render_query_range(&pro_of(&falling), "%k0", "%k1", "q").is_err());
+    let none = MaskMod::parse("false", &[]).unwrap().ir();
+    let r = none.render_query_range(&pro_of(&none), "%k0", "%k1", "q").unwrap();
+    assert_eq!((r.q_lo.as_deref(), r.q_hi.as_deref()), (Some("1"), Some("0")), "no query at all");
+}

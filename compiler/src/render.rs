@@ -187,6 +187,9 @@ struct ModCode {
     /// placeholder names, so that each element compares its column with a per-row limit, as the built-in
     /// masks do, instead of evaluating the expression.
     row: Option<ModRowRange>,
+    /// A mask_mod whose key bounds never decrease in q_idx: the queries that keep a key of
+    /// %mod.k0 ..= %mod.k1 (`ModIr::render_query_range`), which dK/dV's blocks of keys visit.
+    queries: Option<ModRowRange>,
     /// `declare` lines the modifiers' code needs (added to the module by `render`).
     declarations: String,
 }
@@ -250,7 +253,7 @@ impl ModCode {
             score = Some(ModElement { text: el.text, value: el.value, grad: el.grad });
             irs.push(ir);
         }
-        let (mut mask, mut range, mut row) = (None, None, None);
+        let (mut mask, mut range, mut row, mut queries) = (None, None, None, None);
         if let Some(mm) = m.mask() {
             let (ir, pro) = render(mm.ir(), mm.tensors(), "mods.mp")?;
             let el = ir.render_element(&pro, &element, Self::PREFIX)?;
@@ -262,11 +265,17 @@ impl ModCode {
                 let t = ir.render_tile_range(&pro, Self::Q_IDX, Self::Q_IDX, Self::PREFIX)?;
                 row = Some(ModRowRange { text: t.text, lo: t.needed_lo, hi: t.needed_hi });
             }
+            // (a mask the range does not cover: dK/dV visits every query block; nor one that varies with
+            // the query head: a dK/dV program's steps walk a group of heads over the same blocks)
+            let per_head = mm.expr().uses(crate::mods::Var::H) || mm.tensors().iter().any(|d| d.index == crate::mods::PerIndex::Head);
+            if let Some(q) = ir.render_query_range(&pro, "%mod.k0", "%mod.k1", "mods.q").ok().filter(|_| !per_head) {
+                queries = Some(ModRowRange { text: q.text, lo: q.q_lo, hi: q.q_hi });
+            }
             irs.push(ir);
         }
         let refs: Vec<&ModIr> = irs.iter().collect();
         let declarations = crate::mods::missing_declarations(&refs, "");
-        Ok(ModCode { prologue, score, mask, range, row, declarations })
+        Ok(ModCode { prologue, score, mask, range, row, queries, declarations })
     }
 }
 

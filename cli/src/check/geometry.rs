@@ -121,6 +121,13 @@ fn modifier_cases(out: &mut Vec<Case>, dtype: DType, d: usize, causal: bool, len
     let stripes = flashgen::mods::MaskMod::parse("(q_idx + kv_idx) % 3 != 0 || kv_idx == 0", &[]).ok();
     let m = CaseMods { score: None, mask: stripes, tensors: Tensors::new() };
     push("mask stripes N600", RefProblem::new(1, 4, 600, d), m);
+    // grouped-query heads: dK/dV's steps walk a group's query heads (ALiBi's slope per step; the causal
+    // mask's query range), and a per-head window (no query range: it varies with the head)
+    let m = CaseMods { score: alibi.clone(), mask: builtins::causal(0).ok(), tensors: with_slopes.clone() };
+    push("gqa alibi mask causal H16/4 N600", RefProblem::new(1, 16, 600, d).kv_heads(4), m);
+    let per_head = flashgen::mods::MaskMod::parse("kv_idx <= q_idx && q_idx - kv_idx < w[h]", &[TensorDecl::per_head("w", Scalar::I32)]).ok();
+    let m = CaseMods { score: None, mask: per_head, tensors: Tensors::new().i32("w", vec![40, 100, 300, 7, 64, 65, 1000, 1]) };
+    push("gqa window per head H8/2 N500", RefProblem::new(2, 8, 500, d).kv_heads(2), m);
     let even = flashgen::mods::MaskMod::parse("kv_idx % 2 == 0", &[]).ok();
     let m = CaseMods { score: alibi, mask: even, tensors: with_slopes };
     push("mask even alibi causal N_q 300 N_kv 700", RefProblem::new(2, 4, 300, d).kv_heads(2).seqlens(300, 700).causal(true), m);

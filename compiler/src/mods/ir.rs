@@ -787,6 +787,101 @@ impl ModIr {
     }
 }
 
+/// The queries that keep some key of a key range, as i32 operands (see `ModIr::render_query_range`):
+/// q_lo ..= q_hi, `None` for an unbounded side.
+#[derive(Clone, Debug)]
+pub struct QueryRange {
+    pub text: String,
+    pub q_lo: Option<String>,
+    pub q_hi: Option<String>,
+}
+
+/// A side no query reaches or every query does (the inverse of a bound constant in q_idx): far outside
+/// any position (< 2^24) yet far from i32's ends, so the kernels' clamps never overflow.
+const BEYOND: i32 = 1 << 30;
+
+impl ModIr {
+    /// For a mask_mod whose key bounds never decrease as q_idx grows (every affine piece of `kv_bounds`
+    /// has q coefficient 0 or 1: causal, windows, offsets, block-causal documents do): the queries that may
+    /// keep a key of [k0, k1] (i32 operands), q_lo ..= q_hi. A query keeps keys only in [lo(q), hi(q)], so
+    /// it needs hi(q) >= k0 (q >= q_lo, hi non-decreasing) and lo(q) <= k1 (q <= q_hi). A dK/dV program
+    /// (a block of keys) visits only those queries' blocks. Errors when the bounds are not of that form
+    /// (then every query may see the keys).
+    pub fn render_query_range(&self, pro: &Prologue, k0: &str, k1: &str, prefix: &str) -> Result<QueryRange, IrError> {
+        valid_prefix(prefix)?;
+        valid_operand("k0", k0)?;
+        valid_operand("k1", k1)?;
+        let Some(bounds) = &self.bounds else { return Err(IrError("query ranges exist for mask_mods only".into())) };
+        let monotone = |b: &Option<Bound>| {
+            let mut pieces = Vec::new();
+            if let Some(b) = b {
+                b.pieces(&mut pieces);
+            }
+            pieces.iter().all(|a| a.q_coef == 0 || a.q_coef == 1)
+        };
+        let mut e = self.emitter(pro, prefix);
+        let (lo, hi) = match &bounds.needed {
+            KvSet::Empty => {
+                // no query keeps any key
+                return Ok(QueryRange { text: String::new(), q_lo: Some("1".into()), q_hi: Some("0".into()) });
+            }
+            KvSet::Range { lo, hi } => (lo, hi),
+        };
+        if !(monotone(lo) && monotone(hi)) {
+            return Err(IrError("the mask's key bounds are not non-decreasing in q_idx: no query range".into()));
+        }
+        // (the pieces' rests are numbered as `tile_range_in` walks them: needed lo, then needed hi)
+        let mut piece = 0usize;
+        let q_hi = match lo {
+            Some(b) => Some(e.inverse(b, k1, false, &self.bound_roots, &mut piece)),
+            None => None,
+        };
+        let q_lo = match hi {
+            Some(b) => Some(e.inverse(b, k0, true, &self.bound_roots, &mut piece)),
+            None => None,
+        };
+        Ok(QueryRange { text: e.out, q_lo, q_hi })
+    }
+}
+
+impl Emitter<'_> {
+    /// For a non-decreasing bound b(q): with `ge`, the least q with b(q) >= k; else the greatest q with
+    /// b(q) <= k (±BEYOND for none or all).
+    fn inverse(&mut self, b: &Bound, k: &str, ge: bool, rests: &[Id], piece: &mut usize) -> String {
+        match b {
+            Bound::Affine(a) => {
+                let rest = rests.get(*piece).map(|r| self.operand(*r)).unwrap_or_else(|| "0".into());
+                *piece += 1;
+                if a.q_coef == 1 {
+                    // q + rest >= k iff q >= k - rest; q + rest <= k iff q <= k - rest
+                    self.inst(format_args!("sub i32 {k}, {rest}"))
+                } else {
+                    // a constant: every query or none
+                    let holds = self.inst(format_args!("icmp {} i32 {rest}, {k}", if ge { "sge" } else { "sle" }));
+                    let (all, none) = if ge { (-BEYOND, BEYOND) } else { (BEYOND, -BEYOND) };
+                    self.inst(format_args!("select i1 {holds}, i32 {all}, i32 {none}"))
+                }
+            }
+            Bound::Min(v) | Bound::Max(v) => {
+                // min(..) >= k: all of them (the latest of their least q); max(..) >= k: any (the
+                // earliest); min(..) <= k: any (the latest of their greatest q); max(..) <= k: all (the
+                // earliest): a min takes the latest, a max the earliest, either way
+                let take_max = matches!(b, Bound::Min(_));
+                let f = if take_max { "llvm.smax.i32" } else { "llvm.smin.i32" };
+                let mut acc: Option<String> = None;
+                for x in v {
+                    let y = self.inverse(x, k, ge, rests, piece);
+                    acc = Some(match acc {
+                        None => y,
+                        Some(a) => self.inst(format_args!("call i32 @{f}(i32 {a}, i32 {y})")),
+                    });
+                }
+                acc.unwrap_or_else(|| "0".into())
+            }
+        }
+    }
+}
+
 /// A query tile's K/V blocks as i32 operands (see `ModIr::render_block_range`).
 #[derive(Clone, Debug)]
 pub struct BlockRangeIr {

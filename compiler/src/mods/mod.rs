@@ -64,7 +64,7 @@ pub use blocks::{Affine, BlockClass, BlockRange, Bound, KvBounds, KvSet, Region,
 pub use check::ModKind;
 pub use eval::{EvalError, Point, TensorData, Tensors};
 pub use interval::{MAX_BATCH, MAX_HEADS, MAX_INT_TENSOR, MAX_POSITION};
-pub use ir::{missing_declarations, BlockRangeIr, Declaration, Element, ElementInputs, IrError, ModIr, ProgramInputs, Prologue, TileRange};
+pub use ir::{missing_declarations, BlockRangeIr, Declaration, Element, ElementInputs, IrError, ModIr, ProgramInputs, Prologue, QueryRange, TileRange};
 pub use parse::{MAX_DEPTH, MAX_SOURCE_LEN};
 pub use typed::{Node, PerIndex, Scalar, TExpr, TensorDecl, Ty};
 #[cfg(feature = "llvm")]
