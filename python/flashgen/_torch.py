@@ -20,7 +20,7 @@ a conversion kernel's launch in each; return_lse=True converts to the natural lo
 """
 
 import math
-from typing import Optional, Tuple
+from typing import Optional, Tuple, List
 
 import torch
 from torch import Tensor
@@ -90,20 +90,71 @@ def _kernel_ready(t: Tensor) -> Tensor:
 # Outputs come from the tensor's own methods (empty_like, new_empty): on the H200 host they cost about half of
 # torch.empty(shape, dtype=, device=) each (python-v2: 9.8 against 17.7 us for out and lse)
 
+# score_mod, mask_mod, the names of the tensors they read and the tensors (None: no modifiers)
+Mods = Optional[Tuple[Optional[str], Optional[str], Optional[List[str]], Optional[List[Tensor]]]]
+
+
+def _mods_of(score_mod: Optional[str], mask_mod: Optional[str], names: Optional[List[str]], tensors: Optional[List[Tensor]]) -> Mods:
+    if score_mod is None and mask_mod is None and not names:
+        return None
+    return (score_mod, mask_mod, names, tensors)
+
+
+def _split_mod_tensors(mod_tensors: Optional[dict]) -> Tuple[Optional[List[str]], Optional[List[Tensor]]]:
+    if not mod_tensors:
+        return None, None
+    if not isinstance(mod_tensors, dict):
+        raise TypeError(f"mod_tensors is a {type(mod_tensors).__name__}: pass a dict of name -> tensor")
+    return [str(n) for n in mod_tensors], list(mod_tensors.values())
+
+
+def _joined(names: Optional[List[str]]) -> Optional[str]:
+    # (the custom ops' schemas take no list of strings: the names travel joined by commas; they are identifiers)
+    return None if names is None else ",".join(names)
+
+
+def _names_of(joined: Optional[str]) -> Optional[List[str]]:
+    return None if not joined else joined.split(",")
+
+
+def _four(tensors: Optional[List[Tensor]]) -> List[Optional[Tensor]]:
+    # (nor a list of tensors that may be None: the ops take the kernels' four slots, mod_t0 .. mod_t3)
+    tensors = list(tensors or [])
+    if len(tensors) > 4:
+        raise ValueError(f"mod_tensors holds {len(tensors)} tensors: the kernels take at most 4")
+    return tensors + [None] * (4 - len(tensors))
+
+
+def _present(*tensors: Optional[Tensor]) -> Optional[List[Tensor]]:
+    found = [t for t in tensors if t is not None]
+    return found or None
+
+
+def _alibi(alibi_slopes: Optional[Tensor]):
+    return None if alibi_slopes is None else _to_dlpack(alibi_slopes)
+
+
+def _native_mods(mods: Mods) -> dict:
+    if mods is None:
+        return {}
+    score_mod, mask_mod, names, tensors = mods
+    return dict(score_mod=score_mod, mask_mod=mask_mod, mod_names=names, mod_tensors=None if tensors is None else [_to_dlpack(t) for t in tensors])
+
+
 def _forward(q: Tensor, k: Tensor, v: Tensor, softmax_scale: float, causal: bool, window_size: Tuple[int, int], softcap: float,
-             alibi_slopes: Optional[Tensor], varlen: VarLen = None, want_lse: bool = True) -> Tuple[Tensor, Optional[Tensor]]:
+             alibi_slopes: Optional[Tensor], varlen: VarLen = None, want_lse: bool = True, mods: Mods = None) -> Tuple[Tensor, Optional[Tensor]]:
     """(out, M): M the rows' base-2 statistics, or None without want_lse (the runtime's scratch takes them)."""
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     lse = q.new_empty(_lse_shape(q, varlen), dtype=torch.float32) if want_lse else None
     _native.forward(_to_dlpack(q), _to_dlpack(k), _to_dlpack(v), _to_dlpack(out), None if lse is None else _to_dlpack(lse),
-                    softmax_scale, causal, window_size[0], window_size[1], softcap, alibi_slopes, 0.0, _stream(q), True,
-                    **_native_varlen(varlen))
+                    softmax_scale, causal, window_size[0], window_size[1], softcap, _alibi(alibi_slopes), 0.0, _stream(q), True,
+                    **_native_varlen(varlen), **_native_mods(mods))
     return out, lse  # lse: base-2 M
 
 
 def _backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, softmax_scale: float, causal: bool,
               window_size: Tuple[int, int], softcap: float, alibi_slopes: Optional[Tensor], deterministic: bool,
-              varlen: VarLen = None) -> Tuple[Tensor, Tensor, Tensor]:
+              varlen: VarLen = None, mods: Mods = None) -> Tuple[Tensor, Tensor, Tensor]:
     dout = _kernel_ready(dout)
     dq = torch.empty_like(q, memory_format=torch.contiguous_format)
     # dk, dv like k, v (GQA: each K/V head's gradient summed over its query heads). Without a query row the runtime
@@ -114,7 +165,7 @@ def _backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: T
         dk, dv = k.new_empty(k.shape), v.new_empty(v.shape)
     _native.backward(_to_dlpack(dout), _to_dlpack(q), _to_dlpack(k), _to_dlpack(v), _to_dlpack(out), _to_dlpack(lse),
                      _to_dlpack(dq), _to_dlpack(dk), _to_dlpack(dv), softmax_scale, causal, window_size[0], window_size[1],
-                     softcap, alibi_slopes, deterministic, _stream(q), True, **_native_varlen(varlen))
+                     softcap, _alibi(alibi_slopes), deterministic, _stream(q), True, **_native_varlen(varlen), **_native_mods(mods))
     return dq, dk, dv
 
 
@@ -123,11 +174,12 @@ class FlashAttnFunc(torch.autograd.Function):
     the backward takes. `varlen`: packed sequences' (cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k), or None."""
 
     @staticmethod
-    def forward(ctx, q, k, v, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, varlen=None):
-        out, lse = _forward(q, k, v, softmax_scale, causal, window_size, softcap, alibi_slopes, varlen)
+    def forward(ctx, q, k, v, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, varlen=None, mods=None):
+        out, lse = _forward(q, k, v, softmax_scale, causal, window_size, softcap, alibi_slopes, varlen, mods=mods)
         cu_q, cu_k, ctx.max_seqlens = (varlen[0], varlen[1], varlen[2:]) if varlen is not None else (None, None, None)
         ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
         ctx.args = (softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic)
+        ctx.mods = mods
         ctx.mark_non_differentiable(lse)
         return out, lse
 
@@ -135,8 +187,8 @@ class FlashAttnFunc(torch.autograd.Function):
     def backward(ctx, dout, _dlse):
         q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
         varlen = (cu_q, cu_k, *ctx.max_seqlens) if ctx.max_seqlens is not None else None
-        dq, dk, dv = _backward(dout, q, k, v, out, lse, *ctx.args, varlen)
-        return dq, dk, dv, None, None, None, None, None, None, None
+        dq, dk, dv = _backward(dout, q, k, v, out, lse, *ctx.args, varlen, mods=ctx.mods)
+        return dq, dk, dv, None, None, None, None, None, None, None, None
 
 
 # --- torch.compile: the same calls as custom ops -------------------------------------------------------------
@@ -151,14 +203,18 @@ def _varlen_of(cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor], m
 @torch.library.custom_op("flashgen::fwd", mutates_args=())
 def _fwd_op(q: Tensor, k: Tensor, v: Tensor, softmax_scale: float, causal: bool, window_left: int, window_right: int,
             softcap: float, alibi_slopes: Optional[Tensor], deterministic: bool, cu_seqlens_q: Optional[Tensor] = None,
-            cu_seqlens_k: Optional[Tensor] = None, max_seqlen_q: int = 0, max_seqlen_k: int = 0) -> Tuple[Tensor, Tensor]:
+            cu_seqlens_k: Optional[Tensor] = None, max_seqlen_q: int = 0, max_seqlen_k: int = 0, score_mod: Optional[str] = None,
+            mask_mod: Optional[str] = None, mod_names: Optional[str] = None, mod_t0: Optional[Tensor] = None,
+            mod_t1: Optional[Tensor] = None, mod_t2: Optional[Tensor] = None, mod_t3: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     return _forward(q, k, v, softmax_scale, causal, (window_left, window_right), softcap, alibi_slopes,
-                    _varlen_of(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k))
+                    _varlen_of(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k),
+                    mods=_mods_of(score_mod, mask_mod, _names_of(mod_names), _present(mod_t0, mod_t1, mod_t2, mod_t3)))
 
 
 @_fwd_op.register_fake
 def _fwd_fake(q, k, v, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes, deterministic,
-              cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0):
+              cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0, score_mod=None, mask_mod=None,
+              mod_names=None, mod_t0=None, mod_t1=None, mod_t2=None, mod_t3=None):
     varlen = _varlen_of(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
     return q.new_empty(q.shape), q.new_empty(_lse_shape(q, varlen), dtype=torch.float32)
 
@@ -167,14 +223,18 @@ def _fwd_fake(q, k, v, softmax_scale, causal, window_left, window_right, softcap
 def _bwd_op(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, softmax_scale: float, causal: bool,
             window_left: int, window_right: int, softcap: float, alibi_slopes: Optional[Tensor], deterministic: bool,
             cu_seqlens_q: Optional[Tensor] = None, cu_seqlens_k: Optional[Tensor] = None, max_seqlen_q: int = 0,
-            max_seqlen_k: int = 0) -> Tuple[Tensor, Tensor, Tensor]:
+            max_seqlen_k: int = 0, score_mod: Optional[str] = None, mask_mod: Optional[str] = None,
+            mod_names: Optional[str] = None, mod_t0: Optional[Tensor] = None, mod_t1: Optional[Tensor] = None,
+            mod_t2: Optional[Tensor] = None, mod_t3: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
     return _backward(dout, q, k, v, out, lse, softmax_scale, causal, (window_left, window_right), softcap, alibi_slopes, deterministic,
-                     _varlen_of(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k))
+                     _varlen_of(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k),
+                     mods=_mods_of(score_mod, mask_mod, _names_of(mod_names), _present(mod_t0, mod_t1, mod_t2, mod_t3)))
 
 
 @_bwd_op.register_fake
 def _bwd_fake(dout, q, k, v, out, lse, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes, deterministic,
-              cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0):
+              cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0, score_mod=None, mask_mod=None,
+              mod_names=None, mod_t0=None, mod_t1=None, mod_t2=None, mod_t3=None):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
@@ -182,7 +242,7 @@ def _fwd_setup_context(ctx, inputs, output):
     q, k, v, *args = inputs
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse)
-    ctx.args = tuple(args)  # softmax_scale .. deterministic, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
+    ctx.args = tuple(args)  # softmax_scale .. deterministic, the packed sequences' four, the modifiers' four
     ctx.mark_non_differentiable(lse)
 
 
@@ -198,7 +258,7 @@ _fwd_op.register_autograd(_fwd_op_backward, setup_context=_fwd_setup_context)
 # --- the public functions ------------------------------------------------------------------------------------
 
 def _attention(q: Tensor, k: Tensor, v: Tensor, varlen: VarLen, dropout_p, softmax_scale, causal, window_size, softcap,
-               alibi_slopes, deterministic, return_attn_probs, return_lse):
+               alibi_slopes, deterministic, return_attn_probs, return_lse, score_mod=None, mask_mod=None, mod_tensors=None):
     """flash_attn_func and flash_attn_varlen_func: `varlen` None, or packed sequences'
     (cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)."""
     if return_attn_probs:
@@ -215,23 +275,28 @@ def _attention(q: Tensor, k: Tensor, v: Tensor, varlen: VarLen, dropout_p, softm
         # (under torch.compile the lengths may be symbolic: they go to the op as they are)
         varlen = (varlen[0], varlen[1], int(varlen[2]), int(varlen[3]))
     scale = float(softmax_scale) if softmax_scale is not None else q.shape[-1] ** -0.5
+    mods = _mods_of(score_mod, mask_mod, *_split_mod_tensors(mod_tensors))
     if compiling:
         packed = varlen if varlen is not None else (None, None, 0, 0)
+        op_mods = (mods[0], mods[1], _joined(mods[2]), *_four(mods[3])) if mods is not None else (None,) * 7
         out, lse = torch.ops.flashgen.fwd(q, k, v, scale, bool(causal), window_size[0], window_size[1], float(softcap),
-                                          alibi_slopes, bool(deterministic), *packed)
+                                          alibi_slopes, bool(deterministic), *packed, *op_mods)
     elif torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-        out, lse = FlashAttnFunc.apply(q, k, v, scale, bool(causal), window_size, float(softcap), alibi_slopes, bool(deterministic), varlen)
+        out, lse = FlashAttnFunc.apply(q, k, v, scale, bool(causal), window_size, float(softcap), alibi_slopes, bool(deterministic), varlen,
+                                       mods)
     else:
         # nothing to differentiate (inference, torch.no_grad): the autograd.Function's few microseconds are skipped,
         # and without return_lse the statistics' allocation too
-        out, lse = _forward(q, k, v, scale, bool(causal), window_size, float(softcap), alibi_slopes, varlen, want_lse=return_lse)
+        out, lse = _forward(q, k, v, scale, bool(causal), window_size, float(softcap), alibi_slopes, varlen, want_lse=return_lse,
+                            mods=mods)
     return (out, lse * LN2) if return_lse else out
 
 
 def flash_attn_func(q: Tensor, k: Tensor, v: Tensor, dropout_p: float = 0.0, softmax_scale: Optional[float] = None,
                     causal: bool = False, window_size: Tuple[int, int] = (-1, -1), softcap: float = 0.0,
                     alibi_slopes: Optional[Tensor] = None, deterministic: bool = False, return_attn_probs: bool = False,
-                    *, return_lse: bool = False):
+                    *, return_lse: bool = False, score_mod: Optional[str] = None, mask_mod: Optional[str] = None,
+                    mod_tensors: Optional[dict] = None):
     """softmax(q kᵀ · softmax_scale [causal]) v, as flash_attn.flash_attn_func.
 
     q: (batch, seqlen_q, heads, head_dim); k, v: (batch, seqlen_k, heads_k, head_dim), heads a multiple of heads_k
@@ -246,20 +311,29 @@ def flash_attn_func(q: Tensor, k: Tensor, v: Tensor, dropout_p: float = 0.0, sof
 
     window_size=(left, right) is a sliding window around that diagonal (query i sees keys i + d - left ..= i + d +
     right, -1 unbounded; causal=True ends it at the diagonal), softcap > 0 caps the scaled scores (cap · tanh(s /
-    cap)), forward and backward, on sm_90a (H100/H200) so far. Not (yet) in flashgen's runtime, each a
-    NotImplementedError: dropout_p > 0,
-    alibi_slopes, v's head dim other than q's, return_attn_probs. The backward is deterministic
+    cap)), forward and backward, on sm_90a (H100/H200) so far. alibi_slopes (heads,) float32 adds flash-attn's
+    -slope·|i + seqlen_k - seqlen_q - j| to the scores.
+
+    score_mod and mask_mod are FlexAttention's modifiers as expressions, compiled into the kernels (sm_90a):
+    score_mod over score (the scaled score), b, h, q_idx, kv_idx, e.g. "score + slope[h] * (kv_idx - q_idx)";
+    mask_mod a condition (True keeps the pair), e.g. "q_idx // 128 >= kv_idx // 128". The tensors they read come
+    in mod_tensors={"slope": t}: float32 or int32, one value per query head (read as slope[h]) or per batch entry
+    (doc_end[b]). causal, window_size and softcap join them. Forward and backward (no gradient for mod_tensors).
+
+    Not (yet) in flashgen's runtime, each a NotImplementedError: dropout_p > 0, alibi_slopes with packed
+    sequences or per batch entry, v's head dim other than q's, return_attn_probs. The backward is deterministic
     (deterministic=True is accepted; it only conflicts with FLASHGEN_BACKWARD=fused-atomic).
     """
     return _attention(q, k, v, None, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,
-                      return_attn_probs, return_lse)
+                      return_attn_probs, return_lse, score_mod, mask_mod, mod_tensors)
 
 
 def flash_attn_varlen_func(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int,
                            max_seqlen_k: int, dropout_p: float = 0.0, softmax_scale: Optional[float] = None, causal: bool = False,
                            window_size: Tuple[int, int] = (-1, -1), softcap: float = 0.0, alibi_slopes: Optional[Tensor] = None,
                            deterministic: bool = False, return_attn_probs: bool = False, block_table: Optional[Tensor] = None,
-                           *, return_lse: bool = False):
+                           *, return_lse: bool = False, score_mod: Optional[str] = None, mask_mod: Optional[str] = None,
+                           mod_tensors: Optional[dict] = None):
     """Attention over packed variable-length sequences, as flash_attn.flash_attn_varlen_func.
 
     q: (total_q, heads, head_dim), k, v: (total_k, heads_k, head_dim): the batch's sequences one after another,
@@ -282,4 +356,5 @@ def flash_attn_varlen_func(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor
     if block_table is not None:
         raise NotImplementedError("block_table: paged K/V is not in flash_attn_varlen_func yet; pass block_table=None")
     return _attention(q, k, v, (cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k), dropout_p, softmax_scale, causal,
-                      window_size, softcap, alibi_slopes, deterministic, return_attn_probs, return_lse)
+                      window_size, softcap, alibi_slopes, deterministic, return_attn_probs, return_lse, score_mod, mask_mod,
+                      mod_tensors)

@@ -65,7 +65,10 @@ pub fn kvcache(
     num_splits: i64,
     stream: usize,
 ) -> PyResult<usize> {
-    let variant = check_variant(causal, (window_size_left, window_size_right), softcap, alibi_slopes.is_some(), 0.0)?;
+    let variant = check_variant(causal, (window_size_left, window_size_right), softcap, 0.0)?;
+    if alibi_slopes.is_some() {
+        return Err(PyNotImplementedError::new_err("alibi_slopes: the decode kernels have no ALiBi yet; pass alibi_slopes=None"));
+    }
     if !variant.window.is_unbounded() {
         return Err(PyNotImplementedError::new_err(format!("window_size=({window_size_left}, {window_size_right}): the decode kernels have no sliding-window mask yet; use window_size=(-1, -1)")));
     }

@@ -3,8 +3,8 @@
 //! Python, in flashgen/_torch.py; this module takes DLPack capsules, checks everything it can before it
 //! touches a GPU, and calls the runtime's view-based calls (`Flash::forward` / `Flash::backward`).
 //!
-//! Check order, each failure a Python exception that names the tensor: the features asked for (dropout,
-//! windows, softcap, ALiBi: NotImplementedError until the runtime has them), the packed-sequence offsets
+//! Check order, each failure a Python exception that names the tensor: the features asked for (dropout:
+//! NotImplementedError), the packed-sequence offsets
 //! (cu_seqlens: int32, 1-D, B + 1 each), dtypes, ranks and shapes in flash-attn's (B, N, H, D) layout or
 //! its packed (total, H, D) one (GQA/MQA: K/V with fewer heads; unequal query and key lengths), the views
 //! (base alignment, head-dim stride, extent: the runtime's own checks and messages), the devices (CPU
@@ -13,6 +13,7 @@
 
 mod dlpack;
 mod kvcache;
+mod mods;
 
 use dlpack::{device_name, Operand, DL_BFLOAT, DL_CUDA, DL_FLOAT, DL_INT};
 use flashgen::{BackwardPath, DType};
@@ -102,7 +103,7 @@ struct Variant {
 }
 
 
-fn check_variant(causal: bool, window: (i64, i64), softcap: f64, alibi: bool, dropout_p: f64) -> PyResult<Variant> {
+fn check_variant(causal: bool, window: (i64, i64), softcap: f64, dropout_p: f64) -> PyResult<Variant> {
     if !(dropout_p.is_finite() && (0.0..1.0).contains(&dropout_p)) {
         return Err(value_err(format!("dropout_p={dropout_p}: a probability in [0, 1) is expected")));
     }
@@ -119,9 +120,6 @@ fn check_variant(causal: bool, window: (i64, i64), softcap: f64, alibi: bool, dr
     let window = flashgen_runtime::Window::from_fa(left, right);
     if !(softcap.is_finite() && softcap >= 0.0 && softcap <= f32::MAX as f64) {
         return Err(value_err(format!("softcap={softcap}: 0 (off) or a positive, finite cap is expected")));
-    }
-    if alibi {
-        return Err(PyNotImplementedError::new_err("alibi_slopes: ALiBi is not in flashgen's runtime yet; pass alibi_slopes=None"));
     }
     // (the window as the kernels take it: none for a causal (-1, 0); the runtime derives the kernel's causality)
     let (_, window) = flashgen::plan::kernel_window(causal, window);
@@ -378,7 +376,7 @@ fn same_shape(o: &Operand, layout: &Layout, like: &Operand, like_layout: &Layout
 /// convention), which saves the conversion kernel's launch here and in the backward, which takes M as it is;
 /// None when nobody wants it (inference): the runtime's scratch takes it, one allocation less per call.
 #[pyfunction]
-#[pyo3(signature = (q, k, v, out, lse, softmax_scale=None, causal=false, window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, dropout_p=0.0, stream=0, base2=false, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0))]
+#[pyo3(signature = (q, k, v, out, lse, softmax_scale=None, causal=false, window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, dropout_p=0.0, stream=0, base2=false, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0, score_mod=None, mask_mod=None, mod_names=None, mod_tensors=None))]
 #[allow(clippy::too_many_arguments)]
 fn forward(
     py: Python<'_>,
@@ -400,8 +398,12 @@ fn forward(
     cu_seqlens_k: Option<&Bound<'_, PyAny>>,
     max_seqlen_q: i64,
     max_seqlen_k: i64,
+    score_mod: Option<String>,
+    mask_mod: Option<String>,
+    mod_names: Option<Vec<String>>,
+    mod_tensors: Option<Vec<Bound<'_, PyAny>>>,
 ) -> PyResult<()> {
-    let variant = check_variant(causal, (window_size_left, window_size_right), softcap, alibi_slopes.is_some(), dropout_p)?;
+    let variant = check_variant(causal, (window_size_left, window_size_right), softcap, dropout_p)?;
     let sm_scale = check_scale(softmax_scale)?;
     let packed = read_packed(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)?;
     let form = if packed.is_some() { Form::Packed } else { Form::Batched };
@@ -415,9 +417,12 @@ fn forward(
     same_shape(&o, &lo, &q, &lq)?;
     let rows = l.as_ref().map(|(l, _)| rows_of(l, form, &lq)).transpose()?;
     let (qv, kv, vv, ov) = (view(&q, dtype, lq)?, view(&k, dtype, lk)?, view(&v, dtype, lv)?, view_mut(&o, dtype, lo)?);
+    let offset = packed.is_none().then(|| lk.shape[2] as i64 - lq.shape[2] as i64);
+    let modifiers = mods::read(score_mod.as_deref(), mask_mod.as_deref(), mod_names, mod_tensors, alibi_slopes, offset)?;
     let mut operands = vec![&q, &k, &v, &o];
     operands.extend(l.as_ref().map(|(l, _)| l));
     operands.extend(packed.iter().flat_map(Packed::operands));
+    operands.extend(modifiers.iter().flat_map(|m| m.operands()));
     let device = check_devices(&operands)?;
     let flash = flash_for(device).map_err(py_err)?;
     let stats = match (&l, rows) {
@@ -429,7 +434,7 @@ fn forward(
         _ => StatsOut::Discard,
     };
     let varlen = packed.as_ref().map(Packed::varlen);
-    let call = ForwardCall { q: qv, k: kv, v: vv, o: ov, stats, causal: variant.causal, align: CausalAlign::BottomRight, sm_scale, varlen, window: variant.window, softcap: variant.softcap, modifiers: None };
+    let call = ForwardCall { q: qv, k: kv, v: vv, o: ov, stats, causal: variant.causal, align: CausalAlign::BottomRight, sm_scale, varlen, window: variant.window, softcap: variant.softcap, modifiers: modifiers.as_ref().map(|m| m.call()) };
     // SAFETY (Stream::from_raw): the wrapper passes the current stream of the tensors' device
     // (torch.cuda.current_stream(device)), a stream of the primary context; this call's contract.
     let stream = unsafe { Stream::from_raw(stream as flashgen_runtime::cudarc::driver::sys::CUstream) };
@@ -442,7 +447,7 @@ fn forward(
 /// head's gradient summed over its query heads), from the forward's out and lse (natural log; with `base2`
 /// the kernels' M) and the output gradient dout, on `stream`; packed sequences as in `forward`.
 #[pyfunction]
-#[pyo3(signature = (dout, q, k, v, out, lse, dq, dk, dv, softmax_scale=None, causal=false, window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, deterministic=false, stream=0, base2=false, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0))]
+#[pyo3(signature = (dout, q, k, v, out, lse, dq, dk, dv, softmax_scale=None, causal=false, window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, deterministic=false, stream=0, base2=false, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0, score_mod=None, mask_mod=None, mod_names=None, mod_tensors=None))]
 #[allow(clippy::too_many_arguments)]
 fn backward(
     py: Python<'_>,
@@ -468,8 +473,12 @@ fn backward(
     cu_seqlens_k: Option<&Bound<'_, PyAny>>,
     max_seqlen_q: i64,
     max_seqlen_k: i64,
+    score_mod: Option<String>,
+    mask_mod: Option<String>,
+    mod_names: Option<Vec<String>>,
+    mod_tensors: Option<Vec<Bound<'_, PyAny>>>,
 ) -> PyResult<()> {
-    let variant = check_variant(causal, (window_size_left, window_size_right), softcap, alibi_slopes.is_some(), 0.0)?;
+    let variant = check_variant(causal, (window_size_left, window_size_right), softcap, 0.0)?;
     let sm_scale = check_scale(softmax_scale)?;
     let packed = read_packed(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)?;
     let form = if packed.is_some() { Form::Packed } else { Form::Batched };
@@ -486,8 +495,11 @@ fn backward(
     let rows = rows_of(&l, form, &lq)?;
     let (qv, kv, vv, ov, dov) = (view(&q, dtype, lq)?, view(&k, dtype, lk)?, view(&v, dtype, lv)?, view(&o, dtype, lo)?, view(&d_o, dtype, ldo)?);
     let (dqv, dkv, dvv) = (view_mut(&gq, dtype, lgq)?, view_mut(&gk, dtype, lgk)?, view_mut(&gv, dtype, lgv)?);
+    let offset = packed.is_none().then(|| lk.shape[2] as i64 - lq.shape[2] as i64);
+    let modifiers = mods::read(score_mod.as_deref(), mask_mod.as_deref(), mod_names, mod_tensors, alibi_slopes, offset)?;
     let mut operands = vec![&q, &k, &v, &o, &l, &d_o, &gq, &gk, &gv];
     operands.extend(packed.iter().flat_map(Packed::operands));
+    operands.extend(modifiers.iter().flat_map(|m| m.operands()));
     let device = check_devices(&operands)?;
     let flash = flash_for(device).map_err(py_err)?;
     if deterministic && flash.plan_options().backward == BackwardPath::FusedAtomic {
@@ -497,7 +509,7 @@ fn backward(
     let lse_view = unsafe { BufferView::<f32>::from_raw_parts(l.addr, rows) };
     let stats = if base2 { StatsIn::M(lse_view) } else { StatsIn::Lse(lse_view) };
     let varlen = packed.as_ref().map(Packed::varlen);
-    let call = BackwardCall { q: qv, k: kv, v: vv, o: ov, d_o: dov, stats, dq: dqv, dk: dkv, dv: dvv, causal: variant.causal, align: CausalAlign::BottomRight, sm_scale, varlen, window: variant.window, softcap: variant.softcap, modifiers: None };
+    let call = BackwardCall { q: qv, k: kv, v: vv, o: ov, d_o: dov, stats, dq: dqv, dk: dkv, dv: dvv, causal: variant.causal, align: CausalAlign::BottomRight, sm_scale, varlen, window: variant.window, softcap: variant.softcap, modifiers: modifiers.as_ref().map(|m| m.call()) };
     // SAFETY: as in `forward`.
     let stream = unsafe { Stream::from_raw(stream as flashgen_runtime::cudarc::driver::sys::CUstream) };
     let _restore = RestoreContext::save();
@@ -509,7 +521,8 @@ fn backward(
 #[pyfunction]
 #[pyo3(signature = (causal=false, window_size_left=-1, window_size_right=-1, softcap=0.0, alibi_slopes=None, dropout_p=0.0, softmax_scale=None))]
 fn check_arguments(causal: bool, window_size_left: i64, window_size_right: i64, softcap: f64, alibi_slopes: Option<&Bound<'_, PyAny>>, dropout_p: f64, softmax_scale: Option<f64>) -> PyResult<()> {
-    check_variant(causal, (window_size_left, window_size_right), softcap, alibi_slopes.is_some(), dropout_p)?;
+    let _ = alibi_slopes; // (checked with the tensors, where its shape and the lengths are known)
+    check_variant(causal, (window_size_left, window_size_right), softcap, dropout_p)?;
     check_scale(softmax_scale)?;
     Ok(())
 }

@@ -76,7 +76,6 @@ def test_without_a_driver_the_device_is_a_runtime_error():
     (dict(window_size_left=-2), ValueError, "unbounded"),
     (dict(softcap=-1.0), ValueError, "softcap"),
     (dict(softcap=float("inf")), ValueError, "softcap"),
-    (dict(alibi_slopes=object()), NotImplementedError, "ALiBi"),
     (dict(softmax_scale=0.0), ValueError, "softmax_scale"),
     (dict(softmax_scale=-0.1), ValueError, "softmax_scale"),
     (dict(softmax_scale=float("inf")), ValueError, "softmax_scale"),

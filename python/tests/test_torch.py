@@ -63,11 +63,12 @@ def check_against_sdpa(q, k, v, out, causal, scale, dout=None, grads=None, fwd_k
         assert e_ours <= bwd_k * e_torch + atol, f"{name}: error {e_ours:.2e}, SDPA {q.dtype}'s {e_torch:.2e}"
 
 
-def attention_ref(q, k, v, causal, scale, dtype, window_size=(-1, -1), softcap=0.0):
+def attention_ref(q, k, v, causal, scale, dtype, window_size=(-1, -1), softcap=0.0, bias=None, keep=None):
     """Attention by its definition in `dtype`, (B, N_q, H, D) with k, v (B, N_kv, H_kv, D): K/V heads repeated for GQA
     (query head h reads K/V head h // (H // H_kv)), the causal mask aligned bottom-right (query i sees key j iff
     j <= i + N_kv - N_q), a row that sees no key giving 0. window_size (left, right): keys i + N_kv - N_q - left ..=
-    i + N_kv - N_q + right (-1 unbounded); softcap > 0: s = cap · tanh(s / cap) on the scaled scores. Returns out
+    i + N_kv - N_q + right (-1 unbounded); softcap > 0: s = cap · tanh(s / cap) on the scaled scores; then bias(i, j)
+    added ((B|1, H, N_q, N_kv) in float64) and keep(i, j) (bool, broadcastable) ANDed with the mask. Returns out
     (B, N_q, H, D) and the natural-log LSE (B, H, N_q), -inf for rows without keys. In a half type it is
     flash-attn's own yardstick (attention_ref with upcast=False)."""
     group = q.shape[2] // k.shape[2]
@@ -76,6 +77,8 @@ def attention_ref(q, k, v, causal, scale, dtype, window_size=(-1, -1), softcap=0
     s = torch.einsum("bnhd,bmhd->bhnm", qd, kd) * scale
     if softcap > 0:
         s = softcap * torch.tanh(s / softcap)
+    if bias is not None:
+        s = s + bias.to(s.dtype)
     n, m = s.shape[-2:]
     i = torch.arange(n, device=s.device)[:, None]
     j = torch.arange(m, device=s.device)[None, :]
@@ -85,6 +88,8 @@ def attention_ref(q, k, v, causal, scale, dtype, window_size=(-1, -1), softcap=0
         visible = visible & (j >= i + (m - n) - left)
     if right >= 0:
         visible = visible & (j <= i + (m - n) + right)
+    if keep is not None:
+        visible = visible & keep
     s = s.masked_fill(~visible, float("-inf"))
     lse = torch.logsumexp(s.double(), dim=-1)
     has_key = visible.any(-1)[:, None]
@@ -146,8 +151,19 @@ def test_flash_attn_arguments_are_checked_before_any_tensor(torch_only):
     # windows and softcap are taken (sm_90a's kernels): a CPU tensor is then the error
     with pytest.raises(ValueError, match="tensor q is on cpu"):
         flash_attn_func(q, q, q, window_size=(64, 64), softcap=50.0)
-    with pytest.raises(NotImplementedError, match="ALiBi"):
+    # ALiBi and the modifiers are taken too; bad expressions and tensors are value errors before the device check
+    with pytest.raises(ValueError, match="tensor q is on cpu"):
         flash_attn_func(q, q, q, alibi_slopes=torch.ones(4))
+    with pytest.raises(ValueError, match="tensor q is on cpu"):
+        flash_attn_func(q, q, q, score_mod="score + slope[h]", mask_mod="kv_idx <= q_idx", mod_tensors={"slope": torch.ones(4)})
+    with pytest.raises(ValueError, match="unknown"):
+        flash_attn_func(q, q, q, score_mod="score + nope")
+    with pytest.raises(ValueError, match="neither modifier reads it"):
+        flash_attn_func(q, q, q, mask_mod="kv_idx <= q_idx", mod_tensors={"slope": torch.ones(4)})
+    with pytest.raises(ValueError, match="float32 or torch.int32"):
+        flash_attn_func(q, q, q, score_mod="score * w[h]", mod_tensors={"w": torch.ones(4, dtype=torch.float64)})
+    with pytest.raises(ValueError, match="divisor"):
+        flash_attn_func(q, q, q, score_mod="score / (kv_idx - q_idx)")
     with pytest.raises(TypeError, match="k is a list"):
         flash_attn_func(q, [1.0], q)
     with pytest.raises(ValueError, match=r"q has shape \(128, 4, 64\): expected 4 dimensions"):
@@ -591,3 +607,62 @@ def test_a_call_on_another_gpu_leaves_torchs_current_device(gpu):
         assert torch.cuda.current_device() == 0 and out.device == q.device
         torch.cuda.synchronize(1)
     check_against_sdpa(q, k, v, out, False, 64 ** -0.5)
+
+
+# --- ALiBi, score_mod and mask_mod (sm_90a) -------------------------------------------------------------------------
+
+def _needs_hopper(gpu):
+    if torch.cuda.get_device_capability(gpu) != (9, 0):
+        pytest.skip("score_mod, mask_mod and ALiBi run on sm_90a's fwd_ws and wgmma backward pair so far")
+
+
+def _qkv(gpu, b, n_q, n_kv, h, h_kv, d, seed):
+    g = torch.Generator(device=gpu).manual_seed(seed)
+    q = torch.randn(b, n_q, h, d, dtype=torch.bfloat16, device=gpu, generator=g, requires_grad=True)
+    k, v = (torch.randn(b, n_kv, h_kv, d, dtype=torch.bfloat16, device=gpu, generator=g, requires_grad=True) for _ in range(2))
+    return q, k, v
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("n_q, n_kv", [(1000, 1000), (300, 700)], ids=["equal", "more-keys"])
+def test_alibi_slopes_forward_and_backward(gpu, causal, n_q, n_kv):
+    """flash-attn's alibi_slopes: -slope[h]·|i + N_kv - N_q - j| added to the scaled scores."""
+    _needs_hopper(gpu)
+    b, h, h_kv, d = 2, 8, 2, 128
+    q, k, v = _qkv(gpu, b, n_q, n_kv, h, h_kv, d, n_q + n_kv)
+    slopes = torch.tensor([2.0 ** (-8 * (i + 1) / h) for i in range(h)], dtype=torch.float32, device=gpu)
+    out, lse = flash_attn_func(q, k, v, causal=causal, alibi_slopes=slopes, return_lse=True)
+    dout = torch.randn_like(out)
+    out.backward(dout)
+    i = torch.arange(n_q, device=gpu)[:, None]
+    j = torch.arange(n_kv, device=gpu)[None, :]
+    bias = -slopes.double()[None, :, None, None] * (i + n_kv - n_q - j).abs().double()[None, None]
+    ref = lambda q_, k_, v_, t: attention_ref(q_, k_, v_, causal, d ** -0.5, t, bias=bias)[0]  # noqa: E731
+    check_against(ref, q, k, v, out.detach(), dout, (q.grad, k.grad, v.grad))
+    check_lse(lse, attention_ref(q.detach(), k.detach(), v.detach(), causal, d ** -0.5, torch.float64, bias=bias)[1])
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_score_and_mask_mods_forward_and_backward(gpu, causal):
+    """A score_mod with a per-head tensor, a mask_mod with a per-batch int tensor (block-causal documents of
+    per-batch lengths), causal joining them, against the definition in float64; through torch.compile too."""
+    _needs_hopper(gpu)
+    b, n, h, h_kv, d = 2, 777, 4, 4, 64
+    q, k, v = _qkv(gpu, b, n, n, h, h_kv, d, 11 + causal)
+    slope = torch.tensor([0.5, 0.25, 0.125, 0.0625], dtype=torch.float32, device=gpu)
+    doc_end = torch.tensor([500, 777], dtype=torch.int32, device=gpu)
+    kw = dict(score_mod="score + slope[h] * (kv_idx - q_idx)", mask_mod="q_idx // 128 >= kv_idx // 128 && kv_idx < doc_end[b]",
+              mod_tensors={"slope": slope, "doc_end": doc_end})
+    out, lse = flash_attn_func(q, k, v, causal=causal, return_lse=True, **kw)
+    dout = torch.randn_like(out)
+    out.backward(dout)
+    i = torch.arange(n, device=gpu)[:, None]
+    j = torch.arange(n, device=gpu)[None, :]
+    bias = slope.double()[None, :, None, None] * (j - i).double()[None, None]
+    keep = ((i // 128 >= j // 128)[None, None]) & (j[None, None] < doc_end[:, None, None, None])
+    ref = lambda q_, k_, v_, t: attention_ref(q_, k_, v_, causal, d ** -0.5, t, bias=bias, keep=keep)[0]  # noqa: E731
+    check_against(ref, q, k, v, out.detach(), dout, (q.grad, k.grad, v.grad))
+    check_lse(lse, attention_ref(q.detach(), k.detach(), v.detach(), causal, d ** -0.5, torch.float64, bias=bias, keep=keep)[1])
+    compiled = torch.compile(lambda q_, k_, v_: flash_attn_func(q_, k_, v_, causal=causal, **kw), fullgraph=True)
+    with torch.no_grad():
+        assert torch.equal(compiled(q.detach(), k.detach(), v.detach()), out.detach())
