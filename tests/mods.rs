@@ -814,7 +814,7 @@ fn softcap_lowers_to_one_mufu_tanh_and_shares_it_with_its_gradient() {
     assert_eq!(el.text.matches("tanh.approx.f32").count(), 1, "{}", el.text);
     // score / 30.0 became a multiplication by the reciprocal
     assert!(!el.text.contains("fdiv"), "{}", el.text);
-    assert!(el.text.contains("fmul float %s, 0x3FA1111120000000"), "{}", el.text);
+    assert!(el.text.contains("fmul contract float %s, 0x3FA1111120000000"), "{}", el.text);
     assert!(el.grad.is_some());
     let ptx = compile_ptx(&module_of(&ir), "sm_90a").unwrap();
     assert_eq!(ptx.matches("tanh.approx.f32").count(), 2, "one per function (value, gradient):\n{ptx}");
@@ -833,7 +833,7 @@ fn per_head_values_are_loaded_once_in_the_prologue() {
     // kv_idx - q_idx is exact in f32: converted per row and column (shared by early-cse), subtracted as floats
     assert_eq!(
         el.text,
-        "  %alibi.e.0 = sitofp i32 %k to float\n  %alibi.e.1 = sitofp i32 %q to float\n  %alibi.e.2 = fsub float %alibi.e.0, %alibi.e.1\n  %alibi.e.3 = fmul float %alibi.1, %alibi.e.2\n  %alibi.e.4 = fadd float %s, %alibi.e.3\n"
+        "  %alibi.e.0 = sitofp i32 %k to float\n  %alibi.e.1 = sitofp i32 %q to float\n  %alibi.e.2 = fsub contract float %alibi.e.0, %alibi.e.1\n  %alibi.e.3 = fmul contract float %alibi.1, %alibi.e.2\n  %alibi.e.4 = fadd contract float %s, %alibi.e.3\n"
     );
     assert_eq!(el.value, "%alibi.e.4");
     // A sum of two positions may exceed 2^24: converted after the integer addition.
@@ -847,7 +847,7 @@ fn per_head_values_are_loaded_once_in_the_prologue() {
     assert!(pro.text.contains("fdiv float 0x3FF0000000000000"), "{}", pro.text);
     let el = t.render_element(&pro, &ElementInputs { q_idx: "%q", kv_idx: "%k", score: "%s" }, "t.e").unwrap();
     // the prologue: address, load, maxnum, reciprocal
-    assert_eq!(el.text, "  %t.e.0 = fmul float %s, %t.3\n");
+    assert_eq!(el.text, "  %t.e.0 = fmul contract float %s, %t.3\n");
     // A mask whose per-program part is a whole condition.
     let m = MaskMod::parse("q_idx >= kv_idx || off[b] < 0", &[TensorDecl::per_batch("off", Scalar::I32)]).unwrap().ir();
     assert_eq!(m.prologue_values(), 1);
@@ -1184,4 +1184,17 @@ fn query_ranges_of_masks_whose_bounds_grow_with_the_query() {
     let none = MaskMod::parse("false", &[]).unwrap().ir();
     let r = none.render_query_range(&pro_of(&none), "%k0", "%k1", "q").unwrap();
     assert_eq!((r.q_lo.as_deref(), r.q_hi.as_deref()), (Some("1"), Some("0")), "no query at all");
+}
+
+/// The queries that keep every key of [k0, k1]: causal, from k1 on (unbounded above); a mask that never
+/// keeps all of a range proves no such query; a left window, up to k0 + its width.
+#[test]
+fn visible_query_ranges_are_the_fully_kept_queries() {
+    let pro_of = |ir: &ModIr| ir.render_prologue(&ProgramInputs { b: "%b", h: "%h", tensors: &[] }, "p").unwrap();
+    let causal = builtins::causal(0).unwrap().ir();
+    let r = causal.render_visible_query_range(&pro_of(&causal), "%k0", "%k1", "v").unwrap();
+    assert!(r.q_hi.is_none() && r.q_lo.is_some() && r.text.contains("%k1") && !r.text.contains("%k0"), "{r:?}");
+    let window = builtins::sliding_window(Some(100), Some(0), 0).unwrap().ir();
+    let r = window.render_visible_query_range(&pro_of(&window), "%k0", "%k1", "v").unwrap();
+    assert!(r.q_lo.is_some() && r.q_hi.is_some(), "{r:?}");
 }

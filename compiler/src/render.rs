@@ -190,6 +190,9 @@ struct ModCode {
     /// A mask_mod whose key bounds never decrease in q_idx: the queries that keep a key of
     /// %mod.k0 ..= %mod.k1 (`ModIr::render_query_range`), which dK/dV's blocks of keys visit.
     queries: Option<ModRowRange>,
+    /// The queries that keep every key of %mod.k0 ..= %mod.k1 (`ModIr::render_visible_query_range`): dK/dV's
+    /// query blocks among them need no mask.
+    visible_queries: Option<ModRowRange>,
     /// `declare` lines the modifiers' code needs (added to the module by `render`).
     declarations: String,
 }
@@ -253,7 +256,7 @@ impl ModCode {
             score = Some(ModElement { text: el.text, value: el.value, grad: el.grad });
             irs.push(ir);
         }
-        let (mut mask, mut range, mut row, mut queries) = (None, None, None, None);
+        let (mut mask, mut range, mut row, mut queries, mut visible_queries) = (None, None, None, None, None);
         if let Some(mm) = m.mask() {
             let (ir, pro) = render(mm.ir(), mm.tensors(), "mods.mp")?;
             let el = ir.render_element(&pro, &element, Self::PREFIX)?;
@@ -270,12 +273,15 @@ impl ModCode {
             let per_head = mm.expr().uses(crate::mods::Var::H) || mm.tensors().iter().any(|d| d.index == crate::mods::PerIndex::Head);
             if let Some(q) = ir.render_query_range(&pro, "%mod.k0", "%mod.k1", "mods.q").ok().filter(|_| !per_head) {
                 queries = Some(ModRowRange { text: q.text, lo: q.q_lo, hi: q.q_hi });
+                if let Ok(v) = ir.render_visible_query_range(&pro, "%mod.k0", "%mod.k1", "mods.qv") {
+                    visible_queries = Some(ModRowRange { text: v.text, lo: v.q_lo, hi: v.q_hi });
+                }
             }
             irs.push(ir);
         }
         let refs: Vec<&ModIr> = irs.iter().collect();
         let declarations = crate::mods::missing_declarations(&refs, "");
-        Ok(ModCode { prologue, score, mask, range, row, queries, declarations })
+        Ok(ModCode { prologue, score, mask, range, row, queries, visible_queries, declarations })
     }
 }
 

@@ -808,10 +808,32 @@ impl ModIr {
     /// (a block of keys) visits only those queries' blocks. Errors when the bounds are not of that form
     /// (then every query may see the keys).
     pub fn render_query_range(&self, pro: &Prologue, k0: &str, k1: &str, prefix: &str) -> Result<QueryRange, IrError> {
+        self.query_range(pro, k0, k1, prefix, false)
+    }
+
+    /// The queries that keep every key of [k0, k1] (from the mask's `visible` bounds: lo(q) <= k0 and
+    /// hi(q) >= k1): a dK/dV block of such queries needs no mask. Same form and errors as
+    /// `render_query_range`; an empty range (q_lo > q_hi) when the generator proves no such query.
+    pub fn render_visible_query_range(&self, pro: &Prologue, k0: &str, k1: &str, prefix: &str) -> Result<QueryRange, IrError> {
+        self.query_range(pro, k0, k1, prefix, true)
+    }
+
+    fn query_range(&self, pro: &Prologue, k0: &str, k1: &str, prefix: &str, visible: bool) -> Result<QueryRange, IrError> {
         valid_prefix(prefix)?;
         valid_operand("k0", k0)?;
         valid_operand("k1", k1)?;
         let Some(bounds) = &self.bounds else { return Err(IrError("query ranges exist for mask_mods only".into())) };
+        // (the pieces' rests are numbered as `tile_range_in` walks them: needed lo, needed hi, visible lo,
+        // visible hi)
+        let count = |set: &KvSet| match set {
+            KvSet::Empty => 0,
+            KvSet::Range { lo, hi } => {
+                let mut pieces = Vec::new();
+                lo.iter().chain(hi.iter()).for_each(|b| b.pieces(&mut pieces));
+                pieces.len()
+            }
+        };
+        let (set, first_piece, (k_lo, k_hi)) = if visible { (&bounds.visible, count(&bounds.needed), (k1, k0)) } else { (&bounds.needed, 0, (k0, k1)) };
         let monotone = |b: &Option<Bound>| {
             let mut pieces = Vec::new();
             if let Some(b) = b {
@@ -820,9 +842,9 @@ impl ModIr {
             pieces.iter().all(|a| a.q_coef == 0 || a.q_coef == 1)
         };
         let mut e = self.emitter(pro, prefix);
-        let (lo, hi) = match &bounds.needed {
+        let (lo, hi) = match set {
             KvSet::Empty => {
-                // no query keeps any key
+                // no query keeps any key (or, visible: every key)
                 return Ok(QueryRange { text: String::new(), q_lo: Some("1".into()), q_hi: Some("0".into()) });
             }
             KvSet::Range { lo, hi } => (lo, hi),
@@ -830,14 +852,14 @@ impl ModIr {
         if !(monotone(lo) && monotone(hi)) {
             return Err(IrError("the mask's key bounds are not non-decreasing in q_idx: no query range".into()));
         }
-        // (the pieces' rests are numbered as `tile_range_in` walks them: needed lo, then needed hi)
-        let mut piece = 0usize;
+        // needed: lo(q) <= k1 and hi(q) >= k0; visible: lo(q) <= k0 and hi(q) >= k1
+        let mut piece = first_piece;
         let q_hi = match lo {
-            Some(b) => Some(e.inverse(b, k1, false, &self.bound_roots, &mut piece)),
+            Some(b) => Some(e.inverse(b, k_hi, false, &self.bound_roots, &mut piece)),
             None => None,
         };
         let q_lo = match hi {
-            Some(b) => Some(e.inverse(b, k0, true, &self.bound_roots, &mut piece)),
+            Some(b) => Some(e.inverse(b, k_lo, true, &self.bound_roots, &mut piece)),
             None => None,
         };
         Ok(QueryRange { text: e.out, q_lo, q_hi })

@@ -1,0 +1,1 @@
+CHECK_ARGS="--quick --filter mods --skip-decode" MMA_SYNC=0 PARITY=0 SANITIZE_RUNS="memcheck gqa --skip-decode;racecheck mask --skip-decode --forward-only" PASSES=1 BACKWARD=1 ANCHORS=0 FA4=0 N=4096,16384 BENCH_ARGS="--mods causal-mask --backward-only" bash bench/device.sh checks sanitizers table
