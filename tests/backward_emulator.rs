@@ -80,6 +80,7 @@ fn check(label: &str, tools: &simt::Tools, (z, h, hkv, n_q, n_kv, d): (usize, us
     ]
     .into_iter()
     .chain(simt::fixed_geometry(z, h, hkv, n_q, n_kv))
+    .chain(simt::no_modifier_tensors())
     .collect();
     let args = abi::kernel_parameters(KernelKind::BwdDkdv)
         .iter()

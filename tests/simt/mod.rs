@@ -54,6 +54,12 @@ pub fn tools() -> Option<Tools> {
     Some(Tools { opt, llc })
 }
 
+/// The modifiers' tensor slots (flashgen::abi::modifier_tensors) of a kernel without score_mod or mask_mod:
+/// null, which such kernels never read.
+pub fn no_modifier_tensors() -> [(&'static str, Arg); 4] {
+    [("MOD_TENSOR0", Arg::Null), ("MOD_TENSOR1", Arg::Null), ("MOD_TENSOR2", Arg::Null), ("MOD_TENSOR3", Arg::Null)]
+}
+
 /// The geometry group of the kernel ABI (`flashgen::abi`) for fixed lengths: `z` sequences of `n_q` queries
 /// and `n_kv` keys, `h` query heads on `h_kv` K/V heads, the causal diagonal bottom-right, no packed offsets.
 pub fn fixed_geometry(z: usize, h: usize, h_kv: usize, n_q: usize, n_kv: usize) -> [(&'static str, Arg); 12] {
