@@ -56,6 +56,7 @@ pub fn tools() -> Option<Tools> {
 
 /// The modifiers' tensor slots (flashgen::abi::modifier_tensors) of a kernel without score_mod or mask_mod:
 /// null, which such kernels never read.
+#[allow(dead_code)] // (the decode kernels, the other user of this module, have no modifier slots)
 pub fn no_modifier_tensors() -> [(&'static str, Arg); 4] {
     [("MOD_TENSOR0", Arg::Null), ("MOD_TENSOR1", Arg::Null), ("MOD_TENSOR2", Arg::Null), ("MOD_TENSOR3", Arg::Null)]
 }

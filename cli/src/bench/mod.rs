@@ -134,7 +134,10 @@ pub struct BenchArgs {
 
 /// A bench's modifiers by name (`--mods`): the call's modifiers and whether the call itself is causal, for
 /// a row of causality `causal`; None where the name has no row of that causality.
-fn bench_modifiers(name: &str, causal: bool) -> Result<Option<(Option<flashgen::mods::ScoreMod>, Option<flashgen::mods::MaskMod>, bool)>, String> {
+/// A bench row's modifiers and whether its call is causal (`bench_modifiers`).
+type BenchModifiers = (Option<flashgen::mods::ScoreMod>, Option<flashgen::mods::MaskMod>, bool);
+
+fn bench_modifiers(name: &str, causal: bool) -> Result<Option<BenchModifiers>, String> {
     use flashgen::mods::builtins;
     let e = |x: flashgen::mods::ModError| x.to_string();
     Ok(match name {
@@ -237,6 +240,40 @@ impl Row<'_> {
         let packed = if w.varlen.is_some() { " varlen" } else { "" };
         Ok(format!("{kind} flashgen D={:3} N={:5}{gqa}{packed} causal={} {tflops:7.1}  {label}", w.d, w.n, causal as u8))
     }
+}
+
+/// One backward call of a bench row: input set `set`, its forward's O and M, into `grads`.
+#[allow(clippy::too_many_arguments)]
+fn backward_call<'a>(
+    set: &'a [CudaSlice<u16>; 4],
+    (o, m): (&'a CudaSlice<u16>, &'a CudaSlice<f32>),
+    grads: &'a mut [CudaSlice<u16>; 3],
+    (lq, lk): (flashgen_runtime::Layout, flashgen_runtime::Layout),
+    causal: bool,
+    varlen: Option<VarLen<'a>>,
+    (window, softcap): (flashgen_runtime::Window, Option<f32>),
+    modifiers: Option<flashgen_runtime::CallModifiers<'a>>,
+) -> Result<BackwardCall<'a>, String> {
+    let le = |x: flashgen_runtime::LayoutError| x.to_string();
+    let [gq, gk, gv] = grads;
+    Ok(BackwardCall {
+        q: TensorView::of_slice("Q", &set[0], 0, DType::Bf16, lq).map_err(le)?,
+        k: TensorView::of_slice("K", &set[1], 0, DType::Bf16, lk).map_err(le)?,
+        v: TensorView::of_slice("V", &set[2], 0, DType::Bf16, lk).map_err(le)?,
+        o: TensorView::of_slice("O", o, 0, DType::Bf16, lq).map_err(le)?,
+        d_o: TensorView::of_slice("dO", &set[3], 0, DType::Bf16, lq).map_err(le)?,
+        stats: StatsIn::M(BufferView::of(m)),
+        dq: TensorViewMut::of_slice("dQ", gq, 0, DType::Bf16, lq).map_err(le)?,
+        dk: TensorViewMut::of_slice("dK", gk, 0, DType::Bf16, lk).map_err(le)?,
+        dv: TensorViewMut::of_slice("dV", gv, 0, DType::Bf16, lk).map_err(le)?,
+        causal,
+        align: CausalAlign::BottomRight,
+        sm_scale: None,
+        varlen,
+        window,
+        softcap,
+        modifiers,
+    })
 }
 
 /// The shapes the flags name: the anchors' table, fa4_bench.py's gqa shapes, or its varlen batch.
@@ -443,25 +480,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     let times = time_launches(gpu, a, || {
                         let (set, (o, m)) = (&sets[turn % INPUT_SETS], &saved[turn % INPUT_SETS]);
                         turn += 1;
-                        let [gq, gk, gv] = &mut grads;
-                        let call = BackwardCall {
-                            q: TensorView::of_slice("Q", &set[0], 0, DType::Bf16, lq).map_err(le)?,
-                            k: TensorView::of_slice("K", &set[1], 0, DType::Bf16, lk).map_err(le)?,
-                            v: TensorView::of_slice("V", &set[2], 0, DType::Bf16, lk).map_err(le)?,
-                            o: TensorView::of_slice("O", o, 0, DType::Bf16, lq).map_err(le)?,
-                            d_o: TensorView::of_slice("dO", &set[3], 0, DType::Bf16, lq).map_err(le)?,
-                            stats: StatsIn::M(BufferView::of(m)),
-                            dq: TensorViewMut::of_slice("dQ", gq, 0, DType::Bf16, lq).map_err(le)?,
-                            dk: TensorViewMut::of_slice("dK", gk, 0, DType::Bf16, lk).map_err(le)?,
-                            dv: TensorViewMut::of_slice("dV", gv, 0, DType::Bf16, lk).map_err(le)?,
-                            causal,
-                            align: CausalAlign::BottomRight,
-                            sm_scale: None,
-                            varlen: varlen_of(&cu, &w),
-                            window,
-                            softcap,
-                            modifiers: None,
-                        };
+                        let call = backward_call(set, (o, m), &mut grads, (lq, lk), causal, varlen_of(&cu, &w), (window, softcap), None)?;
                         flash.backward_with(&specs, call, stream).map_err(rt)
                     })?;
                     let names = specs.kernels().iter().map(|s| s.name()).collect::<Vec<_>>().join("+");
@@ -520,25 +539,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     let times = time_launches(gpu, a, || {
                         let (set, (o, m)) = (&sets[turn % INPUT_SETS], &saved[turn % INPUT_SETS]);
                         turn += 1;
-                        let [gq, gk, gv] = &mut grads;
-                        let call = BackwardCall {
-                            q: TensorView::of_slice("Q", &set[0], 0, DType::Bf16, lq).map_err(le)?,
-                            k: TensorView::of_slice("K", &set[1], 0, DType::Bf16, lk).map_err(le)?,
-                            v: TensorView::of_slice("V", &set[2], 0, DType::Bf16, lk).map_err(le)?,
-                            o: TensorView::of_slice("O", o, 0, DType::Bf16, lq).map_err(le)?,
-                            d_o: TensorView::of_slice("dO", &set[3], 0, DType::Bf16, lq).map_err(le)?,
-                            stats: StatsIn::M(BufferView::of(m)),
-                            dq: TensorViewMut::of_slice("dQ", gq, 0, DType::Bf16, lq).map_err(le)?,
-                            dk: TensorViewMut::of_slice("dK", gk, 0, DType::Bf16, lk).map_err(le)?,
-                            dv: TensorViewMut::of_slice("dV", gv, 0, DType::Bf16, lk).map_err(le)?,
-                            causal: call_causal,
-                            align: CausalAlign::BottomRight,
-                            sm_scale: None,
-                            varlen: varlen_of(&cu, &w),
-                            window,
-                            softcap,
-                            modifiers: modifiers(),
-                        };
+                        let call = backward_call(set, (o, m), &mut grads, (lq, lk), call_causal, varlen_of(&cu, &w), (window, softcap), modifiers())?;
                         if spec_name.is_empty() {
                             spec_name = flash.backward_plan(&call).map_err(rt)?.backward.kernels().iter().map(|s| s.name()).collect::<Vec<_>>().join("+");
                         }

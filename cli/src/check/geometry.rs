@@ -128,6 +128,11 @@ fn modifier_cases(out: &mut Vec<Case>, dtype: DType, d: usize, causal: bool, len
     let per_head = flashgen::mods::MaskMod::parse("kv_idx <= q_idx && q_idx - kv_idx < w[h]", &[TensorDecl::per_head("w", Scalar::I32)]).ok();
     let m = CaseMods { score: None, mask: per_head, tensors: Tensors::new().i32("w", vec![40, 100, 300, 7, 64, 65, 1000, 1]) };
     push("gqa window per head H8/2 N500", RefProblem::new(2, 8, 500, d).kv_heads(2), m);
+    // packed sequences (empty ones too): a causal window of 100 written as the mask, with ALiBi; positions
+    // count within each sequence
+    let band = flashgen::mods::MaskMod::parse("kv_idx <= q_idx && q_idx - kv_idx < 100", &[]).ok();
+    let m = CaseMods { score: alibi.clone(), mask: band, tensors: with_slopes.clone() };
+    push(&format!("varlen band alibi {lens:?}"), RefProblem::new(5, 4, 1, d).kv_heads(2).varlen_from_lengths(lens, lens), m);
     let even = flashgen::mods::MaskMod::parse("kv_idx % 2 == 0", &[]).ok();
     let m = CaseMods { score: alibi, mask: even, tensors: with_slopes };
     push("mask even alibi causal N_q 300 N_kv 700", RefProblem::new(2, 4, 300, d).kv_heads(2).seqlens(300, 700).causal(true), m);

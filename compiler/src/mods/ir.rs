@@ -854,14 +854,8 @@ impl ModIr {
         }
         // needed: lo(q) <= k1 and hi(q) >= k0; visible: lo(q) <= k0 and hi(q) >= k1
         let mut piece = first_piece;
-        let q_hi = match lo {
-            Some(b) => Some(e.inverse(b, k_hi, false, &self.bound_roots, &mut piece)),
-            None => None,
-        };
-        let q_lo = match hi {
-            Some(b) => Some(e.inverse(b, k_lo, true, &self.bound_roots, &mut piece)),
-            None => None,
-        };
+        let q_hi = lo.as_ref().map(|b| e.inverse(b, k_hi, false, &self.bound_roots, &mut piece));
+        let q_lo = hi.as_ref().map(|b| e.inverse(b, k_lo, true, &self.bound_roots, &mut piece));
         Ok(QueryRange { text: e.out, q_lo, q_hi })
     }
 }
