@@ -93,28 +93,29 @@ pub(crate) fn fold(
         });
     }
     let (mut causal, mut window) = (causal, window);
-    if mask.is_some() || !window.is_unbounded() {
-        if causal || !window.is_unbounded() {
-            if g.varlen && align == CausalAlign::BottomRight && (causal || !window.is_unbounded()) {
-                return Err(err(
-                    "causal or a window with a mask_mod on packed sequences: the diagonal differs per sequence; write it into the mask_mod (e.g. `kv_idx <= q_idx` for sequences of equal query and key lengths) and pass causal = false".into(),
-                ));
-            }
-            let offset = match align {
-                CausalAlign::BottomRight => g.seqlen_k as i64 - g.seqlen_q as i64,
-                CausalAlign::TopLeft => 0,
-            };
-            // the kernel's window (causal: right bound 0) as a mask
-            let right = if causal { Some(window.right.unwrap_or(0)) } else { window.right };
-            let bound = |x: Option<usize>| x.map(|x| x.min(u32::MAX as usize) as u32);
-            let rule = builtins::sliding_window(bound(window.left), bound(right), offset).map_err(text)?;
-            mask = Some(match mask {
-                Some(x) => rule.and(&x).map_err(text)?,
-                None => rule,
-            });
-            causal = false;
-            window = Window::UNBOUNDED;
+    // (a mask_mod takes the causal diagonal and the window with it; a window, which the kernel cannot take
+    // beside modifiers, becomes one)
+    let bounded = !window.is_unbounded();
+    if bounded || (mask.is_some() && causal) {
+        if g.varlen && align == CausalAlign::BottomRight {
+            return Err(err(
+                "causal or a window with a mask_mod, or a window with a score_mod, on packed sequences: the diagonal differs per sequence; write it into the mask_mod (e.g. `kv_idx <= q_idx` for sequences of equal query and key lengths) and pass causal = false and no window".into(),
+            ));
         }
+        let offset = match align {
+            CausalAlign::BottomRight => g.seqlen_k as i64 - g.seqlen_q as i64,
+            CausalAlign::TopLeft => 0,
+        };
+        // the kernel's window (causal: right bound 0) as a mask
+        let right = if causal { Some(window.right.unwrap_or(0)) } else { window.right };
+        let bound = |x: Option<usize>| x.map(|x| x.min(u32::MAX as usize) as u32);
+        let rule = builtins::sliding_window(bound(window.left), bound(right), offset).map_err(text)?;
+        mask = Some(match mask {
+            Some(x) => rule.and(&x).map_err(text)?,
+            None => rule,
+        });
+        causal = false;
+        window = Window::UNBOUNDED;
     }
     let modifiers = Modifiers::new(score.as_ref(), mask.as_ref()).map_err(text)?;
     let mut tensors = [0u64; MOD_TENSORS];

@@ -242,6 +242,33 @@ impl Row<'_> {
     }
 }
 
+/// One forward call of a bench row: input set `set` into O and M.
+fn forward_call<'a>(
+    set: &'a [CudaSlice<u16>; 4],
+    (o, m): (&'a mut CudaSlice<u16>, &'a mut CudaSlice<f32>),
+    (lq, lk): (flashgen_runtime::Layout, flashgen_runtime::Layout),
+    causal: bool,
+    varlen: Option<VarLen<'a>>,
+    (window, softcap): (flashgen_runtime::Window, Option<f32>),
+    modifiers: Option<flashgen_runtime::CallModifiers<'a>>,
+) -> Result<ForwardCall<'a>, String> {
+    let le = |x: flashgen_runtime::LayoutError| x.to_string();
+    Ok(ForwardCall {
+        q: TensorView::of_slice("Q", &set[0], 0, DType::Bf16, lq).map_err(le)?,
+        k: TensorView::of_slice("K", &set[1], 0, DType::Bf16, lk).map_err(le)?,
+        v: TensorView::of_slice("V", &set[2], 0, DType::Bf16, lk).map_err(le)?,
+        o: TensorViewMut::of_slice("O", o, 0, DType::Bf16, lq).map_err(le)?,
+        stats: StatsOut::M(BufferViewMut::of(m)),
+        causal,
+        align: CausalAlign::BottomRight,
+        sm_scale: None,
+        varlen,
+        window,
+        softcap,
+        modifiers,
+    })
+}
+
 /// One backward call of a bench row: input set `set`, its forward's O and M, into `grads`.
 #[allow(clippy::too_many_arguments)]
 fn backward_call<'a>(
@@ -348,7 +375,6 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
     let flash = Flash::new(Gpu::open(0).map_err(|e| format!("bench needs a GPU: {e}"))?, KernelCache::from_env());
     let gpu = &flash.gpu;
     let rt = |x: flashgen_runtime::RuntimeError| x.to_string();
-    let le = |x: flashgen_runtime::LayoutError| x.to_string();
     let mut json = a.json.as_ref().map(std::fs::File::create).transpose().map_err(|e| e.to_string())?;
     let mut table = Vec::new();
     let mut rng = SplitMix(7);
@@ -399,20 +425,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             }
             let (window, softcap) = (w.mask(causal).window, w.softcap);
             let forward = |spec: &KernelSpec, set: &[CudaSlice<u16>; 4], o: &mut CudaSlice<u16>, m: &mut CudaSlice<f32>, varlen: Option<VarLen<'_>>| -> Result<(), String> {
-                let call = ForwardCall {
-                    q: TensorView::of_slice("Q", &set[0], 0, DType::Bf16, lq).map_err(le)?,
-                    k: TensorView::of_slice("K", &set[1], 0, DType::Bf16, lk).map_err(le)?,
-                    v: TensorView::of_slice("V", &set[2], 0, DType::Bf16, lk).map_err(le)?,
-                    o: TensorViewMut::of_slice("O", o, 0, DType::Bf16, lq).map_err(le)?,
-                    stats: StatsOut::M(BufferViewMut::of(m)),
-                    causal,
-                    align: CausalAlign::BottomRight,
-                    sm_scale: None,
-                    varlen,
-                    window,
-                    softcap,
-                    modifiers: None,
-                };
+                let call = forward_call(set, (o, m), (lq, lk), causal, varlen, (window, softcap), None)?;
                 flash.forward_with(spec, call, stream).map_err(rt)
             };
             for (label, spec) in specs.into_iter().filter(|_| !a.backward_only) {
@@ -499,20 +512,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 };
                 let label = format!("mods:{name}");
                 let forward_mods = |set: &[CudaSlice<u16>; 4], o: &mut CudaSlice<u16>, m: &mut CudaSlice<f32>, spec_name: &mut String| -> Result<(), String> {
-                    let call = ForwardCall {
-                        q: TensorView::of_slice("Q", &set[0], 0, DType::Bf16, lq).map_err(le)?,
-                        k: TensorView::of_slice("K", &set[1], 0, DType::Bf16, lk).map_err(le)?,
-                        v: TensorView::of_slice("V", &set[2], 0, DType::Bf16, lk).map_err(le)?,
-                        o: TensorViewMut::of_slice("O", o, 0, DType::Bf16, lq).map_err(le)?,
-                        stats: StatsOut::M(BufferViewMut::of(m)),
-                        causal: call_causal,
-                        align: CausalAlign::BottomRight,
-                        sm_scale: None,
-                        varlen: varlen_of(&cu, &w),
-                        window,
-                        softcap,
-                        modifiers: modifiers(),
-                    };
+                    let call = forward_call(set, (o, m), (lq, lk), call_causal, varlen_of(&cu, &w), (window, softcap), modifiers())?;
                     if spec_name.is_empty() {
                         *spec_name = flash.forward_kernel(&call).map_err(rt)?.name();
                     }
