@@ -50,7 +50,7 @@ impl Modifiers {
             let names: Vec<String> = tensors.iter().map(|t| t.to_string()).collect();
             return Err(declaration_error(
                 format!("the modifiers declare {} tensors ({}); a kernel takes at most {MOD_TENSORS}", tensors.len(), names.join(", ")),
-                "pack values into fewer tensors (a per-head tensor can hold several per-head constants side by side only if indexed by h; split the work otherwise)",
+                "read at most 4 tensors: fold constants into the expression, or precompute per-head (or per-batch) values that combine several into one tensor",
             ));
         }
         let key = [score.as_ref().map(|s| s.key()), mask.as_ref().map(|m| m.key())].into_iter().flatten().collect::<Vec<_>>().join("; ");
@@ -93,7 +93,8 @@ impl Modifiers {
     pub fn tensors(&self) -> &'static [TensorDecl] {
         &self.0.tensors
     }
-    /// The kernel's slot of each of `decls` (a modifier's own list, a subset of `tensors`).
+    /// The kernel's slot of each of `decls` (a modifier's own list, a subset of `tensors` by construction:
+    /// `new` merged both lists).
     pub fn slots(&self, decls: &[TensorDecl]) -> Vec<usize> {
         decls.iter().map(|d| self.0.tensors.iter().position(|t| t == d).unwrap_or(0)).collect()
     }
