@@ -130,3 +130,25 @@ fn dkdv_grouped_non_causal_on_the_emulator() {
     let Some(tools) = simt::tools_or_skip() else { return };
     check("GQA 2, non-causal, N_q 40, N_kv 72", &tools, (1, 4, 2, 40, 72, 64), false, (16, 128, 4, 3));
 }
+
+/// HEAD_DIM 192 and 256: dK and dV in column slices (`column_splits` 3 and 2, grid z), each program
+/// recomputing Sᵀ and dPᵀ over the whole head; every slice must land in its own columns (NaN-poisoned).
+#[test]
+fn dkdv_column_slices_on_the_emulator() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    for (d, splits) in [(192, 3), (256, 2)] {
+        let spec = KernelSpec::new(SpecParams { kind: KernelKind::BwdDkdv, dtype: DType::Bf16, head_dim: d as u32, block_m: 16, block_n: 64, stage: 3, num_warps: 4, num_stages: 2, arch: Arch::Sm80 }).unwrap();
+        assert_eq!(spec.column_splits(), splits);
+        check(&format!("GQA 2, causal, N_q 40 < N_kv 70, HEAD_DIM {d}"), &tools, (1, 4, 2, 40, 70, d), true, (16, 64, 4, 2));
+    }
+}
+
+/// HEAD_DIM 32 and 96 on the 64- and 128-column tiles: the copies zero-fill the columns past HEAD_DIM and
+/// the epilogue stores only HEAD_DIM of them (dK, dV NaN-poisoned, rows HEAD_DIM apart: a stored padding
+/// column would land in the next row).
+#[test]
+fn dkdv_padded_head_dims_on_the_emulator() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    check("GQA 2, causal, N_q 40 < N_kv 70, HEAD_DIM 96", &tools, (1, 4, 2, 40, 70, 96), true, (32, 64, 4, 3));
+    check("MHA, non-causal, N 50, HEAD_DIM 32", &tools, (1, 2, 2, 50, 50, 32), false, (16, 128, 4, 3));
+}

@@ -332,7 +332,7 @@ fn admitted(dtypes: &[DType], archs: &[Arch], stages: &[u32], num_stages: &[u32]
     let mut out = Vec::new();
     for &arch in archs {
         for &dtype in dtypes {
-            for d in flashgen::spec::HEAD_DIMS {
+            for d in flashgen::spec::DECODE_HEAD_DIMS {
                 out.push(KernelSpec::decode_combine(arch, dtype, d));
                 for bm in flashgen::spec::DECODE_BLOCK_MS {
                     for bn in flashgen::spec::DECODE_BLOCK_NS {

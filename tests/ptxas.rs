@@ -311,16 +311,16 @@ fn wgmma_kernels_are_hgmma_in_sass() {
             // dK/dV: Sᵀ and dPᵀ (2·D/16) + dV and dK (2·BLOCK_M/16); dQ: S and dP (2·D/16) + dQ (BLOCK_N/16)
             let s_issues = if f.overlaps_softmax() { 2 } else { 1 };
             let dq = b.dq.unwrap();
-            // bwd_fused: dK/dV's products + dQ = dS·K over the program's key rows (BLOCK_N/16)
-            let fused = flashgen_tests::family(flashgen::KernelKind::BwdFused, Arch::Sm90a, DType::Bf16, d, causal).dkdv;
-            let atomic = flashgen_tests::family(flashgen::KernelKind::BwdFusedAtomic, Arch::Sm90a, DType::Bf16, d, causal).dkdv;
-            let expected = [
-                (f, s_issues * k16(d) + k16(f.block_n())),
-                (b.dkdv, 2 * k16(d) + 2 * k16(b.dkdv.block_m())),
-                (dq, 2 * k16(d) + k16(dq.block_n())),
-                (fused, 2 * k16(d) + 2 * k16(fused.block_m()) + k16(fused.block_n())),
-                (atomic, 2 * k16(d) + 2 * k16(atomic.block_m()) + k16(atomic.block_n())),
-            ];
+            // (products over HEAD_DIM run over the tile's width: 96 on 128 columns)
+            let t = f.params().tile_dim();
+            let mut expected = vec![(f, s_issues * k16(t) + k16(f.block_n())), (b.dkdv, 2 * k16(t) + 2 * k16(b.dkdv.block_m())), (dq, 2 * k16(t) + k16(dq.block_n()))];
+            // bwd_fused (HEAD_DIM 64 and 128): dK/dV's products + dQ = dS·K over the program's key rows (BLOCK_N/16)
+            if flashgen::BackwardPath::Fused.serves(d) {
+                for kind in [flashgen::KernelKind::BwdFused, flashgen::KernelKind::BwdFusedAtomic] {
+                    let fused = flashgen_tests::family(kind, Arch::Sm90a, DType::Bf16, d, causal).dkdv;
+                    expected.push((fused, 2 * k16(t) + 2 * k16(fused.block_m()) + k16(fused.block_n())));
+                }
+            }
             for (spec, hgmma) in expected {
                 let text = sass(&tool, &dis, &compile(&spec, CompileOptions::default()).unwrap().ptx, "sm_90a").unwrap();
                 let count = |needle: &str| text.lines().filter(|l| l.contains(needle)).count() as u32;
@@ -393,7 +393,8 @@ fn warp_specialized_forward(features: bool) {
         let Some(dis) = &dis else { return };
         let text = sass(&tool, dis, ptx, "sm_90a").unwrap();
         let count = |needle: &str| text.lines().filter(|l| l.contains(needle)).count() as u32;
-        let (k16_s, k16_pv) = (spec.head_dim() / 16, spec.block_n() / 16);
+        // (S = Q·Kᵀ over the tile's width: HEAD_DIM 32 and 96 on 64 and 128 columns)
+        let (k16_s, k16_pv) = (spec.params().tile_dim() / 16, spec.block_n() / 16);
         // the ping-pong tile's S_0 and last P·V each once more than the loop's; a cross-tile persistent
         // program's S_0 a third time (its first tile's, and the one in a tile's last turn), and its last P·V
         // too when the program's last tile has its own copy of the last turn (no `single_tail`)

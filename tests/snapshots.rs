@@ -78,7 +78,7 @@ fn ptx_wgmma_bf16_d128_causal_sm90a() {
 fn rule_errors() {
     let base = SpecParams { kind: KernelKind::Fwd, dtype: DType::Bf16, head_dim: 128, block_m: 128, block_n: 64, stage: 3, num_warps: 8, num_stages: 2, arch: Arch::Sm90a };
     let cases = [
-        SpecParams { head_dim: 96, ..base },
+        SpecParams { head_dim: 80, ..base },
         SpecParams { stage: 2, ..base },
         SpecParams { num_warps: 3, ..base },
         SpecParams { block_m: 96, num_warps: 4, ..base },

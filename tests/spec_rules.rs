@@ -21,8 +21,8 @@ fn base_spec_is_valid() {
 
 #[test]
 fn head_dim_must_be_supported() {
-    for d in [0, 32, 96, 100, 256] {
-        rejects(SpecParams { head_dim: d, ..base() }, &[&format!("HEAD_DIM={d}"), "[64, 128]"]);
+    for d in [0, 16, 80, 100, 512] {
+        rejects(SpecParams { head_dim: d, ..base() }, &[&format!("HEAD_DIM={d}"), "[32, 64, 96, 128, 192, 256]"]);
     }
 }
 
@@ -128,7 +128,15 @@ fn default_set_is_complete_and_names_are_unique() {
     // fallback is fwd_wgmma's default; the persistent short-sequence forward at HEAD_DIM 128 (fwd_ws's tiles:
     // its fallback is fwd_ws's); and on sm_90a the fused backwards: non-causal bwd_fused and
     // bwd_fused_atomic, causal bwd_fused_up and bwd_fused_atomic (no plan runs a causal bwd_fused)
-    assert_eq!(set.len(), 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 + 2 * 2 + 2 * 2 * 2 * 2 + 2 * 2);
+    let count = |dims: &[u32]| set.iter().filter(|s| dims.contains(&s.head_dim())).count();
+    let d64_d128 = 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 + 2 * 2 + 2 * 2 * 2 * 2 + 2 * 2;
+    assert_eq!(count(&[64, 128]), d64_d128);
+    // HEAD_DIM 32 and 96 run 64's and 128's tiles but not the fused backward (4 kernels a dtype); 192 and
+    // 256 per dtype: sm_80's 7, and on sm_90a fwd_ws and its fwd_wgmma fallback, the wgmma pair (both
+    // stages) and the preprocess (9)
+    assert_eq!(count(&[32, 96]), d64_d128 - 2 * 2 * 4);
+    assert_eq!(count(&[192, 256]), 2 * 2 * (7 + 9));
+    assert_eq!(set.len(), count(&flashgen::spec::HEAD_DIMS));
     // (the decode kinds are flashgen::plan::decode_default_set's; tests/decode.rs checks that one)
     for kind in KernelKind::ALL.into_iter().filter(|k| !k.decodes()) {
         // sm_80 gets the mma.sync kinds, sm_90a the wgmma ones; both get the preprocess

@@ -4,7 +4,7 @@
 
 use crate::reference::Window;
 use crate::spec::defaults::{self, BACKWARD_KINDS, FORWARD_KINDS};
-use crate::spec::{Arch, BackwardSpecs, DType, Features, KernelKind, KernelSpec, Modifiers, SpecError, SpecParams, HEAD_DIMS};
+use crate::spec::{Arch, BackwardSpecs, DType, Features, KernelKind, KernelSpec, Modifiers, SpecError, SpecParams, DECODE_HEAD_DIMS, HEAD_DIMS};
 
 /// What is computed: the attention problem as the kernel choice sees it (the heads and the batch are
 /// runtime geometry: they choose nothing but the autotuner's inputs).
@@ -88,6 +88,12 @@ pub enum BackwardPath {
 
 impl BackwardPath {
     pub const ALL: [BackwardPath; 4] = [BackwardPath::Default, BackwardPath::Split, BackwardPath::Fused, BackwardPath::FusedAtomic];
+
+    /// Whether the path has kernels for HEAD_DIM `head_dim`: the fused kernels compute dQ in 64-column chunks,
+    /// one MMA warpgroup each, so at most two (HEAD_DIM to 128; 32 and 96 on 64's and 128's tiles).
+    pub fn serves(self, head_dim: u32) -> bool {
+        !matches!(self, BackwardPath::Fused | BackwardPath::FusedAtomic) || head_dim.next_multiple_of(64) <= 128
+    }
 
     pub fn parse(s: &str) -> Result<BackwardPath, SpecError> {
         match s.trim() {
@@ -199,6 +205,12 @@ fn backward_kinds(arch: Arch, problem: &Problem, options: &PlanOptions) -> Resul
     if !hopper(arch, options) {
         return Ok(&[BwdDkdv, BwdDq]);
     }
+    if !options.backward.serves(problem.head_dim) {
+        return Err(SpecError(format!(
+            "the fused backward computes dQ in 64-column chunks, one MMA warpgroup each (HEAD_DIM to 128), not HEAD_DIM={}: use the default or split backward",
+            problem.head_dim
+        )));
+    }
     Ok(match (options.backward, problem.causal) {
         (BackwardPath::Default, _) => defaults::kinds_for(BACKWARD_KINDS, "backward", arch, problem.head_dim, problem.causal, problem.seqlen)?,
         (BackwardPath::Split, _) => &[BwdDkdvWgmma, BwdDqWgmma],
@@ -282,7 +294,7 @@ pub fn default_set() -> Vec<KernelSpec> {
                 for causal in [false, true] {
                     for seqlen in defaults::length_boundaries() {
                         let problem = Problem::new(dtype, head_dim, causal, seqlen);
-                        for backward in BackwardPath::ALL {
+                        for backward in BackwardPath::ALL.into_iter().filter(|b| b.serves(head_dim)) {
                             let options = PlanOptions { backward, ..PlanOptions::default() };
                             let p = plan(arch, &problem, &options, &NoTuning).expect("every tabled problem plans");
                             let backward = p.backward.kernels().into_iter().chain(p.backward_without_tma.iter().flat_map(|b| b.kernels()));
@@ -347,8 +359,8 @@ pub fn decode_block_m(rows: usize) -> u32 {
 
 /// The default decode kernels of a problem on `arch` (spec::defaults::DECODE_TILES).
 pub fn decode(arch: Arch, problem: &DecodeProblem) -> Result<DecodePlan, SpecError> {
-    if !HEAD_DIMS.contains(&problem.head_dim) {
-        return Err(SpecError(format!("decode: HEAD_DIM={} is not supported: use one of {HEAD_DIMS:?}", problem.head_dim)));
+    if !DECODE_HEAD_DIMS.contains(&problem.head_dim) {
+        return Err(SpecError(format!("decode: HEAD_DIM={} is not supported: use one of {DECODE_HEAD_DIMS:?} (or the prefill kernels: ForwardCall with N_q = the new tokens)", problem.head_dim)));
     }
     let kernel = defaults::decode_spec(arch, problem.dtype, problem.head_dim, problem.causal, decode_block_m(problem.rows()))?;
     Ok(DecodePlan { kernel, combine: KernelSpec::decode_combine(arch, problem.dtype, problem.head_dim) })
@@ -379,7 +391,7 @@ pub fn decode_default_set() -> Vec<KernelSpec> {
     let mut out = Vec::new();
     for arch in [Arch::Sm80, Arch::Sm90a] {
         for dtype in [DType::Bf16, DType::F16] {
-            for head_dim in HEAD_DIMS {
+            for head_dim in DECODE_HEAD_DIMS {
                 for causal in [false, true] {
                     for queries in [1, 32] {
                         let p = DecodeProblem { dtype, head_dim, causal, group: 1, queries };

@@ -133,9 +133,14 @@ struct Common {
     /// Accumulators over HEAD_DIM (O, dQ, dK, dV): n8 tiles, and pairs of them (one ldmatrix.x4.trans).
     HEAD_DIM_N8_TILES: u32,
     HEAD_DIM_N8_PAIRS: u32,
-    /// A row of HEAD_DIM elements: its 16-byte chunks (the unit of every copy and swizzle) and bytes.
+    /// A tile row of HEAD_DIM elements: its 16-byte chunks (the unit of every copy and swizzle) and bytes.
+    /// HEAD_DIM is the tiles' width (`SpecParams::tile_dim`); the tensors' rows may be narrower.
     CHUNKS_PER_ROW: u32,
-    LOG2_CHUNKS_PER_ROW: u32,
+    /// The tensors' rows (the spec's head dim): their 16-byte chunks and n8 tiles; copies zero-fill the tile's
+    /// chunks past them and the epilogues store only them. PADDED when they are fewer than the tile's.
+    VALID_CHUNKS: u32,
+    VALID_N8_TILES: u32,
+    PADDED: bool,
     ROW_BYTES: u32,
     /// Bytes of one slot of the ring (the streamed tiles of one block, and dK/dV's M and Δ).
     SLOT_BYTES: u32,
@@ -365,12 +370,27 @@ struct Backward {
     /// dK/dV slots carry the block's M and Δ (STREAMED_ROWS f32 each) after the two tiles: 4-byte copies
     /// per thread.
     STAT_COPIES_PER_THREAD: u32,
+    /// dK/dV: the program's slice of dK's and dV's columns (`KernelSpec::column_splits`, grid z): its
+    /// columns, their n8 tiles and pairs of them, and (wgmma) the slice's offset in the MN-major descriptor
+    /// of a streamed tile (its 64-column panels, in 16-byte units).
+    COLUMN_SPLITS: u32,
+    OUT_COLUMNS: u32,
+    OUT_N8_TILES: u32,
+    OUT_N8_PAIRS: u32,
+    OUT_SLICE_DESC: u32,
+    /// The n8 tiles of its slice that the epilogue stores: all of them, but the padding past HEAD_DIM of a
+    /// padded tile (one slice).
+    OUT_STORE_N8_TILES: u32,
 }
 
 #[derive(Serialize)]
 #[allow(non_snake_case)]
 struct Preprocess {
-    /// 16-byte chunks of O (and dO) per thread.
+    /// A row's threads (the power of two in its chunks, at most a warp) and the chunks each takes.
+    PRE_LANES_PER_ROW: u32,
+    LOG2_PRE_LANES_PER_ROW: u32,
+    PRE_CHUNKS_PER_LANE: u32,
+    /// Rows of the block per thread.
     PRE_COPIES_PER_THREAD: u32,
 }
 
@@ -414,7 +434,8 @@ struct FusedDq {
 impl KernelConstants {
     fn of(spec: &KernelSpec) -> KernelConstants {
         let kind = spec.kind();
-        let d = spec.head_dim();
+        // the tiles' width (HEAD_DIM padded to whole 64-column panels); the tensors' rows have head_dim
+        let d = spec.params().tile_dim();
         let (bm, bn) = (spec.block_m(), spec.block_n());
         let threads = spec.threads();
         let copy_threads = 32 * spec.mma_warps();
@@ -457,7 +478,9 @@ impl KernelConstants {
             HEAD_DIM_N8_TILES: d / 8,
             HEAD_DIM_N8_PAIRS: d / 16,
             CHUNKS_PER_ROW: chunks,
-            LOG2_CHUNKS_PER_ROW: chunks.trailing_zeros(),
+            VALID_CHUNKS: spec.head_dim() / 8,
+            VALID_N8_TILES: spec.head_dim() / 8,
+            PADDED: spec.head_dim() != d,
             ROW_BYTES: row_bytes,
             SLOT_BYTES: spec.slot_bytes(),
             RCP_LN2: rcp_ln2_literal(),
@@ -516,8 +539,19 @@ impl KernelConstants {
             STREAMED_TILE_BYTES: streamed * row_bytes,
             RING_OFFSET: 2 * resident * row_bytes,
             STAT_COPIES_PER_THREAD: (2 * streamed).div_ceil(threads),
+            COLUMN_SPLITS: spec.column_splits(),
+            OUT_COLUMNS: spec.output_columns(),
+            OUT_N8_TILES: spec.output_columns() / 8,
+            OUT_N8_PAIRS: spec.output_columns() / 16,
+            OUT_SLICE_DESC: spec.output_columns() / 64 * streamed * 128 / 16,
+            OUT_STORE_N8_TILES: spec.output_columns().min(spec.head_dim()) / 8,
         });
-        let preprocess = (kind == KernelKind::BwdPre).then(|| Preprocess { PRE_COPIES_PER_THREAD: bm * chunks / threads });
+        let preprocess = (kind == KernelKind::BwdPre).then(|| {
+            // (the rows of O and dO as they are: HEAD_DIM's chunks, not the tile's)
+            let chunks = spec.head_dim() / 8;
+            let lanes = (1 << chunks.trailing_zeros()).min(32);
+            Preprocess { PRE_LANES_PER_ROW: lanes, LOG2_PRE_LANES_PER_ROW: lanes.trailing_zeros(), PRE_CHUNKS_PER_LANE: chunks / lanes, PRE_COPIES_PER_THREAD: bm * lanes / threads }
+        });
         let wgmma = kind.uses_wgmma().then(|| Wgmma {
             DESC_K_MAJOR: descriptor_constant(1).to_string(),
             DESC_MN_MAJOR: descriptor_constant(streamed * 128 / 16).to_string(),

@@ -267,7 +267,7 @@ def test_torch_compile_traces_through_the_varlen_op(torch_only):
 # --- on the GPU ----------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["bf16", "fp16"])
-@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("d", [32, 64, 96, 128, 192, 256])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("n", [128, 1000, 1536])
 def test_forward_and_backward_match_sdpa(gpu, dtype, d, causal, n):

@@ -44,7 +44,8 @@ impl FusedScratch<'_> {
     /// The lengths a problem needs: (f32 partial sums, locks).
     pub fn lengths(spec: &flashgen::KernelSpec, g: &KernelGeometry, chains: u32) -> (usize, usize) {
         let blocks = FusedScratch::blocks(g);
-        let d = spec.head_dim() as usize;
+        // (the kernel's dQ parts span its tiles' width: HEAD_DIM padded to whole 64-column panels)
+        let d = spec.params().tile_dim() as usize;
         let chains = chains.max(1) as usize;
         (chains * blocks * 64 * d, blocks * (d / 64) * chains)
     }

@@ -210,8 +210,8 @@ pub fn check_problem(
 
 /// The launch configuration of a spec on a geometry: its grid, 32·num_warps threads, its shared memory.
 pub fn launch_config(k: &LoadedKernel, g: &KernelGeometry) -> LaunchConfig {
-    let (gx, gy, _) = k.spec.grid(&g.grid(), k.programs);
-    LaunchConfig { grid_dim: (gx, gy, 1), block_dim: (k.spec.threads(), 1, 1), shared_mem_bytes: k.shared_bytes }
+    let (gx, gy, gz) = k.spec.grid(&g.grid(), k.programs);
+    LaunchConfig { grid_dim: (gx, gy, gz), block_dim: (k.spec.threads(), 1, 1), shared_mem_bytes: k.shared_bytes }
 }
 
 /// A layout's four strides as the kernels take them (i64 elements).

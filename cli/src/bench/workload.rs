@@ -83,7 +83,9 @@ impl Workload {
             None => String::new(),
         };
         let softcap = self.softcap.map_or(String::new(), |c| format!(", \"softcap\": {c:?}"));
-        format!("\"B\": {}, \"H\": {}, {hkv}\"N\": {}, \"D\": {}, \"causal\": {causal}{window}{softcap}{varlen}", self.b, self.h, self.n, self.d)
+        // (fa4_bench.py's hdim mode: the value head dim on every row of a head dim its table has not)
+        let dv = if matches!(self.d, 64 | 128) { String::new() } else { format!(", \"DV\": {}", self.d) };
+        format!("\"B\": {}, \"H\": {}, {hkv}\"N\": {}, \"D\": {}{dv}, \"causal\": {causal}{window}{softcap}{varlen}", self.b, self.h, self.n, self.d)
     }
 
     /// Q's (and O's) and K's (and V's) layouts: packed sequences are one [total, H, D] tensor (Z = 1).
@@ -150,6 +152,9 @@ mod tests {
         assert_eq!(t.flops("fwd", false), 4.0 * 4.0 * 16.0 * 4096.0 * 4096.0 * 128.0);
         assert_eq!(t.flops("bwd", true), t.flops("fwd", false) * 0.5 * 2.5);
         assert_eq!(t.json_keys(true), "\"B\": 4, \"H\": 16, \"N\": 4096, \"D\": 128, \"causal\": true");
+        // hdim: H = 2048 / D, and the DV key (fa4_bench.py's hdim rows)
+        let h = Workload::table(16384, 256);
+        assert_eq!(h.json_keys(false), "\"B\": 1, \"H\": 8, \"N\": 16384, \"D\": 256, \"DV\": 256, \"causal\": false");
         // gqa: the HKV key, BSHD tensors
         let g = Workload::grouped(1, 64, 8, 16384, 128);
         assert_eq!(g.json_keys(false), "\"B\": 1, \"H\": 64, \"HKV\": 8, \"N\": 16384, \"D\": 128, \"causal\": false");

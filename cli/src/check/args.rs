@@ -19,7 +19,7 @@ pub struct CheckArgs {
     /// Also write inputs and outputs of the default kernels (N = 1024) to DIR for bench/triton_parity.py.
     #[arg(long)]
     pub parity_dir: Option<std::path::PathBuf>,
-    /// Only check the specs whose name contains this text.
+    /// Only check the specs whose name contains this text (comma-separated: any of them, e.g. "_d192_,_d256_").
     #[arg(long)]
     pub filter: Option<String>,
     /// Skip the backward checks.
@@ -45,4 +45,11 @@ pub struct CheckArgs {
     /// Extra specs to check beside the defaults, as "[w:|ws:|wsp:]dtype,d,bm,bn,stage,warps,stages;..." (target = the GPU's; "w:" = fwd_wgmma, "ws:" = fwd_ws, "wsp:" = fwd_ws_persistent).
     #[arg(long)]
     pub specs: Option<String>,
+}
+
+impl CheckArgs {
+    /// Whether `--filter` lets `name` through: no filter, or one of its comma-separated texts in it.
+    pub fn selects(&self, name: &str) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.split(',').any(|t| name.contains(t)))
+    }
 }

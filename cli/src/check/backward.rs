@@ -54,7 +54,7 @@ fn backward_spec_sets(arch: flashgen::Arch, dtype: DType, d: u32, causal: bool, 
     if arch.has_wgmma() && !a.mma_sync {
         more.push(flashgen::plan::backward_family(BwdDkdvWgmma, arch, &problem).map_err(e)?);
     }
-    if a.fused_backward && arch.has_wgmma() {
+    if a.fused_backward && arch.has_wgmma() && flashgen::plan::BackwardPath::Fused.serves(d) {
         let mut fused = vec![BwdFused, BwdFusedAtomic];
         if causal {
             fused.push(BwdFusedUp);
@@ -138,7 +138,7 @@ pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>)
             for causal in [false, true] {
                 for specs in backward_spec_sets(flash.gpu.arch, dtype, d, causal, a)? {
                 let names = specs.names();
-                if a.filter.as_ref().is_some_and(|f| !names.contains(f.as_str())) {
+                if !a.selects(&names) {
                     continue;
                 }
                 let mut worst = [0f64; 3];

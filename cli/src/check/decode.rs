@@ -249,7 +249,7 @@ pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>)
     let (mut passed, mut failed) = (0, 0);
     let mut seed = a.seed ^ 0xdec;
     for c in cases(a) {
-        if a.filter.as_ref().is_some_and(|f| !c.label.contains(f.as_str())) {
+        if !a.selects(&c.label) {
             continue;
         }
         seed = seed.wrapping_add(0x9E37_79B9);

@@ -47,6 +47,7 @@ impl KernelSpec {
         let SpecParams { head_dim: d, block_m: bm, block_n: bn, num_warps: w, num_stages: ns, .. } = p;
         let kind = p.kind.name();
         rule(overrides.is_empty(), || format!("{kind}: schedule `{overrides}`: the decode kernels have no schedule switches"))?;
+        rule(DECODE_HEAD_DIMS.contains(&d), || format!("{kind}: HEAD_DIM={d} is not supported: use one of {DECODE_HEAD_DIMS:?} (the copy lanes take whole rows of 16-byte chunks)"))?;
         if p.kind == KernelKind::DecodeCombine {
             return only_canonical(p, KernelSpec::decode_combine(p.arch, p.dtype, d), "one query row per program", "decode_combine");
         }

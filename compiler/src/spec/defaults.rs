@@ -28,24 +28,29 @@ const fn t(block_m: u32, block_n: u32, num_warps: u32, num_stages: u32) -> Tiles
     Tiles { block_m, block_n, num_warps, num_stages }
 }
 
-/// What a row applies to: targets, head dim, causality (None: both) and sequence lengths (tokens).
+/// What a row applies to: targets, head dims, causality (None: both) and sequence lengths (tokens).
 #[derive(Debug)]
 pub struct Applies {
     pub targets: &'static [Arch],
-    pub head_dim: u32,
+    pub head_dims: &'static [u32],
     pub causal: Option<bool>,
     pub tokens: RangeInclusive<usize>,
 }
 
 impl Applies {
     fn covers(&self, arch: Arch, head_dim: u32, causal: bool, tokens: usize) -> bool {
-        self.targets.contains(&arch) && self.head_dim == head_dim && self.causal.is_none_or(|c| c == causal) && self.tokens.contains(&tokens)
+        self.targets.contains(&arch) && self.head_dims.contains(&head_dim) && self.causal.is_none_or(|c| c == causal) && self.tokens.contains(&tokens)
     }
 }
 
-const fn on(targets: &'static [Arch], head_dim: u32, causal: Option<bool>, tokens: RangeInclusive<usize>) -> Applies {
-    Applies { targets, head_dim, causal, tokens }
+const fn on(targets: &'static [Arch], head_dims: &'static [u32], causal: Option<bool>, tokens: RangeInclusive<usize>) -> Applies {
+    Applies { targets, head_dims, causal, tokens }
 }
+
+/// Head dims that run on another's tiles, padded to whole 64-column panels (`SpecParams::tile_dim`): 32 on
+/// 64's, 96 on 128's (unmeasured: the rows of the head dim whose tiles they are).
+const D64: &[u32] = &[32, 64];
+const D128: &[u32] = &[96, 128];
 
 /// One default: a kind's tiles and schedule where `applies`, and the result that chose them.
 #[derive(Debug)]
@@ -75,40 +80,57 @@ use KernelKind::*;
 ///   four whole tiles), then 192×128; causal 256×64 whose consumers run their own blocks, with 8 slots to
 ///   2048 tokens, then 4; HEAD_DIM 128 fwd_ws's 128×128 (one Q buffer: Q is read into registers).
 /// - the backward kinds: the autotuner's most frequent winners (mma.sync: bwd-v2; wgmma: hopper-v2).
+/// - HEAD_DIM 192 and 256 (hdim-v1): the forward on fwd_ws 128×64, ping-pong on 3 stages at 192 (two are what
+///   fit at 256; 128×32 on 4 read 0.96-1.04×); the backward on the wgmma pair, dK/dV on 16-row query blocks at
+///   192, whose accumulators fit unsplit (1.52-1.60× the 32-row blocks in 3 column slices), in two slices at 256.
 /// - the fused backward: query blocks of 64 rows, one MMA warpgroup per 64 key rows and dQ columns, two
 ///   stages (the writer's double-buffered staging leaves no room for a third at HEAD_DIM 128).
 pub static TILES: &[TileRow] = &[
-    row(Fwd, on(EVERY, 64, None, ANY), t(128, 64, 4, 3), "fwd-mma-v5"),
-    row(Fwd, on(&[Arch::Sm86, Arch::Sm89], 128, None, ANY), t(128, 32, 4, 3), "fwd-mma-v5"),
-    row(Fwd, on(&[Arch::Sm80, Arch::Sm90, Arch::Sm90a], 128, Some(true), ANY), t(128, 32, 4, 3), "fwd-mma-v5"),
-    row(Fwd, on(&[Arch::Sm80, Arch::Sm90, Arch::Sm90a], 128, Some(false), ANY), t(256, 32, 8, 3), "fwd-mma-v5"),
-    row(FwdWgmma, on(HOPPER, 64, None, ANY), t(128, 64, 8, 2), "wgmma-v1"),
-    row(FwdWgmma, on(HOPPER, 128, None, ANY), t(128, 128, 8, 2), "wgmma-v1"),
-    row(FwdWs, on(HOPPER, 64, None, ANY), t(192, 128, 16, 4), "verify-v9"),
-    row(FwdWs, on(HOPPER, 128, None, ANY), t(128, 128, 12, 3), "wholeprog-v8"),
-    row(FwdWsPersistent, on(HOPPER, 64, Some(false), 0..=1024), t(256, 64, 20, 6), "persistent-w20"),
-    row(FwdWsPersistent, on(HOPPER, 64, Some(false), 1025..=usize::MAX), t(192, 128, 16, 4), "dyn-ab"),
-    row(FwdWsPersistent, on(HOPPER, 64, Some(true), 0..=2048), t(256, 64, 20, 8), "stages8-ab"),
-    row(FwdWsPersistent, on(HOPPER, 64, Some(true), 2049..=usize::MAX), t(256, 64, 20, 4), "mask-ab2"),
-    row(FwdWsPersistent, on(HOPPER, 128, None, ANY), t(128, 128, 12, 3), "order-ab"),
+    row(Fwd, on(EVERY, D64, None, ANY), t(128, 64, 4, 3), "fwd-mma-v5"),
+    row(Fwd, on(&[Arch::Sm86, Arch::Sm89], D128, None, ANY), t(128, 32, 4, 3), "fwd-mma-v5"),
+    row(Fwd, on(&[Arch::Sm80, Arch::Sm90, Arch::Sm90a], D128, Some(true), ANY), t(128, 32, 4, 3), "fwd-mma-v5"),
+    row(Fwd, on(&[Arch::Sm80, Arch::Sm90, Arch::Sm90a], D128, Some(false), ANY), t(256, 32, 8, 3), "fwd-mma-v5"),
+    row(Fwd, on(EVERY, &[192], None, ANY), t(64, 32, 4, 2), "hdim-v1"),
+    row(Fwd, on(EVERY, &[256], None, ANY), t(64, 32, 4, 2), "hdim-v1"),
+    row(FwdWgmma, on(HOPPER, D64, None, ANY), t(128, 64, 8, 2), "wgmma-v1"),
+    row(FwdWgmma, on(HOPPER, D128, None, ANY), t(128, 128, 8, 2), "wgmma-v1"),
+    row(FwdWgmma, on(HOPPER, &[192], None, ANY), t(128, 64, 8, 2), "hdim-v1"),
+    row(FwdWgmma, on(HOPPER, &[256], None, ANY), t(128, 64, 8, 2), "hdim-v1"),
+    row(FwdWs, on(HOPPER, D64, None, ANY), t(192, 128, 16, 4), "verify-v9"),
+    row(FwdWs, on(HOPPER, D128, None, ANY), t(128, 128, 12, 3), "wholeprog-v8"),
+    row(FwdWs, on(HOPPER, &[192], None, ANY), t(128, 64, 12, 3), "hdim-v1"),
+    row(FwdWs, on(HOPPER, &[256], None, ANY), t(128, 64, 12, 2), "hdim-v1"),
+    row(FwdWsPersistent, on(HOPPER, D64, Some(false), 0..=1024), t(256, 64, 20, 6), "persistent-w20"),
+    row(FwdWsPersistent, on(HOPPER, D64, Some(false), 1025..=usize::MAX), t(192, 128, 16, 4), "dyn-ab"),
+    row(FwdWsPersistent, on(HOPPER, D64, Some(true), 0..=2048), t(256, 64, 20, 8), "stages8-ab"),
+    row(FwdWsPersistent, on(HOPPER, D64, Some(true), 2049..=usize::MAX), t(256, 64, 20, 4), "mask-ab2"),
+    row(FwdWsPersistent, on(HOPPER, D128, None, ANY), t(128, 128, 12, 3), "order-ab"),
     // the backward: BLOCK_M is the query block, BLOCK_N the key block (dK/dV owns BLOCK_N, streams BLOCK_M)
-    row(BwdDkdv, on(EVERY, 64, Some(false), ANY), t(16, 128, 4, 3), "bwd-v2"),
-    row(BwdDkdv, on(EVERY, 64, Some(true), ANY), t(32, 64, 4, 3), "bwd-v2"),
-    row(BwdDkdv, on(EVERY, 128, None, ANY), t(32, 64, 4, 3), "bwd-v2"),
-    row(BwdDq, on(EVERY, 64, Some(false), ANY), t(128, 32, 4, 3), "bwd-v2"),
-    row(BwdDq, on(EVERY, 64, Some(true), ANY), t(64, 64, 4, 3), "bwd-v2"),
-    row(BwdDq, on(EVERY, 128, None, ANY), t(64, 32, 4, 3), "bwd-v2"),
-    row(BwdDkdvWgmma, on(HOPPER, 64, None, ANY), t(64, 64, 4, 2), "hopper-v2"),
-    row(BwdDkdvWgmma, on(HOPPER, 128, None, ANY), t(32, 64, 4, 2), "hopper-v2"),
-    row(BwdDqWgmma, on(HOPPER, 64, None, ANY), t(64, 64, 4, 2), "hopper-v2"),
-    row(BwdDqWgmma, on(HOPPER, 128, Some(true), ANY), t(64, 64, 4, 2), "hopper-v2"),
-    row(BwdDqWgmma, on(HOPPER, 128, Some(false), ANY), t(128, 64, 8, 3), "hopper-v2"),
-    row(BwdFused, on(HOPPER, 64, None, ANY), t(64, 64, 8, 2), "fused-tma-v2"),
-    row(BwdFused, on(HOPPER, 128, None, ANY), t(64, 128, 12, 2), "fused-tma-v2"),
-    row(BwdFusedAtomic, on(HOPPER, 64, None, ANY), t(64, 64, 8, 2), "fused-tma-v2"),
-    row(BwdFusedAtomic, on(HOPPER, 128, None, ANY), t(64, 128, 12, 2), "fused-tma-v2"),
-    row(BwdFusedUp, on(HOPPER, 64, Some(true), ANY), t(64, 64, 8, 2), "up-v1"),
-    row(BwdFusedUp, on(HOPPER, 128, Some(true), ANY), t(64, 128, 12, 2), "up-v1"),
+    row(BwdDkdv, on(EVERY, D64, Some(false), ANY), t(16, 128, 4, 3), "bwd-v2"),
+    row(BwdDkdv, on(EVERY, D64, Some(true), ANY), t(32, 64, 4, 3), "bwd-v2"),
+    row(BwdDkdv, on(EVERY, D128, None, ANY), t(32, 64, 4, 3), "bwd-v2"),
+    row(BwdDkdv, on(EVERY, &[192], None, ANY), t(16, 64, 4, 2), "hdim-v1"),
+    row(BwdDkdv, on(EVERY, &[256], None, ANY), t(16, 64, 4, 2), "hdim-v1"),
+    row(BwdDq, on(EVERY, D64, Some(false), ANY), t(128, 32, 4, 3), "bwd-v2"),
+    row(BwdDq, on(EVERY, D64, Some(true), ANY), t(64, 64, 4, 3), "bwd-v2"),
+    row(BwdDq, on(EVERY, D128, None, ANY), t(64, 32, 4, 3), "bwd-v2"),
+    row(BwdDq, on(EVERY, &[192], None, ANY), t(64, 16, 4, 2), "hdim-v1"),
+    row(BwdDq, on(EVERY, &[256], None, ANY), t(64, 16, 4, 2), "hdim-v1"),
+    row(BwdDkdvWgmma, on(HOPPER, D64, None, ANY), t(64, 64, 4, 2), "hopper-v2"),
+    row(BwdDkdvWgmma, on(HOPPER, D128, None, ANY), t(32, 64, 4, 2), "hopper-v2"),
+    row(BwdDkdvWgmma, on(HOPPER, &[192], None, ANY), t(16, 64, 4, 2), "hdim-v1"),
+    row(BwdDkdvWgmma, on(HOPPER, &[256], None, ANY), t(32, 64, 4, 2), "hdim-v1"),
+    row(BwdDqWgmma, on(HOPPER, D64, None, ANY), t(64, 64, 4, 2), "hopper-v2"),
+    row(BwdDqWgmma, on(HOPPER, D128, Some(true), ANY), t(64, 64, 4, 2), "hopper-v2"),
+    row(BwdDqWgmma, on(HOPPER, D128, Some(false), ANY), t(128, 64, 8, 3), "hopper-v2"),
+    row(BwdDqWgmma, on(HOPPER, &[192], None, ANY), t(64, 32, 4, 2), "hdim-v1"),
+    row(BwdDqWgmma, on(HOPPER, &[256], None, ANY), t(64, 32, 4, 2), "hdim-v1"),
+    row(BwdFused, on(HOPPER, D64, None, ANY), t(64, 64, 8, 2), "fused-tma-v2"),
+    row(BwdFused, on(HOPPER, D128, None, ANY), t(64, 128, 12, 2), "fused-tma-v2"),
+    row(BwdFusedAtomic, on(HOPPER, D64, None, ANY), t(64, 64, 8, 2), "fused-tma-v2"),
+    row(BwdFusedAtomic, on(HOPPER, D128, None, ANY), t(64, 128, 12, 2), "fused-tma-v2"),
+    row(BwdFusedUp, on(HOPPER, D64, Some(true), ANY), t(64, 64, 8, 2), "up-v1"),
+    row(BwdFusedUp, on(HOPPER, D128, Some(true), ANY), t(64, 128, 12, 2), "up-v1"),
 ];
 
 /// Which forward kernel a problem runs, by the implementation family the plan asks for.
@@ -129,10 +151,12 @@ const fn kinds(applies: Applies, kinds: &'static [KernelKind], result: &'static 
 /// persistent-w20, persistent-l2; HEAD_DIM 128 to 2048: 1.02-1.06× fwd_ws, order-ab; at 4096 within the
 /// call's drift, qbufs-ab).
 pub static FORWARD_KINDS: &[KindRow] = &[
-    kinds(on(HOPPER, 64, None, 0..=4096), &[FwdWsPersistent], "persistent-w20"),
-    kinds(on(HOPPER, 64, None, 4097..=usize::MAX), &[FwdWs], "verify-v9"),
-    kinds(on(HOPPER, 128, None, 0..=2048), &[FwdWsPersistent], "order-ab"),
-    kinds(on(HOPPER, 128, None, 2049..=usize::MAX), &[FwdWs], "qbufs-ab"),
+    kinds(on(HOPPER, D64, None, 0..=4096), &[FwdWsPersistent], "persistent-w20"),
+    kinds(on(HOPPER, D64, None, 4097..=usize::MAX), &[FwdWs], "verify-v9"),
+    kinds(on(HOPPER, D128, None, 0..=2048), &[FwdWsPersistent], "order-ab"),
+    kinds(on(HOPPER, D128, None, 2049..=usize::MAX), &[FwdWs], "qbufs-ab"),
+    kinds(on(HOPPER, &[192], None, ANY), &[FwdWs], "hdim-v1"),
+    kinds(on(HOPPER, &[256], None, ANY), &[FwdWs], "hdim-v1"),
 ];
 
 /// The default backward on Hopper (after Δ): at HEAD_DIM 128 from 1024 tokens the fused kernel (dQ inside
@@ -140,10 +164,12 @@ pub static FORWARD_KINDS: &[KindRow] = &[
 /// kernels (landed-v2, sumpass-v1); at HEAD_DIM 64 the fused one reached 0.53-0.92× (bwd64-sweep), so the
 /// three-kernel pass stays there, as below 1024 tokens.
 pub static BACKWARD_KINDS: &[KindRow] = &[
-    kinds(on(HOPPER, 128, Some(false), 1024..=usize::MAX), &[BwdFused], "landed-v2"),
-    kinds(on(HOPPER, 128, Some(true), 1024..=usize::MAX), &[BwdFusedUp], "sumpass-v1"),
-    kinds(on(HOPPER, 128, None, 0..=1023), &[BwdDkdvWgmma, BwdDqWgmma], "hopper-v2"),
-    kinds(on(HOPPER, 64, None, ANY), &[BwdDkdvWgmma, BwdDqWgmma], "bwd64-sweep"),
+    kinds(on(HOPPER, &[128], Some(false), 1024..=usize::MAX), &[BwdFused], "landed-v2"),
+    kinds(on(HOPPER, &[128], Some(true), 1024..=usize::MAX), &[BwdFusedUp], "sumpass-v1"),
+    kinds(on(HOPPER, &[128], None, 0..=1023), &[BwdDkdvWgmma, BwdDqWgmma], "hopper-v2"),
+    kinds(on(HOPPER, D64, None, ANY), &[BwdDkdvWgmma, BwdDqWgmma], "bwd64-sweep"),
+    kinds(on(HOPPER, &[96, 192], None, ANY), &[BwdDkdvWgmma, BwdDqWgmma], "hdim-v1"),
+    kinds(on(HOPPER, &[256], None, ANY), &[BwdDkdvWgmma, BwdDqWgmma], "hdim-v1"),
 ];
 
 /// Every result id the tables cite (a test checks that each is under bench/results).

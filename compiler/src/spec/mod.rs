@@ -255,6 +255,16 @@ impl KernelSpec {
         self.schedule.programs_per_sm
     }
 
+    /// dK/dV's splits of HEAD_DIM into column slices, one program each (`Schedule::column_splits`).
+    pub fn column_splits(&self) -> u32 {
+        self.schedule.column_splits
+    }
+
+    /// The columns of dK and dV one dK/dV program computes (the tile's HEAD_DIM / column_splits).
+    pub fn output_columns(&self) -> u32 {
+        self.params.tile_dim() / self.schedule.column_splits
+    }
+
     /// The backward preprocess (Δ = rowsum(dO ⊙ O)) for a target, dtype and head dim: 64 rows per program,
     /// 4 warps; its other parameters are fixed (it has no tiles to tune and does not depend on causality).
     pub fn backward_preprocess(arch: Arch, dtype: DType, head_dim: u32) -> KernelSpec {
@@ -290,12 +300,12 @@ impl KernelSpec {
     /// Launch grid for a problem (`GridGeometry`): one program per block of resident rows of a sequence
     /// (the longest, for packed sequences: programs past their own sequence's end exit at once) and per
     /// head: (cdiv(N_Q, BLOCK_M), Z·H, 1) for the forward, preprocess and dQ kernels, and (cdiv(N_KV,
-    /// BLOCK_N), Z·H_KV, 1) for dK/dV, whose programs each run every query head of their K/V head. A
+    /// BLOCK_N), Z·H_KV, column_splits) for dK/dV, whose programs each run every query head of their K/V head. A
     /// persistent kernel's programs take tiles in turn: one program per tile up to `programs` (the SM
     /// count: one resident program per SM), on grid x.
     pub fn grid(&self, g: &GridGeometry, programs: u32) -> (u32, u32, u32) {
         if self.params.kind.role() == KernelKind::BwdDkdv {
-            return (g.seqlen_k.div_ceil(self.resident_rows()), g.batch * g.kv_heads, 1);
+            return (g.seqlen_k.div_ceil(self.resident_rows()), g.batch * g.kv_heads, self.column_splits());
         }
         let (blocks, heads) = (g.seqlen_q.div_ceil(self.resident_rows()), g.batch * g.heads);
         if self.params.kind.persistent() {

@@ -79,7 +79,7 @@ impl KernelSpec {
     /// of rows without keys, held in registers) re-reads them where a block has 128 keys: its S and packed
     /// P take 96 registers a tile, and with Q's fragments it spilled (tests/ptxas.rs).
     pub fn q_in_registers(&self) -> bool {
-        let fits = self.a_operands() > 0 && self.a_operands() * (self.rows_per_warp() / 16) * self.params.head_dim / 4 <= 32;
+        let fits = self.a_operands() > 0 && self.a_operands() * (self.rows_per_warp() / 16) * self.params.tile_dim() / 4 <= 32;
         let wide_featured = self.params.kind == KernelKind::Fwd && !self.features().is_none() && self.streamed_rows() >= 128;
         fits && !wide_featured
     }
@@ -91,7 +91,7 @@ impl KernelSpec {
         if self.params.kind.decodes() {
             return self.decode_shared_memory_bytes();
         }
-        let row = self.params.head_dim * self.params.dtype.bytes();
+        let row = self.params.tile_dim() * self.params.dtype.bytes();
         let (res, strm, ns) = (self.resident_rows(), self.streamed_rows(), self.params.num_stages);
         let (resident, slot) = match self.params.kind.role() {
             KernelKind::Fwd => (res * row, 2 * strm * row),
@@ -116,11 +116,11 @@ impl KernelSpec {
 
     /// The fused backward's shared memory (`KernelSpec::fused_layout`) with `buffers` staging buffers.
     fn fused_layout_with(&self, buffers: u32) -> FusedLayout {
-        let row = self.params.head_dim * self.params.dtype.bytes();
+        let row = self.params.tile_dim() * self.params.dtype.bytes();
         let (res, ns) = (self.resident_rows(), self.params.num_stages);
         let ds_tile = 2 * res * row + ns * self.slot_bytes();
         let staging = ds_tile + res * 128;
-        let mbarriers = staging + buffers * (self.params.head_dim / 64) * 16384;
+        let mbarriers = staging + buffers * (self.params.tile_dim() / 64) * 16384;
         FusedLayout { ds_tile, staging, mbarriers, end: mbarriers + 8 * ns }
     }
 
@@ -152,7 +152,7 @@ impl KernelSpec {
 
     /// Bytes of one ring slot (see `shared_memory_bytes`).
     pub fn slot_bytes(&self) -> u32 {
-        let row = self.params.head_dim * self.params.dtype.bytes();
+        let row = self.params.tile_dim() * self.params.dtype.bytes();
         let strm = self.streamed_rows();
         let slot = if self.params.kind.role() == KernelKind::BwdDkdv { 2 * strm * row + 8 * strm } else { 2 * strm * row };
         if self.params.kind.uses_wgmma() {
@@ -167,7 +167,7 @@ impl KernelSpec {
         if self.params.kind.decodes() {
             return self.decode_shared_memory_layout();
         }
-        let (d, res, strm, ns) = (self.params.head_dim, self.resident_rows(), self.streamed_rows(), self.params.num_stages);
+        let (d, res, strm, ns) = (self.params.tile_dim(), self.resident_rows(), self.streamed_rows(), self.params.num_stages);
         match self.params.kind.role() {
             KernelKind::Fwd if self.params.kind.persistent() => format!("{} × Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}", self.q_buffers()),
             KernelKind::Fwd => format!("Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
@@ -190,7 +190,7 @@ impl KernelSpec {
             return self.decode_register_estimate();
         }
         let m_tiles = self.rows_per_warp() / 16;
-        let (d, strm) = (self.params.head_dim, self.streamed_rows());
+        let (d, strm) = (self.params.tile_dim(), self.streamed_rows());
         let a_fragments = if self.q_in_registers() {
             self.a_operands() * m_tiles * d / 4
         } else if self.a_operands() == 0 {
@@ -207,12 +207,18 @@ impl KernelSpec {
             // without ping-pong (D128×128: 177, D64×64: 97), up to 29 with it (D64×128: 157, P of the
             // previous block stays live): overheads 24 and 32 bound them (tests/ptxas.rs sweeps the space)
             // (the persistent kind's consumers read their tile from shared memory: no more than fwd_ws's)
-            KernelKind::FwdWs | KernelKind::FwdWsPersistent => (d / 2 + strm / 2 + strm / 4, if self.ping_pong() { 32 } else { 24 }),
+            // (and Q's fragments, D/4, when the ping-pong tile holds them: q_from_registers)
+            KernelKind::FwdWs | KernelKind::FwdWsPersistent => {
+                let q = if self.q_from_registers() { d / 4 } else { 0 };
+                (d / 2 + strm / 2 + strm / 4 + q, if self.ping_pong() { 32 } else { 24 })
+            }
             KernelKind::BwdDq => (d / 2 + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
-            KernelKind::BwdDkdv => (d + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
+            KernelKind::BwdDkdv => (self.output_columns() + 2 * strm, BACKWARD_REGISTER_OVERHEAD),
             // wgmma backward: the accumulators, S (or Sᵀ) and dP (BLOCK/2 each) and their packed copies
             KernelKind::BwdDqWgmma => (d / 2 + strm + strm / 2 + 4, REGISTER_OVERHEAD),
-            KernelKind::BwdDkdvWgmma => (d + strm + strm / 2, REGISTER_OVERHEAD),
+            // (ptxas 12.9 packs the widest accumulators tighter than the narrow ones: 16 under the common
+            // overhead, D192 16×64 unsplit uses 240 and D256 64×64 in halves 255, tests/ptxas.rs's sweep)
+            KernelKind::BwdDkdvWgmma => (self.output_columns() + strm + strm / 2, REGISTER_OVERHEAD - 16),
             // dK, dV, Sᵀ and dPᵀ, then its 64-column chunk of dQ (32), less what the writer warpgroup holds
             // (locks, chains, the final dQ): fitted to ptxas 12.9
             KernelKind::BwdFused | KernelKind::BwdFusedAtomic | KernelKind::BwdFusedUp => (d + strm + 24, BACKWARD_REGISTER_OVERHEAD),

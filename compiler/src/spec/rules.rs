@@ -87,7 +87,7 @@ impl KernelSpec {
     pub fn with_schedule(p: SpecParams, overrides: ScheduleOverrides) -> Result<KernelSpec, SpecError> {
         let SpecParams { head_dim: d, num_warps: w, num_stages: ns, .. } = p;
         rule(HEAD_DIMS.contains(&d), || {
-            format!("HEAD_DIM={d} is not supported: use one of {HEAD_DIMS:?} (a tile row must be a multiple of 8 chunks of 16 bytes for the bank-conflict-free swizzle)")
+            format!("HEAD_DIM={d} is not supported: use one of {HEAD_DIMS:?} (tiles are whole panels of 64 columns, the 128B swizzle's; a head dim that fills too little of one is not tabled)")
         })?;
         rule(p.stage == 1 || p.stage == 3, || {
             format!("STAGE={} is not a kernel-level stage: use 1 (non-causal) or 3 (causal), as in Triton's tutorial", p.stage)
@@ -101,8 +101,9 @@ impl KernelSpec {
         if p.kind.decodes() {
             return KernelSpec::new_decode(p, overrides);
         }
-        // the kinds below take one switch, programs_per_sm (the separate wgmma backward; resolve's rule)
-        let others = ScheduleOverrides { programs_per_sm: None, ..overrides };
+        // the kinds below take two switches, programs_per_sm (the separate wgmma backward) and column_splits
+        // (the separate dK/dV kernels; resolve's rules)
+        let others = ScheduleOverrides { programs_per_sm: None, column_splits: None, ..overrides };
         rule(others.is_empty(), || format!("{}: schedule `{others}`: this kind has no such schedule switches (they belong to fwd_ws and fwd_ws_persistent)", p.kind.name()))?;
         rule(NUM_WARPS.contains(&w), || format!("num_warps={w} is not supported: use one of {NUM_WARPS:?}"))?;
         if p.kind == KernelKind::BwdPre {
@@ -111,6 +112,12 @@ impl KernelSpec {
         let spec = KernelSpec::scheduled(p, &overrides)?;
         if p.kind.uses_wgmma() {
             let (kind, role) = (p.kind.name(), p.kind.role().name());
+            rule(!(spec.overlaps_softmax() && p.tile_dim() > 128), || {
+                format!("{kind}: num_stages={ns} overlaps the next block's S with the softmax, which at HEAD_DIM={d} (O's accumulators beside two blocks' scores) spills: use num_stages=2")
+            })?;
+            rule(!(p.kind == KernelKind::FwdWgmma && p.tile_dim() > 128 && p.block_n > 64), || {
+                format!("{kind}: BLOCK_N={} at HEAD_DIM={d}: O's accumulators beside a block of 128 scores spill (192: 148 bytes): use BLOCK_N=64", p.block_n)
+            })?;
             rule(p.arch == Arch::Sm90a, || format!("{kind} needs sm_90a (wgmma is an sm_90a instruction): use kernel {role} on {}", p.arch))?;
             let (res_name, _, rows) = p.kind.block_names();
             let res = spec.resident_rows();
@@ -129,7 +136,7 @@ impl KernelSpec {
         rule(BLOCK_NS.contains(&strm), || {
             format!("{strm_name}={strm} is not supported: use one of {BLOCK_NS:?} (the streamed rows are consumed in k16 steps; other heights spill)")
         })?;
-        let threads = 32 * w;
+        let (threads, d) = (32 * w, p.tile_dim());
         rule((strm * d / 8) % threads == 0, || {
             format!("{strm_name}={strm} × HEAD_DIM={d} must be a multiple of 256 × num_warps={w} = {} (each of the {threads} threads copies whole 16-byte chunks of every streamed tile): raise {strm_name} or lower num_warps", 256 * w)
         })?;
@@ -148,8 +155,20 @@ impl KernelSpec {
     fn scheduled(p: SpecParams, overrides: &ScheduleOverrides) -> Result<KernelSpec, SpecError> {
         let ping_pong = p.kind.warp_specialized_forward() && p.num_stages >= 3;
         let consumer_warpgroups = if p.kind.helper_warps() > 0 { (p.num_warps / 4).saturating_sub(1) } else { 0 };
-        let (schedule, overrides) = Schedule::resolve(&Shape { params: p, ping_pong, consumer_warpgroups }, overrides)?;
+        let shape = Shape { params: p, ping_pong, consumer_warpgroups, column_splits: KernelSpec::fewest_column_splits(p) };
+        let (schedule, overrides) = Schedule::resolve(&shape, overrides)?;
         Ok(KernelSpec { params: p, schedule, overrides, features: Features::NONE })
+    }
+
+    /// The separate dK/dV kernels' derived column_splits: the fewest splits of HEAD_DIM into whole 64-column
+    /// panels whose accumulators fit the register estimate (1 if none does: the rules then say so); 1 for
+    /// the other kinds.
+    pub(crate) fn fewest_column_splits(p: SpecParams) -> u32 {
+        if !matches!(p.kind, KernelKind::BwdDkdv | KernelKind::BwdDkdvWgmma) {
+            return 1;
+        }
+        let with = |splits: u32| KernelSpec { params: p, schedule: Schedule { column_splits: splits, ..Schedule::PLAIN }, overrides: ScheduleOverrides::NONE, features: Features::NONE };
+        (1..=4).filter(|s| p.tile_dim() % (64 * s) == 0).find(|&s| with(s).register_estimate() <= MAX_REGISTERS).unwrap_or(1)
     }
 
     /// The shared-memory rule: the kernel's layout within its target's limit; `fix` says what to lower. With
@@ -187,6 +206,9 @@ impl KernelSpec {
         rule(!p.kind.persistent() || ns >= 3, || {
             format!("{kind}: num_stages={ns}: the persistent kernel runs the ping-pong schedule, which needs 3 or more stages (use num_stages=3, or fwd_ws for 2)")
         })?;
+        rule(p.tile_dim() <= 128 || w == 12, || {
+            format!("{kind}: HEAD_DIM={d} needs two consumer warpgroups (num_warps=12): O's HEAD_DIM/2 accumulators leave the {} registers of 3 or 4 consumers too few (192 on three spilled)", if w == 16 { 160 } else { 112 })
+        })?;
         let spec = KernelSpec::scheduled(p, &overrides)?;
         spec.fits_shared_memory("lower num_stages or BLOCK_N")?;
         let (regs, budget) = (spec.register_estimate(), spec.registers().consumer);
@@ -210,8 +232,9 @@ impl KernelSpec {
         })?;
         let mma_groups = (w - 4) / 4;
         rule(bn == 64 * mma_groups, || format!("{kind}: BLOCK_N={bn} must be 64 × the {mma_groups} MMA warpgroups of num_warps={w} = {} (64 key rows each)", 64 * mma_groups))?;
-        rule(d == 64 * mma_groups, || {
-            format!("{kind}: HEAD_DIM={d} needs {} MMA warpgroup(s) (each computes 64 of dQ's columns, one wgmma chain): use num_warps={} and BLOCK_N={d}", d / 64, 4 * (d / 64 + 1))
+        rule(p.tile_dim() == 64 * mma_groups, || {
+            let t = p.tile_dim();
+            format!("{kind}: HEAD_DIM={d} needs {} MMA warpgroup(s) (each computes 64 of dQ's columns, one wgmma chain): use num_warps={} and BLOCK_N={t}", t / 64, 4 * (t / 64 + 1))
         })?;
         rule(bm == 64, || format!("{kind}: BLOCK_M={bm} must be 64 (dQ = dS·K is one wgmma of 64 query rows per block)"))?;
         rule(NUM_STAGES.contains(&ns), || format!("num_stages={ns} must be in {}..={} (the depth of the TMA ring of Q/dO blocks)", NUM_STAGES.start(), NUM_STAGES.end()))?;

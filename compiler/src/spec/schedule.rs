@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 pub struct Schedule {
     /// The ping-pong tile computes S = Q·Kᵀ with Q's fragments in registers (wgmma RS, read once a tile)
     /// rather than from shared memory: the product then reads only K there, a third less at BLOCK_N 64.
-    /// Two consumers only: with 3-4 (160 / 112 registers) Q's HEAD_DIM / 4 registers make ptxas spill.
+    /// Two consumers only: with 3-4 (160 / 112 registers) Q's HEAD_DIM / 4 registers make ptxas spill; and
+    /// to HEAD_DIM 192.
     pub q_from_registers: bool,
     /// The ping-pong tile rescales lazily (FA4's; `LAZY_RESCALE_LOG2`): a row's m_i moves only when a block
     /// raises it by more than 2^8, so most blocks skip the quad max's shuffles, alpha's exp2 and acc·alpha.
@@ -59,6 +60,12 @@ pub struct Schedule {
     /// dK/dV and 4 for dQ on their 64×64 four-warp two-stage tiles at HEAD_DIM 64 (+1.0-6.5% on the table's six D 64
     /// backward rows, 2026-12-02-ppsm-ab; ptxas: 168 and 124 registers, no spills), 1 elsewhere.
     pub programs_per_sm: u32,
+    /// dK/dV programs each compute HEAD_DIM / column_splits of dK's and dV's columns (whole 64-column panels;
+    /// the split is grid z), each recomputing Sᵀ and dPᵀ over the whole head: past HEAD_DIM 128, dK's and dV's
+    /// f32 accumulators (HEAD_DIM per thread of a warpgroup) leave no registers for the rest. Derived: 1 to
+    /// HEAD_DIM 128; past it the fewest whose accumulators fit the registers (the register estimate:
+    /// `KernelSpec::fewest_column_splits`; D192: none on 16-row query blocks, else 3; D256: 2).
+    pub column_splits: u32,
 }
 
 /// Which switches a caller sets explicitly; `None` takes the derived value. Written and parsed as
@@ -85,6 +92,8 @@ pub struct ScheduleOverrides {
     pub q_buffers: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub programs_per_sm: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column_splits: Option<u32>,
 }
 
 /// One switch: its name (the field's, on the CLI), its tag in kernel names, and how to read and write it.
@@ -96,7 +105,7 @@ struct Switch {
 }
 
 /// The switches in resolution order: a switch's derived value may depend on the ones before it.
-const SWITCHES: [Switch; 10] = [
+const SWITCHES: [Switch; 11] = [
     Switch { name: "q_from_registers", tag: "qreg", get: |o| o.q_from_registers.map(u32::from), set: |o, v| o.q_from_registers = Some(v != 0) },
     Switch { name: "lazy_rescale", tag: "lazy", get: |o| o.lazy_rescale.map(u32::from), set: |o, v| o.lazy_rescale = Some(v != 0) },
     Switch { name: "half_block_softmax", tag: "halfsm", get: |o| o.half_block_softmax.map(u32::from), set: |o, v| o.half_block_softmax = Some(v != 0) },
@@ -107,11 +116,12 @@ const SWITCHES: [Switch; 10] = [
     Switch { name: "early_row_norm", tag: "earlynorm", get: |o| o.early_row_norm.map(u32::from), set: |o, v| o.early_row_norm = Some(v != 0) },
     Switch { name: "q_buffers", tag: "qbuf", get: |o| o.q_buffers, set: |o, v| o.q_buffers = Some(v) },
     Switch { name: "programs_per_sm", tag: "ctas", get: |o| o.programs_per_sm, set: |o, v| o.programs_per_sm = Some(v) },
+    Switch { name: "column_splits", tag: "colsplit", get: |o| o.column_splits, set: |o, v| o.column_splits = Some(v) },
 ];
 
 /// The switches that take a number rather than on/off.
 fn numeric(name: &str) -> bool {
-    matches!(name, "q_buffers" | "programs_per_sm")
+    matches!(name, "q_buffers" | "programs_per_sm" | "column_splits")
 }
 
 impl ScheduleOverrides {
@@ -127,6 +137,7 @@ impl ScheduleOverrides {
         early_row_norm: None,
         q_buffers: None,
         programs_per_sm: None,
+        column_splits: None,
     };
 
     pub fn is_empty(&self) -> bool {
@@ -152,6 +163,7 @@ impl ScheduleOverrides {
             let value = match (switch.name, value.trim()) {
                 ("q_buffers", v) => v.parse::<u32>().map_err(|_| SpecError(format!("q_buffers={v}: give a number of Q buffers (1 or 2)")))?,
                 ("programs_per_sm", v) => v.parse::<u32>().map_err(|_| SpecError(format!("programs_per_sm={v}: give a number of programs (1 to 4)")))?,
+                ("column_splits", v) => v.parse::<u32>().map_err(|_| SpecError(format!("column_splits={v}: give a number of splits of HEAD_DIM (1 to 4)")))?,
                 (_, "on" | "true" | "1") => 1,
                 (_, "off" | "false" | "0") => 0,
                 (n, v) => return Err(SpecError(format!("{n}={v}: use on or off"))),
@@ -192,6 +204,8 @@ pub(crate) struct Shape {
     /// fwd_ws's consumers take turns on the tensor cores (ping-pong; 3+ stages).
     pub ping_pong: bool,
     pub consumer_warpgroups: u32,
+    /// The derived column_splits (1 but for the separate dK/dV kernels: `KernelSpec::fewest_column_splits`).
+    pub column_splits: u32,
 }
 
 fn rule(ok: bool, msg: impl FnOnce() -> String) -> Result<(), SpecError> {
@@ -215,6 +229,7 @@ impl Schedule {
         early_row_norm: false,
         q_buffers: 1,
         programs_per_sm: 1,
+        column_splits: 1,
     };
 
     /// Resolve `overrides` against the derived values, switch by switch in order, checking each switch that
@@ -242,13 +257,14 @@ impl Schedule {
             rule(!on || pp, || format!("{kind}: {name}=on needs the ping-pong tile (fwd_ws or fwd_ws_persistent with num_stages >= 3)"))
         };
 
-        decide!(q_from_registers, pp && shape.consumer_warpgroups == 2);
+        // (HEAD_DIM 256: Q's 64 registers and O's 128 leave too few for S; 128×32×3 spilled)
+        decide!(q_from_registers, pp && shape.consumer_warpgroups == 2 && p.tile_dim() <= 192);
         pingpong_only("q_from_registers", s.q_from_registers)?;
         rule(!s.q_from_registers || shape.consumer_warpgroups == 2, || {
             format!("{kind}: q_from_registers=on needs two consumer warpgroups (num_warps=12): with {} Q's HEAD_DIM/4 registers per thread do not fit beside the accumulators", shape.consumer_warpgroups)
         })?;
 
-        decide!(lazy_rescale, pp && (shape.consumer_warpgroups >= 3 || p.head_dim >= 128));
+        decide!(lazy_rescale, pp && (shape.consumer_warpgroups >= 3 || p.tile_dim() >= 128));
         pingpong_only("lazy_rescale", s.lazy_rescale)?;
 
         decide!(half_block_softmax, pp && causal && !s.lazy_rescale);
@@ -260,7 +276,7 @@ impl Schedule {
         decide!(cross_tile, persistent);
         rule(!s.cross_tile || persistent, || format!("{kind}: cross_tile=on needs the persistent forward (fwd_ws_persistent)"))?;
 
-        decide!(single_tail, s.cross_tile && p.head_dim >= 128);
+        decide!(single_tail, s.cross_tile && p.tile_dim() >= 128);
         rule(!s.single_tail || s.cross_tile, || format!("{kind}: single_tail=on needs cross_tile=on (fwd_ws_persistent)"))?;
 
         decide!(narrow_last_product, pp && causal && p.block_m == p.block_n);
@@ -277,7 +293,7 @@ impl Schedule {
             )
         })?;
 
-        decide!(early_row_norm, pp && p.head_dim >= 128);
+        decide!(early_row_norm, pp && p.tile_dim() >= 128);
         pingpong_only("early_row_norm", s.early_row_norm)?;
 
         decide!(q_buffers, if persistent && !s.q_from_registers { 2 } else { 1 });
@@ -290,7 +306,7 @@ impl Schedule {
 
         // (shared memory caps it too: rules.rs, once the spec's footprint is known)
         let separate_wgmma_backward = matches!(p.kind, KernelKind::BwdDkdvWgmma | KernelKind::BwdDqWgmma);
-        let measured_tile = p.head_dim == 64 && p.num_warps == 4 && p.num_stages == 2 && p.block_m == 64 && p.block_n == 64;
+        let measured_tile = p.tile_dim() == 64 && p.num_warps == 4 && p.num_stages == 2 && p.block_m == 64 && p.block_n == 64;
         decide!(programs_per_sm, match p.kind {
             KernelKind::BwdDkdvWgmma if measured_tile => 3,
             KernelKind::BwdDqWgmma if measured_tile => 4,
@@ -299,6 +315,14 @@ impl Schedule {
         rule((1..=4).contains(&s.programs_per_sm), || format!("{kind}: programs_per_sm={}: use 1 to 4", s.programs_per_sm))?;
         rule(s.programs_per_sm == 1 || separate_wgmma_backward, || {
             format!("{kind}: programs_per_sm={} is for the separate wgmma backward kernels (bwd_dkdv_wgmma, bwd_dq_wgmma); the others' tiles are sized for one program per SM", s.programs_per_sm)
+        })?;
+
+        let separate_dkdv = matches!(p.kind, KernelKind::BwdDkdv | KernelKind::BwdDkdvWgmma);
+        let d = p.tile_dim();
+        decide!(column_splits, shape.column_splits);
+        rule(s.column_splits == 1 || separate_dkdv, || format!("{kind}: column_splits={} is for the separate dK/dV kernels (bwd_dkdv, bwd_dkdv_wgmma)", s.column_splits))?;
+        rule((1..=4).contains(&s.column_splits) && d % (64 * s.column_splits) == 0, || {
+            format!("{kind}: column_splits={} must split HEAD_DIM={d} into whole 64-column panels: use one of {:?}", s.column_splits, (1..=4).filter(|s| d % (64 * s) == 0).collect::<Vec<_>>())
         })?;
         Ok((s, canonical))
     }
