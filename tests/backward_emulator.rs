@@ -48,24 +48,32 @@ fn rel(got: &[f32], want: &[f64]) -> f64 {
 /// One dK/dV launch on the emulator: Z batches, H query heads on H_KV K/V heads, N_q queries and N_kv keys
 /// (contiguous [Z, heads, N, D]), causal bottom-right or not; M and Δ from the f64 reference forward.
 fn check(label: &str, tools: &simt::Tools, (z, h, hkv, n_q, n_kv, d): (usize, usize, usize, usize, usize, usize), causal: bool, (bm, bn, w, ns): (u32, u32, u32, u32)) {
-    let spec = KernelSpec::new(SpecParams { kind: KernelKind::BwdDkdv, dtype: DType::Bf16, head_dim: d as u32, block_m: bm, block_n: bn, stage: if causal { 3 } else { 1 }, num_warps: w, num_stages: ns, arch: Arch::Sm80 }).unwrap();
+    check_dims(label, tools, (z, h, hkv, n_q, n_kv, d, d), causal, (bm, bn, w, ns));
+}
+
+/// `check` with V (dO, dV) `dv` wide, narrower than Q and K (`Features::value_dim`).
+fn check_dims(label: &str, tools: &simt::Tools, (z, h, hkv, n_q, n_kv, d, dv): (usize, usize, usize, usize, usize, usize, usize), causal: bool, (bm, bn, w, ns): (u32, u32, u32, u32)) {
+    let params = SpecParams { kind: KernelKind::BwdDkdv, dtype: DType::Bf16, head_dim: d as u32, block_m: bm, block_n: bn, stage: if causal { 3 } else { 1 }, num_warps: w, num_stages: ns, arch: Arch::Sm80 };
+    let features = flashgen::Features { value_dim: Some(dv as u32), ..flashgen::Features::NONE };
+    let spec = KernelSpec::with_features(params, flashgen::spec::ScheduleOverrides::NONE, features).unwrap();
     let (cursor, estimate) = (spec.step_cursor(), spec.register_estimate());
-    let p = RefProblem::new(z, h, n_q, d).kv_heads(hkv).seqlens(n_q, n_kv).causal(causal);
+    let p = RefProblem::new(z, h, n_q, d).kv_heads(hkv).seqlens(n_q, n_kv).causal(causal).head_dims(d, dv);
     let mut rng = SplitMix(0x5eed ^ (n_q * 1000 + n_kv) as u64);
     // inputs rounded to bf16, as the kernel reads them
     let mut input = |len: usize| -> Vec<f32> { (0..len).map(|_| value(bf16(rng.normal()))).collect() };
-    let (q, k, v, d_o) = (input(z * h * n_q * d), input(z * hkv * n_kv * d), input(z * hkv * n_kv * d), input(z * h * n_q * d));
+    let (q, k, v, d_o) = (input(z * h * n_q * d), input(z * hkv * n_kv * d), input(z * hkv * n_kv * dv), input(z * h * n_q * dv));
     let x = Qkv { q: &q, k: &k, v: &v };
     let fwd = forward(&p, &x);
     let want = backward(&p, &x, &d_o);
     let rows = z * h * n_q;
     let m: Vec<f32> = fwd.m.iter().map(|&m| m as f32).collect();
-    let delta: Vec<f32> = (0..rows).map(|r| (0..d).map(|c| fwd.o[r * d + c] * d_o[r * d + c] as f64).sum::<f64>() as f32).collect();
+    let delta: Vec<f32> = (0..rows).map(|r| (0..dv).map(|c| fwd.o[r * dv + c] * d_o[r * dv + c] as f64).sum::<f64>() as f32).collect();
     // buffers: Q, K, V, dO, dK, dV, M, Δ (dK, dV NaN-poisoned: every element must be written)
-    let nan = vec![f32::NAN; z * hkv * n_kv * d];
-    let mut bufs = vec![bytes16(&q), bytes16(&k), bytes16(&v), bytes16(&d_o), bytes16(&nan), bytes16(&nan), bytes32(&m), bytes32(&delta)];
-    let bhsd = |heads: usize, n: usize| [(heads * n * d) as i64, (n * d) as i64, d as i64, 1];
-    let strides: HashMap<&str, [i64; 4]> = [("Q", bhsd(h, n_q)), ("DO", bhsd(h, n_q)), ("K", bhsd(hkv, n_kv)), ("V", bhsd(hkv, n_kv)), ("DK", bhsd(hkv, n_kv)), ("DV", bhsd(hkv, n_kv))].into_iter().collect();
+    let (nan, nan_v) = (vec![f32::NAN; z * hkv * n_kv * d], vec![f32::NAN; z * hkv * n_kv * dv]);
+    let mut bufs = vec![bytes16(&q), bytes16(&k), bytes16(&v), bytes16(&d_o), bytes16(&nan), bytes16(&nan_v), bytes32(&m), bytes32(&delta)];
+    let bhsd = |heads: usize, n: usize, d: usize| [(heads * n * d) as i64, (n * d) as i64, d as i64, 1];
+    let strides: HashMap<&str, [i64; 4]> =
+        [("Q", bhsd(h, n_q, d)), ("DO", bhsd(h, n_q, dv)), ("K", bhsd(hkv, n_kv, d)), ("V", bhsd(hkv, n_kv, dv)), ("DK", bhsd(hkv, n_kv, d)), ("DV", bhsd(hkv, n_kv, dv))].into_iter().collect();
     let named: HashMap<&str, Arg> = [
         ("Q", Arg::Buf(0)),
         ("K", Arg::Buf(1)),
@@ -151,4 +159,12 @@ fn dkdv_padded_head_dims_on_the_emulator() {
     let Some(tools) = simt::tools_or_skip() else { return };
     check("GQA 2, causal, N_q 40 < N_kv 70, HEAD_DIM 96", &tools, (1, 4, 2, 40, 70, 96), true, (32, 64, 4, 3));
     check("MHA, non-causal, N 50, HEAD_DIM 32", &tools, (1, 2, 2, 50, 50, 32), false, (16, 128, 4, 3));
+}
+
+/// V (dO, dV) narrower than Q and K (DeepSeek's shape, here 128/64 on 128's tiles): V's and dO's copies
+/// zero-fill its columns past 64 and dV is stored 64 wide (its buffer is exactly that: NaN-poisoned).
+#[test]
+fn dkdv_narrower_values_on_the_emulator() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    check_dims("GQA 2, causal, N_q 40 < N_kv 70, D 128 / DV 64", &tools, (1, 4, 2, 40, 70, 128, 64), true, (32, 64, 4, 3));
 }

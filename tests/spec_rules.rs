@@ -131,10 +131,9 @@ fn default_set_is_complete_and_names_are_unique() {
     let count = |dims: &[u32]| set.iter().filter(|s| dims.contains(&s.head_dim())).count();
     let d64_d128 = 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 + 2 * 2 + 2 * 2 * 2 * 2 + 2 * 2;
     assert_eq!(count(&[64, 128]), d64_d128);
-    // HEAD_DIM 32 and 96 run 64's and 128's tiles but not the fused backward (4 kernels a dtype); 192 and
-    // 256 per dtype: sm_80's 7, and on sm_90a fwd_ws and its fwd_wgmma fallback, the wgmma pair (both
-    // stages) and the preprocess (9)
-    assert_eq!(count(&[32, 96]), d64_d128 - 2 * 2 * 4);
+    // HEAD_DIM 32 and 96 run 64's and 128's kernels, padded (as many); 192 and 256 per dtype: sm_80's 7, and
+    // on sm_90a fwd_ws and its fwd_wgmma fallback, the wgmma pair (both stages) and the preprocess (9)
+    assert_eq!(count(&[32, 96]), d64_d128);
     assert_eq!(count(&[192, 256]), 2 * 2 * (7 + 9));
     assert_eq!(set.len(), count(&flashgen::spec::HEAD_DIMS));
     // (the decode kinds are flashgen::plan::decode_default_set's; tests/decode.rs checks that one)
@@ -533,4 +532,27 @@ fn causal_consumers_run_their_own_blocks_only_with_slots_to_spare() {
     assert!(!ws(FwdWs, 128, 64, 12, 2, 3).own_blocks());
     // a rule every spec can be asked, whatever its kind (the preprocess has BLOCK_N 0)
     assert!(flashgen::plan::default_set().iter().all(|s| !s.own_blocks() || (s.causal() && s.kind().warp_specialized_forward())));
+}
+
+#[test]
+fn a_value_head_dim_is_narrower_in_whole_chunks_and_one_column_slice() {
+    use flashgen::{Features, ScheduleOverrides};
+    let with_dv = |p: SpecParams, dv: u32| KernelSpec::with_features(p, ScheduleOverrides::NONE, Features { value_dim: Some(dv), ..Features::NONE });
+    // DeepSeek's 192/128 on the Hopper forward and the wgmma dK/dV's unsplit 16-row blocks: the name says it
+    let ws = SpecParams { kind: KernelKind::FwdWs, head_dim: 192, block_m: 128, block_n: 64, num_warps: 12, num_stages: 3, ..base() };
+    let spec = with_dv(ws, 128).unwrap();
+    assert_eq!((spec.value_dim(), spec.head_dim()), (128, 192));
+    assert!(spec.name().ends_with("_dv128"), "{}", spec.name());
+    let dkdv = SpecParams { kind: KernelKind::BwdDkdvWgmma, head_dim: 192, block_m: 16, block_n: 64, num_warps: 4, num_stages: 2, ..base() };
+    assert_eq!(with_dv(dkdv, 128).unwrap().column_splits(), 1);
+    // V as wide as K is no feature: the same kernel, the same name
+    assert_eq!(with_dv(ws, 192).unwrap(), KernelSpec::new(ws).unwrap());
+    for dv in [256, 100, 0] {
+        let e = with_dv(ws, dv).unwrap_err().to_string();
+        assert!(e.contains(&format!("a value head dim of {dv} with HEAD_DIM=192")) && e.contains("positive multiple of 8 below"), "{e}");
+    }
+    // dV in column slices (D192 on 32-row blocks: 3) would need each slice's share of V's columns
+    let sliced = SpecParams { block_m: 32, ..dkdv };
+    let e = with_dv(sliced, 128).unwrap_err().to_string();
+    assert!(e.contains("needs dK and dV in one column slice") && e.contains("this tile takes 3"), "{e}");
 }

@@ -70,7 +70,7 @@ struct EmitArgs {
     /// cross_tile, single_tail, narrow_last_product, own_blocks, early_row_norm, q_buffers, programs_per_sm).
     #[arg(long)]
     schedule: Option<String>,
-    /// What the kernel computes beyond fixed-length attention, "varlen,empty_rows,window,softcap" (any of them).
+    /// What the kernel computes beyond fixed-length attention, "varlen,empty_rows,window,softcap,value_dim=N" (any of them; value_dim: V narrower than Q and K, e.g. 128 at HEAD_DIM 192).
     #[arg(long)]
     features: Option<String>,
     /// A score_mod compiled into the kernel (fwd_ws): an expression over score, b, h, q_idx, kv_idx and the

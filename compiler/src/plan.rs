@@ -27,12 +27,14 @@ pub struct Problem {
     pub softcap: bool,
     /// A score_mod and/or mask_mod compiled into the kernels (`crate::mods`).
     pub modifiers: Option<Modifiers>,
+    /// V's head dim where it differs from Q's and K's (`Features::value_dim`).
+    pub value_dim: Option<u32>,
 }
 
 impl Problem {
     /// Sequences of `seqlen` queries and as many keys.
     pub fn new(dtype: DType, head_dim: u32, causal: bool, seqlen: usize) -> Problem {
-        Problem { dtype, head_dim, causal, seqlen, seqlen_k: seqlen, varlen: false, bottom_right: true, window: Window::UNBOUNDED, softcap: false, modifiers: None }
+        Problem { dtype, head_dim, causal, seqlen, seqlen_k: seqlen, varlen: false, bottom_right: true, window: Window::UNBOUNDED, softcap: false, modifiers: None, value_dim: None }
     }
 
     /// What the score and mask rules add beyond causal: a window, softcap or modifiers (fwd_ws and the
@@ -47,7 +49,8 @@ impl Problem {
     pub fn features(&self) -> Features {
         let window = !self.window.is_unbounded();
         let starved = self.causal && (self.varlen || (self.bottom_right && self.seqlen > self.seqlen_k));
-        Features { varlen: self.varlen, empty_rows: starved, window, softcap: self.softcap, modifiers: self.modifiers }
+        let value_dim = self.value_dim.filter(|&dv| dv != self.head_dim);
+        Features { varlen: self.varlen, empty_rows: starved, window, softcap: self.softcap, modifiers: self.modifiers, value_dim }
     }
 
     /// The problem with a window (and softcap) as its kernels take it (`kernel_window`): the causal flag

@@ -141,6 +141,11 @@ struct Common {
     VALID_CHUNKS: u32,
     VALID_N8_TILES: u32,
     PADDED: bool,
+    /// The same for V, O, dO and dV (`KernelSpec::value_dim`: narrower than Q's and K's for DeepSeek's
+    /// 192/128): their loads zero-fill past VALID_V_CHUNKS, their stores write VALID_V_N8_TILES.
+    VALID_V_CHUNKS: u32,
+    VALID_V_N8_TILES: u32,
+    PADDED_V: bool,
     ROW_BYTES: u32,
     /// Bytes of one slot of the ring (the streamed tiles of one block, and dK/dV's M and Δ).
     SLOT_BYTES: u32,
@@ -378,9 +383,10 @@ struct Backward {
     OUT_N8_TILES: u32,
     OUT_N8_PAIRS: u32,
     OUT_SLICE_DESC: u32,
-    /// The n8 tiles of its slice that the epilogue stores: all of them, but the padding past HEAD_DIM of a
-    /// padded tile (one slice).
+    /// The n8 tiles of its slice that the epilogue stores of dK and of dV: all of them, but the padding
+    /// past HEAD_DIM (or the value head dim) of a padded tile (one slice).
     OUT_STORE_N8_TILES: u32,
+    OUT_STORE_V_N8_TILES: u32,
 }
 
 #[derive(Serialize)]
@@ -481,6 +487,9 @@ impl KernelConstants {
             VALID_CHUNKS: spec.head_dim() / 8,
             VALID_N8_TILES: spec.head_dim() / 8,
             PADDED: spec.head_dim() != d,
+            VALID_V_CHUNKS: spec.value_dim() / 8,
+            VALID_V_N8_TILES: spec.value_dim() / 8,
+            PADDED_V: spec.value_dim() != d,
             ROW_BYTES: row_bytes,
             SLOT_BYTES: spec.slot_bytes(),
             RCP_LN2: rcp_ln2_literal(),
@@ -545,10 +554,11 @@ impl KernelConstants {
             OUT_N8_PAIRS: spec.output_columns() / 16,
             OUT_SLICE_DESC: spec.output_columns() / 64 * streamed * 128 / 16,
             OUT_STORE_N8_TILES: spec.output_columns().min(spec.head_dim()) / 8,
+            OUT_STORE_V_N8_TILES: spec.output_columns().min(spec.value_dim()) / 8,
         });
         let preprocess = (kind == KernelKind::BwdPre).then(|| {
-            // (the rows of O and dO as they are: HEAD_DIM's chunks, not the tile's)
-            let chunks = spec.head_dim() / 8;
+            // (the rows of O and dO as they are: the value head dim's chunks, not the tile's)
+            let chunks = spec.value_dim() / 8;
             let lanes = (1 << chunks.trailing_zeros()).min(32);
             Preprocess { PRE_LANES_PER_ROW: lanes, LOG2_PRE_LANES_PER_ROW: lanes.trailing_zeros(), PRE_CHUNKS_PER_LANE: chunks / lanes, PRE_COPIES_PER_THREAD: bm * lanes / threads }
         });

@@ -141,10 +141,16 @@ def _native_mods(mods: Mods) -> dict:
     return dict(score_mod=score_mod, mask_mod=mask_mod, mod_names=names, mod_tensors=None if tensors is None else [_to_dlpack(t) for t in tensors])
 
 
+def _out_shape(q: Tensor, v: Tensor) -> Tuple[int, ...]:
+    """out's shape: q's, as wide as v."""
+    return tuple(q.shape[:-1]) + (v.shape[-1],)
+
+
 def _forward(q: Tensor, k: Tensor, v: Tensor, softmax_scale: float, causal: bool, window_size: Tuple[int, int], softcap: float,
              alibi_slopes: Optional[Tensor], varlen: VarLen = None, want_lse: bool = True, mods: Mods = None) -> Tuple[Tensor, Optional[Tensor]]:
     """(out, M): M the rows' base-2 statistics, or None without want_lse (the runtime's scratch takes them)."""
-    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    # out as wide as v (its head dim may be narrower than q's: DeepSeek's 192/128)
+    out = torch.empty_like(q, memory_format=torch.contiguous_format) if v.shape[-1] == q.shape[-1] else q.new_empty(_out_shape(q, v))
     lse = q.new_empty(_lse_shape(q, varlen), dtype=torch.float32) if want_lse else None
     _native.forward(_to_dlpack(q), _to_dlpack(k), _to_dlpack(v), _to_dlpack(out), None if lse is None else _to_dlpack(lse),
                     softmax_scale, causal, window_size[0], window_size[1], softcap, _alibi(alibi_slopes), 0.0, _stream(q), True,
@@ -216,7 +222,7 @@ def _fwd_fake(q, k, v, softmax_scale, causal, window_left, window_right, softcap
               cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=0, max_seqlen_k=0, score_mod=None, mask_mod=None,
               mod_names=None, mod_t0=None, mod_t1=None, mod_t2=None, mod_t3=None):
     varlen = _varlen_of(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
-    return q.new_empty(q.shape), q.new_empty(_lse_shape(q, varlen), dtype=torch.float32)
+    return q.new_empty(_out_shape(q, v)), q.new_empty(_lse_shape(q, varlen), dtype=torch.float32)
 
 
 @torch.library.custom_op("flashgen::bwd", mutates_args=())
@@ -321,7 +327,7 @@ def flash_attn_func(q: Tensor, k: Tensor, v: Tensor, dropout_p: float = 0.0, sof
     (doc_end[b]). causal, window_size and softcap join them. Forward and backward (no gradient for mod_tensors).
 
     Not (yet) in flashgen's runtime, each a NotImplementedError: dropout_p > 0, alibi_slopes with packed
-    sequences or per batch entry, v's head dim other than q's, return_attn_probs. The backward is deterministic
+    sequences or per batch entry, return_attn_probs. v's head dim may be narrower than q's (out takes it). The backward is deterministic
     (deterministic=True is accepted; it only conflicts with FLASHGEN_BACKWARD=fused-atomic).
     """
     return _attention(q, k, v, None, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,

@@ -268,7 +268,7 @@ fn check_scale(softmax_scale: Option<f64>) -> PyResult<Option<f32>> {
 /// Q, K, V as layouts, after the shape rules, each a ValueError naming what disagrees: one batch (B, N, H, D
 /// tensors), K and V of one shape, one head dim for Q and K, and the query heads a multiple of the K/V heads
 /// (GQA/MQA: query head h reads K/V head h / (H / H_kv)). Query and key lengths may differ (a causal mask
-/// then aligns the last query with the last key). V's head dim other than Q's is not implemented.
+/// then aligns the last query with the last key). V's head dim may be narrower than Q's (out takes it).
 fn qkv_layouts(q: &Operand, k: &Operand, v: &Operand, form: Form) -> PyResult<(Layout, Layout, Layout)> {
     let (lq, lk, lv) = (layout_of(q, form)?, layout_of(k, form)?, layout_of(v, form)?);
     let ([b, h, _, d], [bk, hk, nk, dk], [bv, hv, nv, dv]) = (lq.shape, lk.shape, lv.shape);
@@ -284,8 +284,8 @@ fn qkv_layouts(q: &Operand, k: &Operand, v: &Operand, form: Form) -> PyResult<(L
     if hk == 0 || h % hk != 0 {
         return Err(value_err(format!("q has {h} heads, k and v {hk}: the query heads must be a multiple of the key/value heads")));
     }
-    if dv != d {
-        return Err(PyNotImplementedError::new_err(format!("v's head dim {dv} differs from q's {d}: not in flashgen's runtime yet")));
+    if dv > d || dv % 8 != 0 {
+        return Err(value_err(format!("v's head dim is {dv} and q's {d}: v's is q's, or narrower and a multiple of 8 (DeepSeek's 192/128)")));
     }
     Ok((lq, lk, lv))
 }

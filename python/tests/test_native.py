@@ -212,10 +212,22 @@ def test_the_lse_is_checked():
         fwd(q, k, v, out, lse_for(2, 128, 4, strides=(4 * 256, 256, 2)))
 
 
-def test_features_not_built_yet_are_not_implemented_errors():
+def test_a_value_head_dim_wider_than_qs_or_not_whole_chunks_is_refused():
     q, k, v, out, lse = forward_args()
-    with pytest.raises(NotImplementedError, match="v's head dim 128 differs"):
+    with pytest.raises(ValueError, match="v's head dim is 128 and q's 64: v's is q's, or narrower and a multiple of 8"):
         fwd(q, k, bnhd(2, 128, 4, 128), out, lse)
+    with pytest.raises(ValueError, match="v's head dim is 36 and q's 64"):
+        fwd(q, k, bnhd(2, 128, 4, 36), out, lse)
+
+
+@requires_no_driver
+def test_a_narrower_value_head_dim_passes_the_checks():
+    # DeepSeek's 192/128: v, out, dout, dv 128 wide, q, k, dq, dk 192; the device is reached
+    b, n, h = 2, 128, 4
+    q, k = bnhd(b, n, h, 192, addr=0x7F0000000000), bnhd(b, n, h, 192, addr=0x7F2000000000)
+    v, out = bnhd(b, n, h, 128, addr=0x7F3000000000), bnhd(b, n, h, 128, addr=0x7F1000000000)
+    with pytest.raises(RuntimeError, match="libcuda"):
+        fwd(q, k, v, out, lse_for(b, n, h, addr=0x7F4000000000), causal=True)
 
 
 @requires_no_driver

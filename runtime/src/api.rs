@@ -304,7 +304,8 @@ impl Flash {
 
     /// As `attention_forward`, with an explicit spec.
     pub fn attention_forward_spec(&self, spec: &KernelSpec, q: &Tensor, k: &Tensor, v: &Tensor, sm_scale: Option<f32>) -> Result<ForwardOutput, RuntimeError> {
-        let [z, h, n, d] = q.layout.shape;
+        // (O as wide as V: its head dim may be narrower than Q's)
+        let ([z, h, n, _], d) = (q.layout.shape, v.layout.shape[3]);
         let mut o = Tensor { data: self.gpu.stream.alloc_zeros::<u16>((z * h * n * d).max(1))?, dtype: q.dtype, layout: Layout::contiguous(z, h, n, d) };
         let rows = z * h * n;
         let mut m = self.gpu.stream.alloc_zeros::<f32>(rows.max(1))?;

@@ -99,6 +99,7 @@ pub(crate) fn problem_of(dtype: flashgen::DType, g: &Geometry, causal: bool, ali
         seqlen_k: g.seqlen_k,
         varlen: g.varlen,
         bottom_right: align == CausalAlign::BottomRight,
+        value_dim: (g.head_dim_v != g.head_dim).then_some(g.head_dim_v as u32),
         ..flashgen::Problem::new(dtype, g.head_dim as u32, causal, g.seqlen_q)
     }
 }
@@ -207,8 +208,9 @@ impl Flash {
         check_modified(spec, &km)?;
         let (causal, window, softcap) = (km.causal, km.window, km.softcap);
         same_dtype(&q, &[("K", k.dtype), ("V", v.dtype), ("O", o.dtype)], "all four must share one dtype")?;
-        if o.layout.shape != q.layout.shape {
-            return Err(RuntimeError::Argument(format!("tensor O has shape {:?} but Q has {:?}: O is shaped like Q", o.layout.shape, q.layout.shape)));
+        let [z, h, n, _] = q.layout.shape;
+        if o.layout.shape != [z, h, n, g.head_dim_v] {
+            return Err(RuntimeError::Argument(format!("tensor O has shape {:?} but Q has {:?} and V head dim {}: O is shaped like Q, as wide as V", o.layout.shape, q.layout.shape, g.head_dim_v)));
         }
         check_kernel(spec, q.dtype, causal, &g)?;
         let sm_scale = sm_scale_of(&q, sm_scale);
@@ -292,12 +294,15 @@ impl Flash {
             check_modified(&spec, &km)?;
         }
         let (causal, window, softcap) = (km.causal, km.window, km.softcap);
-        let named = [("O", o.dtype, o.layout.shape, q.layout.shape), ("dO", d_o.dtype, d_o.layout.shape, q.layout.shape), ("dQ", dq.dtype, dq.layout.shape, q.layout.shape), ("dK", dk.dtype, dk.layout.shape, k.layout.shape), ("dV", dv.dtype, dv.layout.shape, k.layout.shape)];
+        // (O, dO as wide as V: its head dim may be narrower than Q's)
+        let (q_shape, v_shape) = (q.layout.shape, v.layout.shape);
+        let o_shape = [q_shape[0], q_shape[1], q_shape[2], v_shape[3]];
+        let named = [("O", o.dtype, o.layout.shape, o_shape), ("dO", d_o.dtype, d_o.layout.shape, o_shape), ("dQ", dq.dtype, dq.layout.shape, q_shape), ("dK", dk.dtype, dk.layout.shape, k.layout.shape), ("dV", dv.dtype, dv.layout.shape, v_shape)];
         same_dtype(&q, &[("K", k.dtype), ("V", v.dtype)], "all tensors of the backward share one dtype")?;
         for (name, dtype, shape, like) in named {
             same_dtype(&q, &[(name, dtype)], "all tensors of the backward share one dtype")?;
             if shape != like {
-                return Err(RuntimeError::Argument(format!("tensor {name} has shape {shape:?} but must be {like:?} (dQ, O, dO like Q; dK, dV like K)")));
+                return Err(RuntimeError::Argument(format!("tensor {name} has shape {shape:?} but must be {like:?} (dQ like Q, O and dO like Q as wide as V; dK like K, dV like V)")));
             }
         }
         if let Some(dq) = specs.dq.filter(|dq| dq.causal() != specs.dkdv.causal()) {

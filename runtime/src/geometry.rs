@@ -47,6 +47,8 @@ pub struct Geometry {
     /// Key rows of a sequence (the longest, for packed batches).
     pub seqlen_k: usize,
     pub head_dim: usize,
+    /// V's head dim (and O's): Q's and K's, or narrower (DeepSeek's 192/128).
+    pub head_dim_v: usize,
     /// Packed variable-length sequences (Z = 1 tensors; per-sequence lengths on the GPU).
     pub varlen: bool,
     /// Rows of the packed tensors (varlen), else B·N.
@@ -79,8 +81,12 @@ impl Geometry {
         let arg = |msg: String| Err(RuntimeError::Argument(msg));
         let [qz, h, qn, d] = q.layout.shape;
         let [kz, hkv, kn, kd] = k.layout.shape;
-        if v.layout.shape != k.layout.shape {
-            return arg(format!("tensor V has shape {:?} but K has {:?}: K and V must have one shape ([B, H_kv, N_kv, D])", v.layout.shape, k.layout.shape));
+        let dv = v.layout.shape[3];
+        if v.layout.shape[..3] != k.layout.shape[..3] {
+            return arg(format!("tensor V has shape {:?} but K has {:?}: K and V must have one batch, head count and length ([B, H_kv, N_kv, D])", v.layout.shape, k.layout.shape));
+        }
+        if dv > kd || dv == 0 || dv % 8 != 0 {
+            return arg(format!("tensor V has head dim {dv} and K {kd}: V's is K's, or narrower and a multiple of 8 (DeepSeek's 192/128)"));
         }
         if kd != d {
             return arg(format!("tensor K has head dim {kd} but Q has {d}: Q and K share one head dim"));
@@ -92,7 +98,7 @@ impl Geometry {
             if kz != qz {
                 return arg(format!("tensor K has batch {kz} but Q has {qz}: one batch for Q, K and V"));
             }
-            return Ok(Geometry { batch: qz, heads: h, kv_heads: hkv, seqlen_q: qn, seqlen_k: kn, head_dim: d, varlen: false, total_q: qz * qn, total_k: kz * kn });
+            return Ok(Geometry { batch: qz, heads: h, kv_heads: hkv, seqlen_q: qn, seqlen_k: kn, head_dim: d, head_dim_v: dv, varlen: false, total_q: qz * qn, total_k: kz * kn });
         };
         // packed sequences: one [total, H, D] tensor each (Z = 1)
         if qz != 1 || kz != 1 {
@@ -111,7 +117,7 @@ impl Geometry {
                 return arg(format!("max_seqlen of {name} = {max} overflows the kernels' 32-bit rows"));
             }
         }
-        Ok(Geometry { batch, heads: h, kv_heads: hkv, seqlen_q: var.max_seqlen_q, seqlen_k: var.max_seqlen_k, head_dim: d, varlen: true, total_q: qn, total_k: kn })
+        Ok(Geometry { batch, heads: h, kv_heads: hkv, seqlen_q: var.max_seqlen_q, seqlen_k: var.max_seqlen_k, head_dim: d, head_dim_v: dv, varlen: true, total_q: qn, total_k: kn })
     }
 }
 
@@ -160,7 +166,15 @@ mod tests {
         let e = Geometry::of(&q, &view(Layout::bshd(2, 3, 300, 64)), &view(Layout::bshd(2, 3, 300, 64)), None).unwrap_err().to_string();
         assert!(e.contains("multiple of the K/V heads"), "{e}");
         let e = Geometry::of(&q, &kv, &view(Layout::bshd(2, 2, 299, 64)), None).unwrap_err().to_string();
-        assert!(e.contains("K and V must have one shape"), "{e}");
+        assert!(e.contains("K and V must have one batch, head count and length"), "{e}");
+        // V narrower than K (DeepSeek's 192/128), not wider, in whole 16-byte chunks
+        let (q192, k192) = (view(Layout::bshd(2, 8, 100, 192)), view(Layout::bshd(2, 2, 300, 192)));
+        let g = Geometry::of(&q192, &k192, &view(Layout::bshd(2, 2, 300, 128)), None).unwrap();
+        assert_eq!((g.head_dim, g.head_dim_v), (192, 128));
+        for dv in [256] {
+            let e = Geometry::of(&q192, &k192, &view(Layout::bshd(2, 2, 300, dv)), None).unwrap_err().to_string();
+            assert!(e.contains(&format!("tensor V has head dim {dv} and K 192")) && e.contains("narrower and a multiple of 8"), "{e}");
+        }
         let e = Geometry::of(&q, &view(Layout::bshd(1, 2, 300, 64)), &view(Layout::bshd(1, 2, 300, 64)), None).unwrap_err().to_string();
         assert!(e.contains("one batch"), "{e}");
     }

@@ -133,12 +133,15 @@ impl KernelGeometry {
     }
 }
 
+/// The operands as wide as V (`KernelSpec::value_dim`); the others are as wide as Q and K.
+const VALUE_SIDE: [&str; 4] = ["V", "O", "dO", "dV"];
+
 /// The checks every launch makes, at one place, against the launch's geometry `g`: the heads (H a multiple
 /// of H_KV), the kernel's features (packed kernels for packed sequences; rows that may see no key need
 /// `empty_rows`), each query-side operand (`queries`: Q, O, dO, dQ) and key-side operand (`keys`: K, V, dK,
 /// dV) against its shape (`KernelGeometry::query_shape`, `key_shape`) and its layout (its view was
-/// checked against its memory when it was made), the kernel's head dim, the f32 row vectors (M, Δ)
-/// against `stat_rows`, sm_scale, 32-bit row indices and the grid's limits.
+/// checked against its memory when it was made), the kernel's head dims (V, O, dO, dV its value head
+/// dim), the f32 row vectors (M, Δ) against `stat_rows`, sm_scale, 32-bit row indices and the grid's limits.
 pub fn check_problem(
     spec: &KernelSpec,
     g: &KernelGeometry,
@@ -168,12 +171,15 @@ pub fn check_problem(
     if !packed && g.seqlen_k == 0 && g.seqlen_q > 0 {
         return arg("no keys (N_kv = 0) for fixed-length queries: there is nothing to attend to".into());
     }
-    let d = spec.head_dim() as usize;
-    for (list, want) in [(queries, g.query_shape(d)), (keys, g.key_shape(d))] {
+    let (d, dv) = (spec.head_dim() as usize, spec.value_dim() as usize);
+    for (list, side) in [(queries, KernelGeometry::query_shape as fn(&KernelGeometry, usize) -> [usize; 4]), (keys, KernelGeometry::key_shape)] {
         for &(name, layout) in list {
             layout.check(name, layout.extent())?;
+            // (V and what has its width, O, dO, dV: the kernel's value head dim)
+            let (width, which) = if VALUE_SIDE.contains(&name) { (dv, "value head dim") } else { (d, "HEAD_DIM") };
+            let want = side(g, width);
             if layout.shape != want {
-                let what = if layout.shape[3] != d { format!(" (the kernel's HEAD_DIM={d})") } else { String::new() };
+                let what = if layout.shape[3] != width { format!(" (the kernel's {which} is {width})") } else { String::new() };
                 return Err(LayoutError { tensor: name, rule: format!("shape {:?} differs from the geometry's {want:?}{what}", layout.shape) }.into());
             }
         }

@@ -164,7 +164,7 @@ mod tests {
     use flashgen::mods::TensorDecl;
 
     fn geometry(varlen: bool) -> Geometry {
-        Geometry { batch: 2, heads: 4, kv_heads: 4, seqlen_q: 100, seqlen_k: 130, head_dim: 64, varlen, total_q: 200, total_k: 260 }
+        Geometry { batch: 2, heads: 4, kv_heads: 4, seqlen_q: 100, seqlen_k: 130, head_dim: 64, head_dim_v: 64, varlen, total_q: 200, total_k: 260 }
     }
 
     #[test]

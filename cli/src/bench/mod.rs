@@ -21,6 +21,9 @@ pub struct BenchArgs {
     /// Head dims, comma-separated.
     #[arg(long, default_value = "64,128")]
     d: String,
+    /// V's head dim on every row (fa4_bench.py's hdim mode: 128 beside D 192); default: each row's D.
+    #[arg(long)]
+    dv: Option<usize>,
     /// Sequence lengths, comma-separated.
     #[arg(long, default_value = "1024,4096,16384")]
     n: String,
@@ -246,7 +249,7 @@ impl Row<'_> {
 fn forward_call<'a>(
     set: &'a [CudaSlice<u16>; 4],
     (o, m): (&'a mut CudaSlice<u16>, &'a mut CudaSlice<f32>),
-    (lq, lk): (flashgen_runtime::Layout, flashgen_runtime::Layout),
+    lay: &workload::Layouts,
     causal: bool,
     varlen: Option<VarLen<'a>>,
     (window, softcap): (flashgen_runtime::Window, Option<f32>),
@@ -254,10 +257,10 @@ fn forward_call<'a>(
 ) -> Result<ForwardCall<'a>, String> {
     let le = |x: flashgen_runtime::LayoutError| x.to_string();
     Ok(ForwardCall {
-        q: TensorView::of_slice("Q", &set[0], 0, DType::Bf16, lq).map_err(le)?,
-        k: TensorView::of_slice("K", &set[1], 0, DType::Bf16, lk).map_err(le)?,
-        v: TensorView::of_slice("V", &set[2], 0, DType::Bf16, lk).map_err(le)?,
-        o: TensorViewMut::of_slice("O", o, 0, DType::Bf16, lq).map_err(le)?,
+        q: TensorView::of_slice("Q", &set[0], 0, DType::Bf16, lay.q).map_err(le)?,
+        k: TensorView::of_slice("K", &set[1], 0, DType::Bf16, lay.k).map_err(le)?,
+        v: TensorView::of_slice("V", &set[2], 0, DType::Bf16, lay.v).map_err(le)?,
+        o: TensorViewMut::of_slice("O", o, 0, DType::Bf16, lay.o).map_err(le)?,
         stats: StatsOut::M(BufferViewMut::of(m)),
         causal,
         align: CausalAlign::BottomRight,
@@ -275,7 +278,7 @@ fn backward_call<'a>(
     set: &'a [CudaSlice<u16>; 4],
     (o, m): (&'a CudaSlice<u16>, &'a CudaSlice<f32>),
     grads: &'a mut [CudaSlice<u16>; 3],
-    (lq, lk): (flashgen_runtime::Layout, flashgen_runtime::Layout),
+    lay: &workload::Layouts,
     causal: bool,
     varlen: Option<VarLen<'a>>,
     (window, softcap): (flashgen_runtime::Window, Option<f32>),
@@ -284,15 +287,15 @@ fn backward_call<'a>(
     let le = |x: flashgen_runtime::LayoutError| x.to_string();
     let [gq, gk, gv] = grads;
     Ok(BackwardCall {
-        q: TensorView::of_slice("Q", &set[0], 0, DType::Bf16, lq).map_err(le)?,
-        k: TensorView::of_slice("K", &set[1], 0, DType::Bf16, lk).map_err(le)?,
-        v: TensorView::of_slice("V", &set[2], 0, DType::Bf16, lk).map_err(le)?,
-        o: TensorView::of_slice("O", o, 0, DType::Bf16, lq).map_err(le)?,
-        d_o: TensorView::of_slice("dO", &set[3], 0, DType::Bf16, lq).map_err(le)?,
+        q: TensorView::of_slice("Q", &set[0], 0, DType::Bf16, lay.q).map_err(le)?,
+        k: TensorView::of_slice("K", &set[1], 0, DType::Bf16, lay.k).map_err(le)?,
+        v: TensorView::of_slice("V", &set[2], 0, DType::Bf16, lay.v).map_err(le)?,
+        o: TensorView::of_slice("O", o, 0, DType::Bf16, lay.o).map_err(le)?,
+        d_o: TensorView::of_slice("dO", &set[3], 0, DType::Bf16, lay.o).map_err(le)?,
         stats: StatsIn::M(BufferView::of(m)),
-        dq: TensorViewMut::of_slice("dQ", gq, 0, DType::Bf16, lq).map_err(le)?,
-        dk: TensorViewMut::of_slice("dK", gk, 0, DType::Bf16, lk).map_err(le)?,
-        dv: TensorViewMut::of_slice("dV", gv, 0, DType::Bf16, lk).map_err(le)?,
+        dq: TensorViewMut::of_slice("dQ", gq, 0, DType::Bf16, lay.q).map_err(le)?,
+        dk: TensorViewMut::of_slice("dK", gk, 0, DType::Bf16, lay.k).map_err(le)?,
+        dv: TensorViewMut::of_slice("dV", gv, 0, DType::Bf16, lay.v).map_err(le)?,
         causal,
         align: CausalAlign::BottomRight,
         sm_scale: None,
@@ -324,6 +327,7 @@ fn workloads(a: &BenchArgs) -> Result<Vec<Workload>, String> {
     }
     for w in &mut out {
         (w.window_left, w.softcap) = (a.window_left, a.softcap);
+        w.dv = a.dv.unwrap_or(w.d);
         // (fa4_bench.py's window rows carry no HKV: only its gqa rows do)
         if w.window_left.is_some() || w.softcap.is_some() {
             w.gqa_key = w.hkv != w.h;
@@ -344,19 +348,19 @@ struct Buffers {
 impl Buffers {
     fn new(gpu: &Gpu, w: &Workload, rng: &mut SplitMix) -> Result<Buffers, String> {
         let dr = |x: cudarc::driver::DriverError| x.to_string();
-        let (lq, lk) = w.layouts();
+        let lay = w.layouts();
         let st = &gpu.stream;
         let random = |len: usize, seed: u64| st.clone_htod(&random_bf16(len, seed)).map_err(dr);
         let mut sets = Vec::new();
         for _ in 0..INPUT_SETS {
-            sets.push([random(lq.extent(), rng.next_u64())?, random(lk.extent(), rng.next_u64())?, random(lk.extent(), rng.next_u64())?, random(lq.extent(), rng.next_u64())?]);
+            sets.push([random(lay.q.extent(), rng.next_u64())?, random(lay.k.extent(), rng.next_u64())?, random(lay.v.extent(), rng.next_u64())?, random(lay.o.extent(), rng.next_u64())?]);
         }
         let zeros = |n: usize| st.alloc_zeros::<u16>(n).map_err(dr);
         let cu = match w.cu_seqlens() {
             Some(host) => Some((st.clone_htod(&host).map_err(dr)?, st.clone_htod(&host).map_err(dr)?, host)),
             None => None,
         };
-        Ok(Buffers { sets, o: zeros(lq.extent())?, m: st.alloc_zeros::<f32>(w.stat_rows().max(1)).map_err(dr)?, grads: [zeros(lq.extent())?, zeros(lk.extent())?, zeros(lk.extent())?], cu })
+        Ok(Buffers { sets, o: zeros(lay.o.extent())?, m: st.alloc_zeros::<f32>(w.stat_rows().max(1)).map_err(dr)?, grads: [zeros(lay.q.extent())?, zeros(lay.k.extent())?, zeros(lay.v.extent())?], cu })
     }
 
 }
@@ -385,7 +389,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
     let stream = flash.own_stream();
     for w in workloads(a)? {
         let d = w.d as u32;
-        let (lq, lk) = w.layouts();
+        let lay = w.layouts();
         // INPUT_SETS independent input sets of random normals, rotated launch by launch, so a set that fits
         // in L2 cannot flatter the small sizes
         let Buffers { sets, mut o, mut m, mut grads, cu } = Buffers::new(gpu, &w, &mut rng)?;
@@ -425,7 +429,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
             }
             let (window, softcap) = (w.mask(causal).window, w.softcap);
             let forward = |spec: &KernelSpec, set: &[CudaSlice<u16>; 4], o: &mut CudaSlice<u16>, m: &mut CudaSlice<f32>, varlen: Option<VarLen<'_>>| -> Result<(), String> {
-                let call = forward_call(set, (o, m), (lq, lk), causal, varlen, (window, softcap), None)?;
+                let call = forward_call(set, (o, m), &lay, causal, varlen, (window, softcap), None)?;
                 flash.forward_with(spec, call, stream).map_err(rt)
             };
             for (label, spec) in specs.into_iter().filter(|_| !a.backward_only) {
@@ -442,7 +446,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 // each input set's own forward O and M, rotated like the forward's inputs
                 let mut saved = Vec::new();
                 for set in &sets {
-                    let mut o = gpu.stream.alloc_zeros::<u16>(lq.extent()).map_err(|e| e.to_string())?;
+                    let mut o = gpu.stream.alloc_zeros::<u16>(lay.o.extent()).map_err(|e| e.to_string())?;
                     let mut m = gpu.stream.alloc_zeros::<f32>(w.stat_rows().max(1)).map_err(|e| e.to_string())?;
                     forward(&default_fwd, set, &mut o, &mut m, varlen_of(&cu, &w))?;
                     saved.push((o, m));
@@ -493,7 +497,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     let times = time_launches(gpu, a, || {
                         let (set, (o, m)) = (&sets[turn % INPUT_SETS], &saved[turn % INPUT_SETS]);
                         turn += 1;
-                        let call = backward_call(set, (o, m), &mut grads, (lq, lk), causal, varlen_of(&cu, &w), (window, softcap), None)?;
+                        let call = backward_call(set, (o, m), &mut grads, &lay, causal, varlen_of(&cu, &w), (window, softcap), None)?;
                         flash.backward_with(&specs, call, stream).map_err(rt)
                     })?;
                     let names = specs.kernels().iter().map(|s| s.name()).collect::<Vec<_>>().join("+");
@@ -512,7 +516,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 };
                 let label = format!("mods:{name}");
                 let forward_mods = |set: &[CudaSlice<u16>; 4], o: &mut CudaSlice<u16>, m: &mut CudaSlice<f32>, spec_name: &mut String| -> Result<(), String> {
-                    let call = forward_call(set, (o, m), (lq, lk), call_causal, varlen_of(&cu, &w), (window, softcap), modifiers())?;
+                    let call = forward_call(set, (o, m), &lay, call_causal, varlen_of(&cu, &w), (window, softcap), modifiers())?;
                     if spec_name.is_empty() {
                         *spec_name = flash.forward_kernel(&call).map_err(rt)?.name();
                     }
@@ -530,7 +534,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 if a.backward {
                     let mut saved = Vec::new();
                     for set in &sets {
-                        let mut o = gpu.stream.alloc_zeros::<u16>(lq.extent()).map_err(|e| e.to_string())?;
+                        let mut o = gpu.stream.alloc_zeros::<u16>(lay.o.extent()).map_err(|e| e.to_string())?;
                         let mut m = gpu.stream.alloc_zeros::<f32>(w.stat_rows().max(1)).map_err(|e| e.to_string())?;
                         forward_mods(set, &mut o, &mut m, &mut String::from("-"))?;
                         saved.push((o, m));
@@ -539,7 +543,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     let times = time_launches(gpu, a, || {
                         let (set, (o, m)) = (&sets[turn % INPUT_SETS], &saved[turn % INPUT_SETS]);
                         turn += 1;
-                        let call = backward_call(set, (o, m), &mut grads, (lq, lk), call_causal, varlen_of(&cu, &w), (window, softcap), modifiers())?;
+                        let call = backward_call(set, (o, m), &mut grads, &lay, call_causal, varlen_of(&cu, &w), (window, softcap), modifiers())?;
                         if spec_name.is_empty() {
                             spec_name = flash.backward_plan(&call).map_err(rt)?.backward.kernels().iter().map(|s| s.name()).collect::<Vec<_>>().join("+");
                         }

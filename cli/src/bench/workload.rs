@@ -5,6 +5,15 @@
 use flashgen::{DType, Problem};
 use flashgen_runtime::Layout;
 
+/// A workload's operand layouts: Q (and dQ), K (dK), V (dV) and O (dO), V and O `dv` wide.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Layouts {
+    pub q: Layout,
+    pub k: Layout,
+    pub v: Layout,
+    pub o: Layout,
+}
+
 /// One timed shape.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Workload {
@@ -16,6 +25,8 @@ pub struct Workload {
     /// Key tokens per sequence.
     pub nk: usize,
     pub d: usize,
+    /// V's head dim (fa4_bench.py's DV: 128 beside D 192), else `d`.
+    pub dv: usize,
     /// fa4_bench.py's packed sequences: the seed and the lengths (each sequence's queries = its keys).
     pub varlen: Option<(u64, Vec<usize>)>,
     /// Rows carry HKV (fa4_bench.py's gqa mode has the key; its table mode does not).
@@ -33,18 +44,18 @@ impl Workload {
     /// The anchors' table: 16384 tokens per batch, H·D = 2048.
     pub fn table(n: usize, d: usize) -> Workload {
         let (b, h) = (16384 / n, 2048 / d);
-        Workload { b, h, hkv: h, n, nk: n, d, varlen: None, gqa_key: false, bshd: false, window_left: None, softcap: None }
+        Workload { b, h, hkv: h, n, nk: n, d, dv: d, varlen: None, gqa_key: false, bshd: false, window_left: None, softcap: None }
     }
 
     /// fa4_bench.py's gqa mode: B sequences of N tokens, H query heads on H_kv K/V heads.
     pub fn grouped(b: usize, h: usize, hkv: usize, n: usize, d: usize) -> Workload {
-        Workload { b, h, hkv, n, nk: n, d, varlen: None, gqa_key: true, bshd: true, window_left: None, softcap: None }
+        Workload { b, h, hkv, n, nk: n, d, dv: d, varlen: None, gqa_key: true, bshd: true, window_left: None, softcap: None }
     }
 
     /// fa4_bench.py's varlen mode: the seed's lengths packed into one batch, H heads.
     pub fn packed(seed: u64, lens: Vec<usize>, h: usize, hkv: usize, d: usize) -> Workload {
         let total = lens.iter().sum();
-        Workload { b: lens.len(), h, hkv, n: total, nk: total, d, varlen: Some((seed, lens)), gqa_key: hkv != h, bshd: true, window_left: None, softcap: None }
+        Workload { b: lens.len(), h, hkv, n: total, nk: total, d, dv: d, varlen: Some((seed, lens)), gqa_key: hkv != h, bshd: true, window_left: None, softcap: None }
     }
 
     /// fa4_bench.py's FLOP count: 2·B·H·N·N_k·(D + D_v), ×0.5 causal, ×2.5 backward; packed batches
@@ -60,9 +71,9 @@ impl Workload {
         if self.window_left.is_some() {
             let band = self.mask(causal).band(self.n, self.nk);
             let visible: usize = (0..self.n).map(|i| band.keys_of(i).len()).sum();
-            return 2.0 * self.h as f64 * (self.b * visible) as f64 * (2 * self.d) as f64 * pass;
+            return 2.0 * self.h as f64 * (self.b * visible) as f64 * (self.d + self.dv) as f64 * pass;
         }
-        2.0 * self.h as f64 * pairs * (2 * self.d) as f64 * mask * pass
+        2.0 * self.h as f64 * pairs * (self.d + self.dv) as f64 * mask * pass
     }
 
     /// The structural mask (causal, the window) as the reference defines it.
@@ -84,16 +95,19 @@ impl Workload {
         };
         let softcap = self.softcap.map_or(String::new(), |c| format!(", \"softcap\": {c:?}"));
         // (fa4_bench.py's hdim mode: the value head dim on every row of a head dim its table has not)
-        let dv = if matches!(self.d, 64 | 128) { String::new() } else { format!(", \"DV\": {}", self.d) };
+        let dv = if matches!(self.d, 64 | 128) && self.dv == self.d { String::new() } else { format!(", \"DV\": {}", self.dv) };
         format!("\"B\": {}, \"H\": {}, {hkv}\"N\": {}, \"D\": {}{dv}, \"causal\": {causal}{window}{softcap}{varlen}", self.b, self.h, self.n, self.d)
     }
 
-    /// Q's (and O's) and K's (and V's) layouts: packed sequences are one [total, H, D] tensor (Z = 1).
-    pub fn layouts(&self) -> (Layout, Layout) {
-        let lay = |z, h, n| if self.bshd { Layout::bshd(z, h, n, self.d) } else { Layout::contiguous(z, h, n, self.d) };
-        match self.varlen {
-            Some(_) => (lay(1, self.h, self.n), lay(1, self.hkv, self.nk)),
-            None => (lay(self.b, self.h, self.n), lay(self.b, self.hkv, self.nk)),
+    /// The operands' layouts: packed sequences are one [total, H, D] tensor (Z = 1).
+    pub fn layouts(&self) -> Layouts {
+        let lay = |z, h, n, d| if self.bshd { Layout::bshd(z, h, n, d) } else { Layout::contiguous(z, h, n, d) };
+        let (zq, zk) = if self.varlen.is_some() { (1, 1) } else { (self.b, self.b) };
+        Layouts {
+            q: lay(zq, self.h, self.n, self.d),
+            k: lay(zk, self.hkv, self.nk, self.d),
+            v: lay(zk, self.hkv, self.nk, self.dv),
+            o: lay(zq, self.h, self.n, self.dv),
         }
     }
 
@@ -108,7 +122,8 @@ impl Workload {
     /// The problem the plan sees.
     pub fn problem(&self, causal: bool) -> Problem {
         let longest = self.varlen.as_ref().map_or(self.n, |(_, lens)| lens.iter().copied().max().unwrap_or(0));
-        let problem = Problem { seqlen_k: self.varlen.as_ref().map_or(self.nk, |_| longest), varlen: self.varlen.is_some(), ..Problem::new(DType::Bf16, self.d as u32, causal, longest) };
+        let value_dim = (self.dv != self.d).then_some(self.dv as u32);
+        let problem = Problem { seqlen_k: self.varlen.as_ref().map_or(self.nk, |_| longest), varlen: self.varlen.is_some(), value_dim, ..Problem::new(DType::Bf16, self.d as u32, causal, longest) };
         problem.with_window(self.mask(causal).window, self.softcap.is_some())
     }
 
@@ -155,10 +170,15 @@ mod tests {
         // hdim: H = 2048 / D, and the DV key (fa4_bench.py's hdim rows)
         let h = Workload::table(16384, 256);
         assert_eq!(h.json_keys(false), "\"B\": 1, \"H\": 8, \"N\": 16384, \"D\": 256, \"DV\": 256, \"causal\": false");
+        // DeepSeek's 192/128: the FLOPs count D + DV, V and O 128 wide
+        let ds = Workload { dv: 128, ..Workload::table(16384, 192) };
+        assert_eq!(ds.json_keys(true), "\"B\": 1, \"H\": 10, \"N\": 16384, \"D\": 192, \"DV\": 128, \"causal\": true");
+        assert_eq!(ds.flops("fwd", false), 2.0 * 10.0 * 16384.0 * 16384.0 * 320.0);
+        assert_eq!((ds.layouts().v.shape[3], ds.layouts().o.shape[3], ds.layouts().q.shape[3]), (128, 128, 192));
         // gqa: the HKV key, BSHD tensors
         let g = Workload::grouped(1, 64, 8, 16384, 128);
         assert_eq!(g.json_keys(false), "\"B\": 1, \"H\": 64, \"HKV\": 8, \"N\": 16384, \"D\": 128, \"causal\": false");
-        assert_eq!(g.layouts().1, Layout::bshd(1, 8, 16384, 128));
+        assert_eq!(g.layouts().k, Layout::bshd(1, 8, 16384, 128));
         // varlen: B = the sequences, N = the total tokens, sequence by sequence FLOPs
         let lens = crate::fa4_lengths::lengths(0);
         let v = Workload::packed(0, lens.clone(), 16, 16, 128);
@@ -168,7 +188,7 @@ mod tests {
         assert_eq!(v.cu_seqlens().unwrap(), [0, 3714, 5547, 8907, 12809, 14787, 15208, 16384]);
         assert_eq!(v.problem(true).seqlen, 3902);
         assert!(v.problem(true).varlen);
-        assert_eq!(v.layouts().0, Layout::bshd(1, 16, 16384, 128));
+        assert_eq!(v.layouts().q, Layout::bshd(1, 16, 16384, 128));
         assert_eq!(v.stat_rows(), 16 * 16384);
     }
 }

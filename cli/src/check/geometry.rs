@@ -3,7 +3,8 @@
 //! packed variable-length sequences (seeded lengths 0..4097 with empty ones, both dtypes, D 64 and 128,
 //! causal or not), forward and backward, through the view-level calls with poisoned outputs and guard
 //! zones (every element written, nothing past the end). On sm_90a also sliding windows (left, right, with
-//! causal, unequal lengths, GQA and packed sequences) and softcap, forward and backward.
+//! causal, unequal lengths, GQA and packed sequences) and softcap, forward and backward, and V narrower
+//! than Q and K (192/128).
 
 use super::args::CheckArgs;
 use super::common::{nan_bits, GRAD_TOL, GUARD, M_TOL, O_TOL};
@@ -83,6 +84,13 @@ fn cases(a: &CheckArgs, seed: u64, hopper: bool) -> Vec<Case> {
             push(format!("varlen {lq:?}"), dtype, p);
             let p = RefProblem::new(5, 4, 1, d).varlen_from_lengths(&lq, &lk).causal(causal).order(TensorOrder::Bshd);
             push(format!("varlen q {lq:?} k {lk:?}"), dtype, p);
+            if hopper && d == 128 {
+                // V narrower than Q and K (DeepSeek's 192/128): equal, unequal, grouped and packed
+                let dims = |p: RefProblem| p.head_dims(192, 128).order(TensorOrder::Bshd);
+                push("dv 192/128 N1000".into(), dtype, dims(RefProblem::new(2, 4, 1000, 192).causal(causal)));
+                push("dv 192/128 gqa H8/2 N_q 300 N_kv 700".into(), dtype, dims(RefProblem::new(1, 8, 300, 192).kv_heads(2).seqlens(300, 700).causal(causal)));
+                push(format!("dv 192/128 varlen {lq:?}"), dtype, dims(RefProblem::new(5, 4, 1, 192).varlen_from_lengths(&lq, &lq).causal(causal)));
+            }
             if hopper {
                 window_cases(&mut push, dtype, d, causal, long, &lq);
                 modifier_cases(&mut modified, dtype, d, causal, &lq);
@@ -219,12 +227,12 @@ fn backward_parallel(p: &RefProblem, x: &Qkv<'_>, d_o: &[f32]) -> reference::Gra
     g
 }
 
-/// The runtime's [Z, H, N, D] layout of a reference tensor in BSHD (packed: THD, Z = 1).
-fn layout(p: &RefProblem, heads: usize, tokens: usize, batch: usize) -> Layout {
+/// The runtime's [Z, H, N, D] layout of a reference tensor in BSHD (packed: THD, Z = 1), `d` wide.
+fn layout(p: &RefProblem, heads: usize, tokens: usize, batch: usize, d: usize) -> Layout {
     if matches!(p.lengths, reference::Lengths::Varlen { .. }) {
-        Layout::bshd(1, heads, tokens, p.d_qk)
+        Layout::bshd(1, heads, tokens, d)
     } else {
-        Layout::bshd(batch, heads, tokens / batch.max(1), p.d_qk)
+        Layout::bshd(batch, heads, tokens / batch.max(1), d)
     }
 }
 
@@ -245,7 +253,9 @@ fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<([f64; 5], bool), Stri
         reference::Lengths::Varlen { cu_q, cu_k } => (Some((cu_q.clone(), cu_k.clone())), 1, *cu_q.last().unwrap_or(&0), *cu_k.last().unwrap_or(&0)),
         reference::Lengths::Fixed { q: nq, kv: nkv } => (None, p.batch, p.batch * nq, p.batch * nkv),
     };
-    let (lq, lk) = (layout(p, p.heads, total_q, batch), layout(p, p.kv_heads, total_k, batch));
+    let (lq, lk) = (layout(p, p.heads, total_q, batch, p.d_qk), layout(p, p.kv_heads, total_k, batch, p.d_qk));
+    // (V, O, dO, dV: the value head dim, narrower than Q's and K's in DeepSeek's 192/128)
+    let (lqv, lkv) = (layout(p, p.heads, total_q, batch, p.d_v), layout(p, p.kv_heads, total_k, batch, p.d_v));
     let up = |vals: &[f32]| -> Result<_, String> { gpu.stream.clone_htod(&vals.iter().map(|&x| to_bits(dtype, x)).collect::<Vec<u16>>()).map_err(dr) };
     let poisoned = |n: usize| -> Result<_, String> { gpu.stream.clone_htod(&vec![nan_bits(dtype); n + GUARD]).map_err(dr) };
     let (dq_in, dk_in, dv_in, ddo) = (up(&q)?, up(&k)?, up(&v)?, up(&d_o)?);
@@ -301,8 +311,8 @@ fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<([f64; 5], bool), Stri
     let call = ForwardCall {
         q: view("Q", &dq_in, lq)?,
         k: view("K", &dk_in, lk)?,
-        v: view("V", &dv_in, lk)?,
-        o: TensorViewMut::of_slice("O", &mut o, 0, dtype, lq).map_err(le)?,
+        v: view("V", &dv_in, lkv)?,
+        o: TensorViewMut::of_slice("O", &mut o, 0, dtype, lqv).map_err(le)?,
         stats: StatsOut::Lse(BufferViewMut::of(&mut lse)),
         causal,
         align,
@@ -319,13 +329,13 @@ fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<([f64; 5], bool), Stri
         let call = BackwardCall {
             q: view("Q", &dq_in, lq)?,
             k: view("K", &dk_in, lk)?,
-            v: view("V", &dv_in, lk)?,
-            o: view("O", &o, lq)?,
-            d_o: view("dO", &ddo, lq)?,
+            v: view("V", &dv_in, lkv)?,
+            o: view("O", &o, lqv)?,
+            d_o: view("dO", &ddo, lqv)?,
             stats: StatsIn::Lse(BufferView::of(&lse)),
             dq: TensorViewMut::of_slice("dQ", gq, 0, dtype, lq).map_err(le)?,
             dk: TensorViewMut::of_slice("dK", gk, 0, dtype, lk).map_err(le)?,
-            dv: TensorViewMut::of_slice("dV", gv, 0, dtype, lk).map_err(le)?,
+            dv: TensorViewMut::of_slice("dV", gv, 0, dtype, lkv).map_err(le)?,
             causal,
             align,
             sm_scale: Some(p.rules.sm_scale as f32),

@@ -67,16 +67,20 @@ pub struct Features {
     /// fully masked are never visited, fully visible ones run without the mask).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modifiers: Option<Modifiers>,
+    /// V's head dim (and O's, dO's, dV's) where it is narrower than Q's and K's (DeepSeek's 192/128): the
+    /// tiles stay HEAD_DIM wide, V's columns past it read as zeros and O and dV are stored that wide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_dim: Option<u32>,
 }
 
 impl Features {
-    pub const NONE: Features = Features { varlen: false, empty_rows: false, window: false, softcap: false, modifiers: None };
+    pub const NONE: Features = Features { varlen: false, empty_rows: false, window: false, softcap: false, modifiers: None, value_dim: None };
 
     pub fn is_none(&self) -> bool {
         *self == Features::NONE
     }
 
-    /// "varlen,empty_rows,window,softcap" (any of them, comma-separated; "" for none).
+    /// "varlen,empty_rows,window,softcap,value_dim=128" (any of them, comma-separated; "" for none).
     pub fn parse(text: &str) -> Result<Features, SpecError> {
         let mut f = Features::NONE;
         for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
@@ -85,13 +89,16 @@ impl Features {
                 "empty_rows" => f.empty_rows = true,
                 "window" => f.window = true,
                 "softcap" => f.softcap = true,
-                other => return Err(SpecError(format!("feature `{other}` is unknown: use varlen, empty_rows, window or softcap"))),
+                other => match other.strip_prefix("value_dim=").map(str::parse::<u32>) {
+                    Some(Ok(dv)) => f.value_dim = Some(dv),
+                    _ => return Err(SpecError(format!("feature `{other}` is unknown: use varlen, empty_rows, window, softcap or value_dim=N"))),
+                },
             }
         }
         Ok(f)
     }
 
-    /// `_varlen`, `_emptyrows`, `_window`, `_softcap`, `_m<hash>` (empty for none).
+    /// `_varlen`, `_emptyrows`, `_window`, `_softcap`, `_m<hash>`, `_dv<value dim>` (empty for none).
     pub fn name_suffix(&self) -> String {
         let mut s = String::new();
         for (on, suffix) in [(self.varlen, "_varlen"), (self.empty_rows, "_emptyrows"), (self.window, "_window"), (self.softcap, "_softcap")] {
@@ -102,6 +109,9 @@ impl Features {
         if let Some(m) = self.modifiers {
             s.push_str("_m");
             s.push_str(m.hash());
+        }
+        if let Some(dv) = self.value_dim {
+            s.push_str(&format!("_dv{dv}"));
         }
         s
     }
@@ -151,6 +161,11 @@ impl KernelSpec {
         &self.overrides
     }
     /// What the kernel computes beyond fixed-length attention (`Features`).
+    /// The head dim of V, O, dO and dV (`Features::value_dim`, else HEAD_DIM).
+    pub fn value_dim(&self) -> u32 {
+        self.features.value_dim.unwrap_or(self.params.head_dim)
+    }
+
     pub fn features(&self) -> Features {
         self.features
     }

@@ -47,8 +47,19 @@ impl KernelSpec {
         // (a window's left bound can leave rows without keys in a non-causal kernel too, and a tile's first
         // block can hold no key of its later rows: a window always takes the guard)
         // (Δ is computed row by row: only the layout of its rows, varlen, concerns the preprocess)
+        // V's head dim: narrower than Q's and K's, whole 16-byte chunks (it is the tiles' zero-filled share)
+        let features = Features { value_dim: features.value_dim.filter(|&dv| dv != p.head_dim), ..features };
+        if let Some(dv) = features.value_dim {
+            rule(dv > 0 && dv < p.head_dim && dv % 8 == 0, || {
+                format!("a value head dim of {dv} with HEAD_DIM={}: V's must be a positive multiple of 8 below Q's and K's (the tiles are HEAD_DIM wide, V's columns past its own zero)", p.head_dim)
+            })?;
+            rule(!p.kind.decodes(), || format!("{}: the decode kernels take V as wide as K", p.kind.name()))?;
+            rule(spec.column_splits() == 1, || {
+                format!("{}: a value head dim narrower than HEAD_DIM={} needs dK and dV in one column slice (column_splits=1; this tile takes {}): use bwd_dkdv_wgmma's 16-row query blocks, or V as wide as K", p.kind.name(), p.head_dim, spec.column_splits())
+            })?;
+        }
         if p.kind == KernelKind::BwdPre {
-            return Ok(KernelSpec { features: Features { varlen: features.varlen, ..Features::NONE }, ..spec });
+            return Ok(KernelSpec { features: Features { varlen: features.varlen, value_dim: features.value_dim, ..Features::NONE }, ..spec });
         }
         // (a mask_mod may leave any row without keys, as a window may)
         let masked_by_mod = features.modifiers.is_some_and(|m| m.mask().is_some());
