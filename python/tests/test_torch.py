@@ -280,6 +280,22 @@ def test_forward_and_backward_match_sdpa(gpu, dtype, d, causal, n):
     check_against_sdpa(q, k, v, out.detach(), causal, d ** -0.5, dout, (q.grad, k.grad, v.grad))
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=["bf16", "fp16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_a_narrower_v_forward_and_backward_match_sdpa(gpu, dtype, causal):
+    # DeepSeek's 192/128: out as wide as v, dv like v
+    b, n, h = 2, 777, 3
+    g = torch.Generator(device=gpu).manual_seed(192)
+    q, k = (torch.randn(b, n, h, 192, dtype=dtype, device=gpu, generator=g, requires_grad=True) for _ in range(2))
+    v = torch.randn(b, n, h, 128, dtype=dtype, device=gpu, generator=g, requires_grad=True)
+    out = flash_attn_func(q, k, v, causal=causal)
+    assert out.shape == (b, n, h, 128) and out.is_contiguous()
+    dout = torch.randn_like(out)
+    out.backward(dout)
+    assert v.grad.shape == v.shape and q.grad.shape == q.shape
+    check_against_sdpa(q, k, v, out.detach(), causal, 192 ** -0.5, dout, (q.grad, k.grad, v.grad))
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_lse_and_softmax_scale(gpu, causal):
     q, k, v = inputs(2, 333, 4, 64, torch.bfloat16, gpu)
