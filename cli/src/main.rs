@@ -36,7 +36,7 @@ enum Command {
 
 #[derive(Args)]
 struct EmitArgs {
-    /// Generate the default set (STAGE 1 and 3, bf16 and fp16, HEAD_DIM 64 and 128, sm_80 and sm_90a) into --out-dir.
+    /// Generate the default set (STAGE 1 and 3, bf16 and fp16, every HEAD_DIM (32 to 256), sm_80 and sm_90a) into --out-dir.
     #[arg(long, conflicts_with_all = ["kernel", "dtype", "head_dim", "block_m", "block_n", "stage", "num_warps", "num_stages", "arch", "schedule", "features", "score_mod", "mask_mod", "mod_tensor", "output", "tuned"])]
     defaults: bool,
     /// Generate exactly the winning specs of a tuning file (`flashgen autotune --out FILE`) into --out-dir.
