@@ -147,6 +147,26 @@ fn default_set_with_features_assembles_without_spills() {
     assemble_all_clean(&tool, &specs, |_, _| {});
 }
 
+/// DeepSeek's 192/128 (`Features::value_dim`) on every default kernel of HEAD_DIM 192 that takes it (one
+/// column slice of dK/dV), alone and with packed sequences and rows that see no key.
+#[test]
+fn value_dim_variants_assemble_without_spills() {
+    let Some(tool) = ptxas_or_skip() else { return };
+    let mut specs = Vec::new();
+    for spec in flashgen::plan::default_set().iter().filter(|s| s.head_dim() == 192) {
+        for (varlen, empty_rows) in [(false, false), (true, true)] {
+            let f = Features { varlen, empty_rows, value_dim: Some(128), ..Features::NONE };
+            if let Ok(s) = flashgen::plan::with_features(spec, f) {
+                if s.value_dim() == 128 && !specs.contains(&s) {
+                    specs.push(s);
+                }
+            }
+        }
+    }
+    assert!(specs.len() >= 12, "{} value_dim specs", specs.len());
+    assemble_all_clean(&tool, &specs, |_, _| {});
+}
+
 /// The register estimate in validation must be conservative: whatever it admits, ptxas fits in registers.
 /// This sweeps every admitted tile shape of the forward and the two backward tile kernels (HEAD_DIM ×
 /// warps × resident rows per warp × streamed rows × STAGE), for bf16 on sm_90a and sm_80 and fp16 on
