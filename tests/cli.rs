@@ -110,7 +110,7 @@ fn emit_features_name_the_kernel_and_reach_its_code() {
 fn bad_flags_name_the_rule_and_exit_nonzero() {
     for (args, phrase) in [
         (vec!["--block-m", "96", "--num-warps", "4"], "BLOCK_M=96 must be a multiple of 16 × num_warps=4"),
-        (vec!["--head-dim", "96"], "HEAD_DIM=96 is not supported"),
+        (vec!["--head-dim", "80"], "HEAD_DIM=80 is not supported"),
         (vec!["--arch", "sm_75"], "arch `sm_75` is unknown"),
         (vec!["--dtype", "fp8"], "dtype `fp8` is unknown"),
         (vec!["--block-n", "128", "--num-stages", "4"], "exceeds the 232448 B limit of sm_90a"),
