@@ -367,6 +367,18 @@ fn same_shape(o: &Operand, layout: &Layout, like: &Operand, like_layout: &Layout
     Ok(())
 }
 
+/// out and dout are shaped like q with v's head_dim (narrower than q's for DeepSeek's 192/128).
+fn shaped_like_out(o: &Operand, layout: &Layout, q: &Operand, lq: &Layout, lv: &Layout) -> PyResult<()> {
+    let [z, h, n, _] = lq.shape;
+    if layout.shape != [z, h, n, lv.shape[3]] {
+        return Err(value_err(format!(
+            "tensor {} has shape {:?} but q has {:?} and v's head_dim is {}: {} is shaped like q with v's head_dim",
+            o.name, o.shape, q.shape, lv.shape[3], o.name
+        )));
+    }
+    Ok(())
+}
+
 /// The forward into the caller's `out` (shaped like q) and `lse` float32, on `stream` (a cudaStream_t of the
 /// tensors' device; 0: the legacy default stream). q (B, N_q, H, D), k and v (B, N_kv, H_kv, D) with H a
 /// multiple of H_kv, lse (B, H, N_q); or, with `cu_seqlens_q` and `cu_seqlens_k` (int32 (B + 1,) on the
@@ -414,7 +426,7 @@ fn forward(
     same_dtype(&q, dtype, &[&k, &v, &o])?;
     let (lq, lk, lv) = qkv_layouts(&q, &k, &v, form)?;
     let lo = layout_of(&o, form)?;
-    same_shape(&o, &lo, &q, &lq)?;
+    shaped_like_out(&o, &lo, &q, &lq, &lv)?;
     let rows = l.as_ref().map(|(l, _)| rows_of(l, form, &lq)).transpose()?;
     let (qv, kv, vv, ov) = (view(&q, dtype, lq)?, view(&k, dtype, lk)?, view(&v, dtype, lv)?, view_mut(&o, dtype, lo)?);
     let offset = packed.is_none().then(|| lk.shape[2] as i64 - lq.shape[2] as i64);
@@ -489,7 +501,10 @@ fn backward(
     same_dtype(&q, dtype, &[&k, &v, &o, &d_o, &gq, &gk, &gv])?;
     let (lq, lk, lv) = qkv_layouts(&q, &k, &v, form)?;
     let (lo, ldo, lgq, lgk, lgv) = (layout_of(&o, form)?, layout_of(&d_o, form)?, layout_of(&gq, form)?, layout_of(&gk, form)?, layout_of(&gv, form)?);
-    for (op, layout, like, like_layout) in [(&o, &lo, &q, &lq), (&d_o, &ldo, &q, &lq), (&gq, &lgq, &q, &lq), (&gk, &lgk, &k, &lk), (&gv, &lgv, &v, &lv)] {
+    for (op, layout) in [(&o, &lo), (&d_o, &ldo)] {
+        shaped_like_out(op, layout, &q, &lq, &lv)?;
+    }
+    for (op, layout, like, like_layout) in [(&gq, &lgq, &q, &lq), (&gk, &lgk, &k, &lk), (&gv, &lgv, &v, &lv)] {
         same_shape(op, layout, like, like_layout)?;
     }
     let rows = rows_of(&l, form, &lq)?;

@@ -228,6 +228,22 @@ def test_a_narrower_value_head_dim_passes_the_checks():
     v, out = bnhd(b, n, h, 128, addr=0x7F3000000000), bnhd(b, n, h, 128, addr=0x7F1000000000)
     with pytest.raises(RuntimeError, match="libcuda"):
         fwd(q, k, v, out, lse_for(b, n, h, addr=0x7F4000000000), causal=True)
+    grads = dict(dout=bnhd(b, n, h, 128, addr=0x7E0000000000), dq=bnhd(b, n, h, 192, addr=0x7E1000000000),
+                 dk=bnhd(b, n, h, 192, addr=0x7E2000000000), dv=bnhd(b, n, h, 128, addr=0x7E3000000000))
+    with pytest.raises(RuntimeError, match="libcuda"):
+        _native.backward(q=q, k=k, v=v, out=out, lse=lse_for(b, n, h, addr=0x7F4000000000), causal=True, **grads)
+
+
+def test_out_and_dout_take_vs_head_dim():
+    b, n, h = 2, 128, 4
+    q, k = bnhd(b, n, h, 192, addr=0x7F0000000000), bnhd(b, n, h, 192, addr=0x7F2000000000)
+    v, lse = bnhd(b, n, h, 128, addr=0x7F3000000000), lse_for(b, n, h, addr=0x7F4000000000)
+    with pytest.raises(ValueError, match="tensor out has shape .* v's head_dim is 128: out is shaped like q with v's head_dim"):
+        fwd(q, k, v, bnhd(b, n, h, 192, addr=0x7F1000000000), lse)
+    grads = dict(dout=bnhd(b, n, h, 192, addr=0x7E0000000000), dq=bnhd(b, n, h, 192, addr=0x7E1000000000),
+                 dk=bnhd(b, n, h, 192, addr=0x7E2000000000), dv=bnhd(b, n, h, 128, addr=0x7E3000000000))
+    with pytest.raises(ValueError, match="tensor dout has shape .*: dout is shaped like q with v's head_dim"):
+        _native.backward(q=q, k=k, v=v, out=bnhd(b, n, h, 128, addr=0x7F1000000000), lse=lse, **grads)
 
 
 @requires_no_driver
