@@ -107,7 +107,8 @@ fn run_case(tools: &simt::Tools, c: &Case, x: &KvCacheInputs<'_>) -> Ran {
         enc(x.v_new),
         bytes16(&vec![nan; p.o_len()]),
         bytes32(&vec![f32::NAN; rows], f32::to_le_bytes),
-        bytes32(&vec![f32::NAN; c.splits * rows * d], f32::to_le_bytes),
+        // the partials are as wide as the tiles (32 and 96 padded to 64 and 128)
+        bytes32(&vec![f32::NAN; c.splits * rows * c.spec.params().tile_dim() as usize], f32::to_le_bytes),
         bytes32(&vec![f32::NAN; c.splits * rows], f32::to_le_bytes),
         c.device_lens.iter().flat_map(|v| v.to_le_bytes()).collect(),
         c.device_table.iter().flat_map(|v| v.to_le_bytes()).collect(),
@@ -308,6 +309,22 @@ fn decode_non_causal_without_append_eight_warps_on_the_emulator() {
 }
 
 #[test]
+fn decode_padded_head_dims_on_the_emulator() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    // HEAD_DIM 96 (Phi-3) on 128's tiles: chunks 12..16 zero-filled, never stored; GQA, an append, splits
+    // and their combine (whose lanes past the 96 columns store nothing)
+    let p = problem(vec![0, 137, 299], 8, 2, 96, 1, 1, true, CacheStorage::Contiguous { capacity: 300 });
+    check(&tools, "contiguous bf16 d96", case(p, DType::Bf16, decode_spec(DType::Bf16, 96, 16, 64, true, 4, 3), 3), 21, None);
+    // HEAD_DIM 32 on 64's tiles: paged, two causal queries appended, fp16, one split and two
+    let mut rng = SplitMix(22);
+    let lens = vec![45, 0, 100];
+    let storage = paged(&mut rng, &lens, 2, 16, 8);
+    let p = problem(lens, 4, 1, 32, 2, 2, true, storage);
+    check(&tools, "paged fp16 d32", case(p.clone(), DType::F16, decode_spec(DType::F16, 32, 16, 64, true, 4, 4), 1), 23, None);
+    check(&tools, "paged fp16 d32 splits", case(p, DType::F16, decode_spec(DType::F16, 32, 16, 64, true, 4, 4), 2), 24, None);
+}
+
+#[test]
 fn lying_lengths_and_block_tables_stay_inside_the_cache_on_the_emulator() {
     let Some(tools) = simt::tools_or_skip() else { return };
     // contiguous: a length past the capacity and a negative one; the emulator aborts on any read outside
@@ -410,7 +427,11 @@ fn decode_rules_name_the_fix() {
     assert!(err(SpecParams { block_n: 64, num_warps: 8, ..p }).contains("gives each warp 8 keys"));
     assert!(err(SpecParams { block_n: 32, ..p }).contains("gives each warp 8 keys"));
     assert!(err(SpecParams { num_stages: 7, ..p }).contains("num_stages=7"));
-    assert!(err(SpecParams { head_dim: 96, ..p }).contains("HEAD_DIM=96"));
+    assert!(err(SpecParams { head_dim: 192, ..p }).contains("HEAD_DIM=192"));
+    assert!(err(SpecParams { head_dim: 256, ..p }).contains("HEAD_DIM=256"));
+    // 96 runs on 128's tiles: the same shared memory and ring
+    let d96 = KernelSpec::new(SpecParams { head_dim: 96, ..p }).unwrap();
+    assert_eq!((d96.shared_memory_bytes(), d96.name()), (s.shared_memory_bytes(), "fa2_decode_bf16_d96_st1_bm16_bn64_w4_ns3_sm90a".to_string()));
     assert!(err(SpecParams { block_m: 64, ..p }).contains("BLOCK_M=64 is not supported"), "64 rows of accumulators per warp");
     assert!(err(SpecParams { num_stages: 6, block_n: 128, arch: Arch::Sm86, ..p }).contains("shared memory"));
     // the combine has one form
@@ -463,11 +484,14 @@ fn decode_plans_take_the_rows_of_a_kv_head() {
     assert_eq!((plan.kernel.block_m(), plan.row_tiles(&p(8, 4))), (32, 1));
     let plan = decode(Arch::Sm80, &p(16, 4)).unwrap();
     assert_eq!((plan.kernel.block_m(), plan.row_tiles(&p(16, 4))), (32, 2));
-    assert!(decode(Arch::Sm90a, &DecodeProblem { head_dim: 96, ..p(1, 1) }).unwrap_err().to_string().contains("HEAD_DIM=96"));
+    assert!(decode(Arch::Sm90a, &DecodeProblem { head_dim: 256, ..p(1, 1) }).unwrap_err().to_string().contains("HEAD_DIM=256"));
+    // 32 and 96 take 64's and 128's tiles
+    let d96 = decode(Arch::Sm90a, &DecodeProblem { head_dim: 96, ..p(4, 1) }).unwrap();
+    assert_eq!(d96.kernel.name(), "fa2_decode_bf16_d96_st3_bm16_bn64_w4_ns3_sm90a");
     let set = flashgen::plan::decode_default_set();
     assert!(set.iter().any(|s| s.kind() == KernelKind::DecodeCombine) && set.len() >= 2 * 2 * 2 * 2 * 2);
     for arch in Arch::ALL {
-        for d in [64, 128] {
+        for d in flashgen::spec::DECODE_HEAD_DIMS {
             let plan = decode(arch, &DecodeProblem { head_dim: d, ..p(8, 4) }).unwrap();
             assert!(plan.kernel.shared_memory_bytes() <= arch.shared_memory_limit());
         }

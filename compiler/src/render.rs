@@ -634,7 +634,8 @@ struct Decode {
 
 impl Decode {
     fn of(spec: &KernelSpec) -> Decode {
-        let (d, bm, bn, w) = (spec.head_dim(), spec.block_m(), spec.block_n(), spec.num_warps());
+        // the tiles' width (32 and 96 padded to 64 and 128: the common VALID_CHUNKS say which chunks are real)
+        let (d, bm, bn, w) = (spec.params().tile_dim(), spec.block_m(), spec.block_n(), spec.num_warps());
         let (threads, chunks) = (32 * w, d / 8);
         let step = threads / chunks;
         let kpw = spec.decode_keys_per_warp();
@@ -666,14 +667,15 @@ impl Decode {
     }
 }
 
-/// decode_combine: COMBINE_WARPS warps, each lane VEC columns (HEAD_DIM / 32) of the row; each warp's
-/// partials in passes of COMBINE_UNROLL splits.
+/// decode_combine: COMBINE_WARPS warps, each lane VEC columns (HEAD_DIM / 32, of the tile) of the row; each
+/// warp's partials in passes of COMBINE_UNROLL splits; the lanes below STORE_LANES hold the tensor's columns.
 #[derive(Serialize)]
 #[allow(non_snake_case)]
 struct DecodeCombine {
     COMBINE_WARPS: u32,
     VEC: u32,
     VEC_PAIRS: u32,
+    STORE_LANES: u32,
     COMBINE_UNROLL: u32,
     MAX_SPLIT_PASSES: u32,
     LN2: String,
@@ -683,8 +685,9 @@ impl DecodeCombine {
     fn of(spec: &KernelSpec) -> DecodeCombine {
         DecodeCombine {
             COMBINE_WARPS: crate::spec::DECODE_COMBINE_WARPS,
-            VEC: spec.head_dim() / 32,
-            VEC_PAIRS: spec.head_dim() / 64,
+            VEC: spec.params().tile_dim() / 32,
+            VEC_PAIRS: spec.params().tile_dim() / 64,
+            STORE_LANES: spec.head_dim() / (spec.params().tile_dim() / 32),
             COMBINE_UNROLL: 4,
             // the lanes' passes over the splits' log-sum-exps (32 a pass)
             MAX_SPLIT_PASSES: crate::spec::DECODE_MAX_SPLITS / 32,

@@ -75,6 +75,20 @@ def test_decode_matches_the_reference_and_appends(gpu, dtype, causal, paged):
         assert torch.equal(k_after[i, :n], before[i, :n]) and torch.equal(k_after[i, n + 2:], before[i, n + 2:])
 
 
+@pytest.mark.parametrize("d", [96, 32])
+def test_padded_head_dims_decode(gpu, d):
+    # Phi-3's 96 and 32 run on the tiles of 128 and 64; paged (pages of 32), appended, causal
+    c = decode_case(gpu, torch.bfloat16, d=d, capacity=256, lengths=(0, 77, 200))
+    lengths = torch.tensor(c["lengths"], dtype=torch.int32, device=gpu)
+    (kp, table), (vp, _) = paged_from(c["k_cache"], 32), paged_from(c["v_cache"], 32)
+    out, lse = flash_attn_with_kvcache(c["q"], kp, vp, k=c["k"], v=c["v"], cache_seqlens=lengths, block_table=table,
+                                       causal=True, return_softmax_lse=True)
+    assert out.shape == c["q"].shape
+    check_decode(c, out, lse, True, d ** -0.5)
+    for i, n in enumerate(c["lengths"]):
+        assert torch.equal(gathered(kp, table, 32)[i, n:n + 2], c["k"][i])
+
+
 def test_decode_without_new_tokens_an_int_length_and_one_split(gpu):
     c = decode_case(gpu, torch.bfloat16, nq=1, n_new=0, lengths=(200, 200, 200))
     out = flash_attn_with_kvcache(c["q"], c["k_cache"], c["v_cache"], cache_seqlens=200, num_splits=1)

@@ -362,7 +362,9 @@ impl Flash {
         let mut scratch = scratch.lock().unwrap_or_else(|p| p.into_inner());
         let scratch = &mut *scratch;
         let (mut partial_o, mut partial_m) = if splits > 1 {
-            (Some(grow(&self.gpu, stream, &mut scratch.decode_o, splits * rows * g.head_dim)?), Some(grow(&self.gpu, stream, &mut scratch.decode_m, splits * rows)?))
+            // a partial row is as wide as the kernels' tiles (32 and 96 padded to 64 and 128)
+            let width = spec.params().tile_dim() as usize;
+            (Some(grow(&self.gpu, stream, &mut scratch.decode_o, splits * rows * width)?), Some(grow(&self.gpu, stream, &mut scratch.decode_m, splits * rows)?))
         } else {
             (None, None)
         };

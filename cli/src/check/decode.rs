@@ -1,7 +1,7 @@
 //! The KV-cache decode on the GPU against flashgen::reference::decode (f64): random cache lengths 0..40000
 //! (0 and lengths off the page included), contiguous and paged caches (pages of 16, 64, 256 in permuted
 //! order, with spare pages), new tokens appended (N_new = N_q 1..4) or none, causal or not, grouped-query
-//! heads G 1..16 (past 32 rows a K/V head: row tiles), both dtypes, HEAD_DIM 64 and 128, the heuristic's splits and forced ones (1, 3, 37), host
+//! heads G 1..16 (past 32 rows a K/V head: row tiles), both dtypes, HEAD_DIM 64 and 128 (and 96, 32 padded), the heuristic's splits and forced ones (1, 3, 37), host
 //! copies of the lengths and table given or not, and a case of lying device lengths and table entries (only
 //! the honest sequences compared; the kernels must stay inside the pool). Outputs are poisoned and guarded;
 //! the caches after the call must equal the reference's append (every element). Long cases compare sampled
@@ -99,6 +99,27 @@ fn cases(a: &CheckArgs) -> Vec<Case> {
                     };
                     let label = format!("H{heads}/{kv_heads} N_q {n_q} new {n_new} {} lens {lens:?}{}", if paged_size > 0 { format!("paged {paged_size}") } else { "contiguous".into() }, if causal { " causal" } else { "" });
                     out.push(Case { label, dtype, p, splits, host_copies: n.is_multiple_of(2), lying: false });
+                }
+            }
+        }
+    }
+    // HEAD_DIM 96 and 32 on 128's and 64's tiles (their own seed stream: the cases above stay as they were)
+    let mut rng = SplitMix(a.seed ^ 0xdec0de_96);
+    for dtype in [DType::Bf16, DType::F16] {
+        for d in [96usize, 32] {
+            for (heads, kv_heads) in [(8, 2), (32, 8)] {
+                for paged_size in [0usize, 16] {
+                    let (n_q, causal) = (1 + (rng.next_u64() % 3) as usize, rng.next_u64().is_multiple_of(2));
+                    let lens = lengths(&mut rng, 2, long / kv_heads, 64);
+                    let storage = if paged_size > 0 { paged(&mut rng, &lens, n_q, paged_size) } else { CacheStorage::Contiguous { capacity: lens.iter().max().copied().unwrap_or(0) + n_q + 7 } };
+                    let mut p = KvCacheProblem::new(lens.clone(), heads, d, n_q, 0);
+                    p.kv_heads = kv_heads;
+                    p.n_new = n_q;
+                    p.storage = storage;
+                    p.rules.mask.causal = causal;
+                    let splits = if paged_size > 0 { Some(3) } else { None };
+                    let label = format!("D{d} H{heads}/{kv_heads} N_q {n_q} new {n_q} {} lens {lens:?}{}", if paged_size > 0 { format!("paged {paged_size}") } else { "contiguous".into() }, if causal { " causal" } else { "" });
+                    out.push(Case { label, dtype, p, splits, host_copies: true, lying: false });
                 }
             }
         }

@@ -46,6 +46,8 @@ impl KernelSpec {
     pub(crate) fn new_decode(p: SpecParams, overrides: ScheduleOverrides) -> Result<KernelSpec, SpecError> {
         let SpecParams { head_dim: d, block_m: bm, block_n: bn, num_warps: w, num_stages: ns, .. } = p;
         let kind = p.kind.name();
+        // the tiles' width: 32 and 96 run on 64's and 128's tiles, their last chunks zero
+        let t = p.tile_dim();
         rule(overrides.is_empty(), || format!("{kind}: schedule `{overrides}`: the decode kernels have no schedule switches"))?;
         rule(DECODE_HEAD_DIMS.contains(&d), || format!("{kind}: HEAD_DIM={d} is not supported: use one of {DECODE_HEAD_DIMS:?} (the copy lanes take whole rows of 16-byte chunks)"))?;
         if p.kind == KernelKind::DecodeCombine {
@@ -59,13 +61,13 @@ impl KernelSpec {
         })?;
         rule(NUM_STAGES.contains(&ns), || format!("{kind}: num_stages={ns} must be in {}..={} (the depth of the cp.async ring of K/V blocks)", NUM_STAGES.start(), NUM_STAGES.end()))?;
         let spec = KernelSpec { params: p, schedule: Schedule::PLAIN, overrides: ScheduleOverrides::NONE, features: Features::NONE };
-        let (threads, chunks) = (32 * w, d / 8);
+        let (threads, chunks) = (32 * w, t / 8);
         let step = threads / chunks;
-        rule((bn * chunks) % threads == 0 && bn % step == 0, || format!("{kind}: BLOCK_N={bn} × HEAD_DIM={d} must be a multiple of 256 × num_warps={w} (each thread copies whole 16-byte chunks of every K/V tile)"))?;
+        rule((bn * chunks) % threads == 0 && bn % step == 0, || format!("{kind}: BLOCK_N={bn} × the tile's {t} columns must be a multiple of 256 × num_warps={w} (each thread copies whole 16-byte chunks of every K/V tile)"))?;
         spec.fits_decode_shared_memory()?;
         let regs = spec.decode_register_estimate();
         rule(regs <= MAX_REGISTERS, || {
-            format!("{kind}: an estimated {regs} registers per thread (the accumulators of BLOCK_M={bm} rows × HEAD_DIM={d} per warp, scores of {} keys) exceed {MAX_REGISTERS}: lower BLOCK_M (the plan runs more row tiles) or BLOCK_N", bn / w)
+            format!("{kind}: an estimated {regs} registers per thread (the accumulators of BLOCK_M={bm} rows × {t} columns per warp, scores of {} keys) exceed {MAX_REGISTERS}: lower BLOCK_M (the plan runs more row tiles) or BLOCK_N", bn / w)
         })?;
         Ok(spec)
     }
@@ -88,18 +90,18 @@ impl KernelSpec {
     /// Whether the warps keep Q's fragments in registers for the whole loop (at most 32 registers: 16 rows
     /// at HEAD_DIM 128, 32 at 64), else re-read them from the Q tile per block.
     pub fn decode_q_in_registers(&self) -> bool {
-        self.decode_m_tiles() * self.params.head_dim / 4 <= 32
+        self.decode_m_tiles() * self.params.tile_dim() / 4 <= 32
     }
 
     /// Bytes of the Q tile, and where the ring starts.
     pub fn decode_ring_offset(&self) -> u32 {
-        self.params.block_m * self.params.head_dim * self.params.dtype.bytes()
+        self.params.block_m * self.params.tile_dim() * self.params.dtype.bytes()
     }
 
     /// Bytes of one warp's part of the merge buffer (BLOCK_M rows of HEAD_DIM + DECODE_MERGE_PAD f32), and
     /// where the row statistics (per warp BLOCK_M maxima, then BLOCK_M sums, f32) start after all of them.
     pub fn decode_merge_warp_bytes(&self) -> u32 {
-        self.params.block_m * (self.params.head_dim + DECODE_MERGE_PAD) * 4
+        self.params.block_m * (self.params.tile_dim() + DECODE_MERGE_PAD) * 4
     }
     pub fn decode_stats_offset(&self) -> u32 {
         self.params.num_warps * self.decode_merge_warp_bytes()
@@ -114,12 +116,12 @@ impl KernelSpec {
                 main.max(merge)
             }
             // the four warps' partial rows of HEAD_DIM f32
-            _ => DECODE_COMBINE_WARPS * self.params.head_dim * 4,
+            _ => DECODE_COMBINE_WARPS * self.params.tile_dim() * 4,
         }
     }
 
     pub(crate) fn decode_shared_memory_layout(&self) -> String {
-        let (d, bm, bn, ns, w) = (self.params.head_dim, self.params.block_m, self.params.block_n, self.params.num_stages, self.params.num_warps);
+        let (d, bm, bn, ns, w) = (self.params.tile_dim(), self.params.block_m, self.params.block_n, self.params.num_stages, self.params.num_warps);
         match self.params.kind {
             KernelKind::Decode => format!("Q {bm}×{d} + num_stages={ns} × K/V {bn}×{d}, or the merge of {w} warps × {bm}×{d} f32"),
             _ => format!("{DECODE_COMBINE_WARPS} warps × {d} f32"),
@@ -135,7 +137,7 @@ impl KernelSpec {
         if self.params.kind == KernelKind::DecodeCombine {
             return 64;
         }
-        let (m_tiles, d, kpw) = (self.decode_m_tiles(), self.params.head_dim, self.decode_keys_per_warp());
+        let (m_tiles, d, kpw) = (self.decode_m_tiles(), self.params.tile_dim(), self.decode_keys_per_warp());
         let q = if self.decode_q_in_registers() { m_tiles * d / 4 } else { 16 };
         m_tiles * (d / 2 + 3 * kpw / 4 + 8) + q + 48
     }

@@ -268,7 +268,8 @@ pub static DECODE_TILES: &[DecodeRow] = &[
 pub fn decode_spec(arch: Arch, dtype: DType, head_dim: u32, causal: bool, block_m: u32) -> Result<KernelSpec, SpecError> {
     let row = DECODE_TILES
         .iter()
-        .find(|r| r.targets.contains(&arch) && r.head_dim == head_dim)
+        // rows by the tiles' width: 32 and 96 run on 64's and 128's tiles
+        .find(|r| r.targets.contains(&arch) && r.head_dim == tile_width(head_dim))
         .ok_or_else(|| SpecError(format!("no decode tile row is tabled for HEAD_DIM={head_dim} on {arch}: add a row to DECODE_TILES in compiler/src/spec/defaults.rs (or give the tiles explicitly)")))?;
     let params = SpecParams { kind: Decode, dtype, head_dim, block_m, block_n: row.block_n, stage: if causal { 3 } else { 1 }, num_warps: row.num_warps, num_stages: row.num_stages, arch };
     KernelSpec::new(params)

@@ -116,8 +116,13 @@ impl SpecParams {
     /// 64- and 128-column tiles, their last columns zero: TMA and the cp.async copies fill what lies past
     /// HEAD_DIM with zeros, and the epilogues store only HEAD_DIM columns).
     pub fn tile_dim(&self) -> u32 {
-        self.head_dim.next_multiple_of(64)
+        tile_width(self.head_dim)
     }
+}
+
+/// The tiles' width for a head dim (`SpecParams::tile_dim`): whole 64-column panels.
+pub fn tile_width(head_dim: u32) -> u32 {
+    head_dim.next_multiple_of(64)
 }
 
 /// A rejected spec: the rule it breaks, in words that say how to fix it.
@@ -128,10 +133,11 @@ pub struct SpecError(pub String);
 /// Head dims the kernels take. Tiles are whole 64-column panels (8 chunks of 16 bytes a row, the 128B swizzle
 /// wgmma reads): 32 and 96 run padded to 64 and 128 (`SpecParams::tile_dim`).
 pub const HEAD_DIMS: [u32; 6] = [32, 64, 96, 128, 192, 256];
-/// Head dims of the decode kernels: their copy lanes split the threads into whole rows of chunks (192's 24
-/// do not divide them), and at 256 a warp's accumulators of 16 rows (128 f32) with its scores spill
-/// (24 bytes at BLOCK_N 64, 4 warps; the accumulators would have to be split over the warps).
-pub const DECODE_HEAD_DIMS: [u32; 2] = [64, 128];
+/// Head dims of the decode kernels: 32 and 96 on the 64- and 128-column tiles, padded as the prefill's
+/// (`SpecParams::tile_dim`). Their copy lanes split the threads into whole rows of chunks (192's 24 do not
+/// divide them), and at 256 a warp's accumulators of 16 rows (128 f32) with its scores spill (24 bytes at
+/// BLOCK_N 64, 4 warps; the accumulators would have to be split over the warps).
+pub const DECODE_HEAD_DIMS: [u32; 4] = [32, 64, 96, 128];
 /// Warps per program. 1 and 2 warps leave each thread so many copy addresses that ptxas spills.
 pub const NUM_WARPS: [u32; 2] = [4, 8];
 pub const MAX_ROWS_PER_WARP: u32 = 32;
