@@ -325,6 +325,20 @@ fn decode_padded_head_dims_on_the_emulator() {
 }
 
 #[test]
+fn decode_head_dim_256_in_column_groups_on_the_emulator() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    // Gemma's 256: 8 warps, 4 key warps × 2 column groups; GQA (G = 2), an append, causal, three splits
+    let p = problem(vec![0, 137, 299], 4, 2, 256, 1, 1, true, CacheStorage::Contiguous { capacity: 300 });
+    check(&tools, "contiguous bf16 d256 w8", case(p, DType::Bf16, decode_spec(DType::Bf16, 256, 16, 64, true, 8, 3), 3), 31, None);
+    // 32 rows (G = 8, N_q = 4: two m16 tiles), paged, two splits
+    let mut rng = SplitMix(32);
+    let lens = vec![70, 9];
+    let storage = paged(&mut rng, &lens, 4, 16, 8);
+    let p = problem(lens, 16, 2, 256, 4, 4, true, storage);
+    check(&tools, "paged fp16 d256 32 rows", case(p, DType::F16, decode_spec(DType::F16, 256, 32, 64, true, 8, 2), 2), 33, None);
+}
+
+#[test]
 fn lying_lengths_and_block_tables_stay_inside_the_cache_on_the_emulator() {
     let Some(tools) = simt::tools_or_skip() else { return };
     // contiguous: a length past the capacity and a negative one; the emulator aborts on any read outside
@@ -428,7 +442,12 @@ fn decode_rules_name_the_fix() {
     assert!(err(SpecParams { block_n: 32, ..p }).contains("gives each warp 8 keys"));
     assert!(err(SpecParams { num_stages: 7, ..p }).contains("num_stages=7"));
     assert!(err(SpecParams { head_dim: 192, ..p }).contains("HEAD_DIM=192"));
-    assert!(err(SpecParams { head_dim: 256, ..p }).contains("HEAD_DIM=256"));
+    // 256: two column groups of 4 key warps; 4 warps of 16 keys would leave 2 key warps 32 keys each
+    let d256 = KernelSpec::new(SpecParams { head_dim: 256, num_warps: 8, ..p }).unwrap();
+    assert_eq!((d256.decode_column_groups(), d256.decode_key_warps(), d256.decode_keys_per_warp()), (2, 4, 16));
+    assert!(err(SpecParams { head_dim: 256, block_n: 32, num_warps: 8, ..p }).contains("over 4 key warps (num_warps=8 in 2 column groups) gives each warp 8 keys"));
+    // 4 warps copy 4 rows of 32 chunks a pass: two swizzles in one thread's rows
+    assert!(err(SpecParams { head_dim: 256, block_n: 32, ..p }).contains("the swizzle needs a multiple of 8: use 8 warps"));
     // 96 runs on 128's tiles: the same shared memory and ring
     let d96 = KernelSpec::new(SpecParams { head_dim: 96, ..p }).unwrap();
     assert_eq!((d96.shared_memory_bytes(), d96.name()), (s.shared_memory_bytes(), "fa2_decode_bf16_d96_st1_bm16_bn64_w4_ns3_sm90a".to_string()));
@@ -484,7 +503,7 @@ fn decode_plans_take_the_rows_of_a_kv_head() {
     assert_eq!((plan.kernel.block_m(), plan.row_tiles(&p(8, 4))), (32, 1));
     let plan = decode(Arch::Sm80, &p(16, 4)).unwrap();
     assert_eq!((plan.kernel.block_m(), plan.row_tiles(&p(16, 4))), (32, 2));
-    assert!(decode(Arch::Sm90a, &DecodeProblem { head_dim: 256, ..p(1, 1) }).unwrap_err().to_string().contains("HEAD_DIM=256"));
+    assert!(decode(Arch::Sm90a, &DecodeProblem { head_dim: 192, ..p(1, 1) }).unwrap_err().to_string().contains("HEAD_DIM=192"));
     // 32 and 96 take 64's and 128's tiles
     let d96 = decode(Arch::Sm90a, &DecodeProblem { head_dim: 96, ..p(4, 1) }).unwrap();
     assert_eq!(d96.kernel.name(), "fa2_decode_bf16_d96_st3_bm16_bn64_w4_ns3_sm90a");
@@ -492,6 +511,11 @@ fn decode_plans_take_the_rows_of_a_kv_head() {
     assert!(set.iter().any(|s| s.kind() == KernelKind::DecodeCombine) && set.len() >= 2 * 2 * 2 * 2 * 2);
     for arch in Arch::ALL {
         for d in flashgen::spec::DECODE_HEAD_DIMS {
+            if d == 256 && arch.shared_memory_limit() < 136 * 1024 {
+                // no ring of two 64 KB blocks fits: the error says what serves it instead
+                assert!(decode(arch, &DecodeProblem { head_dim: d, ..p(8, 4) }).unwrap_err().to_string().contains("prefill kernels"));
+                continue;
+            }
             let plan = decode(arch, &DecodeProblem { head_dim: d, ..p(8, 4) }).unwrap();
             assert!(plan.kernel.shared_memory_bytes() <= arch.shared_memory_limit());
         }

@@ -607,6 +607,15 @@ fn ln2_literal() -> String {
 #[allow(non_snake_case)]
 struct Decode {
     DEC_M_TILES: u32,
+    /// The warps of a column group, which split each block's keys, and the groups, which split O's columns
+    /// (2 past 128 columns): a warp's accumulators are DEC_N8_TILES n8 tiles (DEC_N8_PAIRS pairs) from
+    /// column group·CG_TILE_BYTES of a V tile row, and group·CG_MERGE_BYTES of a merge buffer row.
+    KEY_WARPS: u32,
+    COLUMN_GROUPS: u32,
+    DEC_N8_TILES: u32,
+    DEC_N8_PAIRS: u32,
+    CG_TILE_BYTES: u32,
+    CG_MERGE_BYTES: u32,
     KEYS_PER_WARP: u32,
     KPW_N8_TILES: u32,
     KPW_K16_STEPS: u32,
@@ -641,8 +650,15 @@ impl Decode {
         let kpw = spec.decode_keys_per_warp();
         let rows = bn / step;
         let items = bm * chunks;
+        let (key_warps, groups) = (spec.decode_key_warps(), spec.decode_column_groups());
         Decode {
             DEC_M_TILES: spec.decode_m_tiles(),
+            KEY_WARPS: key_warps,
+            COLUMN_GROUPS: groups,
+            DEC_N8_TILES: d / 8 / groups,
+            DEC_N8_PAIRS: d / 16 / groups,
+            CG_TILE_BYTES: d / groups * spec.dtype().bytes(),
+            CG_MERGE_BYTES: d / groups * 4,
             KEYS_PER_WARP: kpw,
             KPW_N8_TILES: kpw / 8,
             KPW_K16_STEPS: kpw / 16,
@@ -658,7 +674,7 @@ impl Decode {
             MERGE_ROW_BYTES: (d + crate::spec::DECODE_MERGE_PAD) * 4,
             MERGE_WARP_BYTES: spec.decode_merge_warp_bytes(),
             STATS_OFFSET: spec.decode_stats_offset(),
-            SUMS_OFFSET: spec.decode_stats_offset() + w * bm * 4,
+            SUMS_OFFSET: spec.decode_stats_offset() + key_warps * bm * 4,
             OUT_ITERS: items.div_ceil(threads),
             OUT_ITEMS: items,
             OUT_GUARD: items % threads != 0,

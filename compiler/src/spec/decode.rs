@@ -3,10 +3,13 @@
 //! - `decode`: one program per (sequence b, K/V head, split of the cache, tile of BLOCK_M query rows). The
 //!   G = H / H_kv query heads of the K/V head and the N_q new queries give G·N_q rows, packed row
 //!   R = i·G + g and padded to m16 tiles, so the program reads its K/V once for all of them. K/V stream in
-//!   blocks of BLOCK_N keys through a cp.async ring of NUM_STAGES slots; each of the num_warps warps takes
-//!   its own BLOCK_N / num_warps keys of every block (`keys per warp`, 16 or 32: one or two k16 steps of
-//!   P·V) with all the rows, keeping its own running max, sum and accumulator; at the end the warps merge
-//!   through shared memory in warp order (deterministic). Shared memory: [Q tile | ring], reused after the
+//!   blocks of BLOCK_N keys through a cp.async ring of NUM_STAGES slots; each of the key warps takes its own
+//!   BLOCK_N / key warps keys of every block (`keys per warp`, 16 or 32: one or two k16 steps of P·V) with
+//!   all the rows, keeping its own running max, sum and accumulator; at the end the key warps merge through
+//!   shared memory in warp order (deterministic). Past 128 columns the warps also split O's columns in two
+//!   column groups (`decode_column_groups`): warp w is key warp w % key warps of group w / key warps, both
+//!   groups compute the same scores (Q·Kᵀ over all columns) and each accumulates half of P·V, so a warp
+//!   holds 16 rows × 128 accumulators at HEAD_DIM 256 as at 128. Shared memory: [Q tile | ring], reused after the
 //!   loop by the merge buffer (per warp BLOCK_M rows of HEAD_DIM + 8 f32, then each warp's row max and sum).
 //! - `decode_combine`: one program per query row, merging the splits' partials by their log-sum-exps.
 //!
@@ -56,14 +59,18 @@ impl KernelSpec {
         rule(DECODE_BLOCK_MS.contains(&bm), || format!("{kind}: BLOCK_M={bm} is not supported: use one of {DECODE_BLOCK_MS:?} (the query rows G·N_q of one K/V head, padded to m16 tiles; more rows run as several row tiles)"))?;
         rule(DECODE_BLOCK_NS.contains(&bn), || format!("{kind}: BLOCK_N={bn} is not supported: use one of {DECODE_BLOCK_NS:?}"))?;
         rule(DECODE_NUM_WARPS.contains(&w), || format!("{kind}: num_warps={w} is not supported: use one of {DECODE_NUM_WARPS:?}"))?;
-        rule(bn % w == 0 && DECODE_KEYS_PER_WARP.contains(&(bn / w)), || {
-            format!("{kind}: BLOCK_N={bn} over num_warps={w} gives each warp {} keys of a block: use BLOCK_N = 16 or 32 × num_warps (whole k16 steps of P·V; 32 at most, so S fits in registers)", bn as f64 / w as f64)
+        // past 128 columns the warps split O's columns in two groups, each of w / 2 key warps
+        let key_warps = w / decode_column_groups(t);
+        rule(bn % key_warps == 0 && DECODE_KEYS_PER_WARP.contains(&(bn / key_warps)), || {
+            format!("{kind}: BLOCK_N={bn} over {key_warps} key warps (num_warps={w} in {} column groups) gives each warp {} keys of a block: use BLOCK_N = 16 or 32 × the key warps (whole k16 steps of P·V; 32 at most, so S fits in registers)", decode_column_groups(t), bn as f64 / key_warps as f64)
         })?;
         rule(NUM_STAGES.contains(&ns), || format!("{kind}: num_stages={ns} must be in {}..={} (the depth of the cp.async ring of K/V blocks)", NUM_STAGES.start(), NUM_STAGES.end()))?;
         let spec = KernelSpec { params: p, schedule: Schedule::PLAIN, overrides: ScheduleOverrides::NONE, features: Features::NONE };
         let (threads, chunks) = (32 * w, t / 8);
         let step = threads / chunks;
         rule((bn * chunks) % threads == 0 && bn % step == 0, || format!("{kind}: BLOCK_N={bn} × the tile's {t} columns must be a multiple of 256 × num_warps={w} (each thread copies whole 16-byte chunks of every K/V tile)"))?;
+        // a thread's copy rows are `step` apart and share one swizzle (chunk ^ row % 8)
+        rule(step % 8 == 0, || format!("{kind}: num_warps={w} copy threads take {step} rows of the tile's {t} columns a pass; the swizzle needs a multiple of 8: use {} warps or more", 8 * chunks / 32))?;
         spec.fits_decode_shared_memory()?;
         let regs = spec.decode_register_estimate();
         rule(regs <= MAX_REGISTERS, || {
@@ -77,9 +84,18 @@ impl KernelSpec {
         rule(smem <= limit, || format!("shared memory {smem} B ({}) exceeds the {limit} B limit of {}: lower num_stages, BLOCK_N or BLOCK_M", self.decode_shared_memory_layout(), self.params.arch))
     }
 
-    /// Keys of each K/V block one warp computes (BLOCK_N / num_warps).
+    /// Keys of each K/V block one warp computes (BLOCK_N / key warps).
     pub fn decode_keys_per_warp(&self) -> u32 {
-        self.params.block_n / self.params.num_warps.max(1)
+        self.params.block_n / self.decode_key_warps().max(1)
+    }
+
+    /// The groups of O's columns the warps split (2 past 128 columns, else 1) and the warps of each group,
+    /// which split the keys of a block.
+    pub fn decode_column_groups(&self) -> u32 {
+        decode_column_groups(self.params.tile_dim())
+    }
+    pub fn decode_key_warps(&self) -> u32 {
+        self.params.num_warps / self.decode_column_groups()
     }
 
     /// m16 tiles of query rows (BLOCK_M / 16).
@@ -104,7 +120,7 @@ impl KernelSpec {
         self.params.block_m * (self.params.tile_dim() + DECODE_MERGE_PAD) * 4
     }
     pub fn decode_stats_offset(&self) -> u32 {
-        self.params.num_warps * self.decode_merge_warp_bytes()
+        self.decode_key_warps() * self.decode_merge_warp_bytes()
     }
 
     /// Dynamic shared memory of the decode kinds: the larger of [Q tile | ring] and the merge area.
@@ -112,7 +128,7 @@ impl KernelSpec {
         match self.params.kind {
             KernelKind::Decode => {
                 let main = self.decode_ring_offset() + self.params.num_stages * self.slot_bytes();
-                let merge = self.decode_stats_offset() + 2 * self.params.num_warps * self.params.block_m * 4;
+                let merge = self.decode_stats_offset() + 2 * self.decode_key_warps() * self.params.block_m * 4;
                 main.max(merge)
             }
             // the four warps' partial rows of HEAD_DIM f32
@@ -121,9 +137,9 @@ impl KernelSpec {
     }
 
     pub(crate) fn decode_shared_memory_layout(&self) -> String {
-        let (d, bm, bn, ns, w) = (self.params.tile_dim(), self.params.block_m, self.params.block_n, self.params.num_stages, self.params.num_warps);
+        let (d, bm, bn, ns, w) = (self.params.tile_dim(), self.params.block_m, self.params.block_n, self.params.num_stages, self.decode_key_warps());
         match self.params.kind {
-            KernelKind::Decode => format!("Q {bm}×{d} + num_stages={ns} × K/V {bn}×{d}, or the merge of {w} warps × {bm}×{d} f32"),
+            KernelKind::Decode => format!("Q {bm}×{d} + num_stages={ns} × K/V {bn}×{d}, or the merge of {w} key warps × {bm}×{d} f32"),
             _ => format!("{DECODE_COMBINE_WARPS} warps × {d} f32"),
         }
     }
@@ -139,6 +155,16 @@ impl KernelSpec {
         }
         let (m_tiles, d, kpw) = (self.decode_m_tiles(), self.params.tile_dim(), self.decode_keys_per_warp());
         let q = if self.decode_q_in_registers() { m_tiles * d / 4 } else { 16 };
-        m_tiles * (d / 2 + 3 * kpw / 4 + 8) + q + 48
+        m_tiles * (d / self.decode_column_groups() / 2 + 3 * kpw / 4 + 8) + q + 48
+    }
+}
+
+/// Column groups of a decode tile `tile_dim` wide: past 128 columns two (a warp's accumulators of 16 rows stay
+/// 64 f32, as at 128; at 256 one warp's 128 spilled), else one.
+fn decode_column_groups(tile_dim: u32) -> u32 {
+    if tile_dim > 128 {
+        2
+    } else {
+        1
     }
 }

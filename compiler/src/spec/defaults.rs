@@ -262,6 +262,10 @@ pub static DECODE_TILES: &[DecodeRow] = &[
     decode_row(BIG_SMEM, 64, 64, 4, 4, "design: 3 programs per SM (unmeasured)"),
     decode_row(A100, 64, 64, 4, 4, "design: 2 programs per SM (unmeasured)"),
     decode_row(SMALL_SMEM, 64, 64, 4, 2, "design: 2 programs per SM (unmeasured)"),
+    // HEAD_DIM 256 (Gemma): two column groups of 128 (spec/decode.rs), 64 KB of K and V a block; not on
+    // sm_86/89, whose 99 KB hold no ring of two such blocks (8 warps, the fewest whose copy rows share a swizzle)
+    decode_row(BIG_SMEM, 256, 64, 8, 3, "design: 8 warps (4 key warps × 2 column groups), 1 program per SM, 192 KB in flight (unmeasured)"),
+    decode_row(A100, 256, 64, 8, 2, "design: 8 warps (4 key warps × 2 column groups), 1 program per SM (unmeasured)"),
 ];
 
 /// The default decode spec for a target, dtype, head dim, causality and BLOCK_M.
@@ -270,7 +274,7 @@ pub fn decode_spec(arch: Arch, dtype: DType, head_dim: u32, causal: bool, block_
         .iter()
         // rows by the tiles' width: 32 and 96 run on 64's and 128's tiles
         .find(|r| r.targets.contains(&arch) && r.head_dim == tile_width(head_dim))
-        .ok_or_else(|| SpecError(format!("no decode tile row is tabled for HEAD_DIM={head_dim} on {arch}: add a row to DECODE_TILES in compiler/src/spec/defaults.rs (or give the tiles explicitly)")))?;
+        .ok_or_else(|| SpecError(format!("no decode tile row is tabled for HEAD_DIM={head_dim} on {arch} (a ring of two K/V blocks must fit its shared memory): run the new tokens through the prefill kernels (a ForwardCall with N_q = the new tokens against the cache), or add a row to DECODE_TILES in compiler/src/spec/defaults.rs")))?;
     let params = SpecParams { kind: Decode, dtype, head_dim, block_m, block_n: row.block_n, stage: if causal { 3 } else { 1 }, num_warps: row.num_warps, num_stages: row.num_stages, arch };
     KernelSpec::new(params)
 }

@@ -134,10 +134,9 @@ pub struct SpecError(pub String);
 /// wgmma reads): 32 and 96 run padded to 64 and 128 (`SpecParams::tile_dim`).
 pub const HEAD_DIMS: [u32; 6] = [32, 64, 96, 128, 192, 256];
 /// Head dims of the decode kernels: 32 and 96 on the 64- and 128-column tiles, padded as the prefill's
-/// (`SpecParams::tile_dim`). Their copy lanes split the threads into whole rows of chunks (192's 24 do not
-/// divide them), and at 256 a warp's accumulators of 16 rows (128 f32) with its scores spill (24 bytes at
-/// BLOCK_N 64, 4 warps; the accumulators would have to be split over the warps).
-pub const DECODE_HEAD_DIMS: [u32; 4] = [32, 64, 96, 128];
+/// (`SpecParams::tile_dim`); at 256 the warps split O's columns in two groups (spec/decode.rs). Their copy
+/// lanes split the threads into whole rows of chunks, which 192's 24 do not.
+pub const DECODE_HEAD_DIMS: [u32; 5] = [32, 64, 96, 128, 256];
 /// Warps per program. 1 and 2 warps leave each thread so many copy addresses that ptxas spills.
 pub const NUM_WARPS: [u32; 2] = [4, 8];
 pub const MAX_ROWS_PER_WARP: u32 = 32;
