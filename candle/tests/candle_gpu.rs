@@ -1,26 +1,66 @@
 //! On a GPU (the H200): flashgen-candle's forward and backward against candle's own attention in f32,
-//! softmax(Q·Kᵀ·scale [causal])·V written with candle ops, on the same bf16-rounded inputs. Ignored by
+//! softmax(Q·Kᵀ·scale [ALiBi] [softcap] [mask])·V written with candle ops, on the same bf16-rounded inputs; for
+//! plain attention, GQA, unequal lengths, a narrower V, windows, softcap, ALiBi and packed sequences. Ignored by
 //! default, as the repository's other GPU tests: `bash candle/scripts/build-gpu.sh`, then the binary with `--ignored`.
 
 use candle_core::{DType, Device, Result, Tensor, Var, D};
-use flashgen_candle::{flash_attn, flash_attn_lse};
+use flashgen_candle::{flash_attn, flash_attn_lse, flash_attn_varlen, Attention};
 
 fn device() -> Device {
     Device::new_cuda(0).expect("a CUDA device")
 }
 
-/// candle's attention in f32, in and out in (B, N, H, D).
-fn reference(q: &Tensor, k: &Tensor, v: &Tensor, scale: f64, causal: bool) -> Result<Tensor> {
-    let (q, k, v) = (q.transpose(1, 2)?.contiguous()?, k.transpose(1, 2)?.contiguous()?, v.transpose(1, 2)?.contiguous()?);
+/// What a case asks beyond its shapes.
+#[derive(Clone, Copy, Default)]
+struct Mask {
+    causal: bool,
+    left: Option<usize>,
+    right: Option<usize>,
+    softcap: Option<f32>,
+    alibi: bool,
+}
+
+/// The slopes of a case with ALiBi: 2^(-8(h+1)/H), the paper's, as f32 (H,).
+fn slopes(h: usize, dev: &Device) -> Result<Tensor> {
+    Tensor::from_vec((0..h).map(|i| 2f32.powf(-8.0 * (i + 1) as f32 / h as f32)).collect::<Vec<_>>(), h, dev)
+}
+
+/// candle's attention in f32, in and out in (B, N, H, D): K/V heads repeated for GQA, the causal diagonal and
+/// the window bottom-right (query i sees key j when i + N_kv − N_q − left ≤ j ≤ i + N_kv − N_q + right).
+fn reference_with(q: &Tensor, k: &Tensor, v: &Tensor, scale: f64, m: Mask) -> Result<Tensor> {
+    let (_, nq, h, _) = q.dims4()?;
+    let (_, nk, hkv, _) = k.dims4()?;
+    let heads = |t: &Tensor| -> Result<Tensor> {
+        let (b, n, _, d) = t.dims4()?;
+        let t = t.transpose(1, 2)?.contiguous()?;
+        // each K/V head serves h / hkv consecutive query heads
+        t.unsqueeze(2)?.broadcast_as((b, hkv, h / hkv, n, d))?.contiguous()?.reshape((b, h, n, d))
+    };
+    let (q, k, v) = (q.transpose(1, 2)?.contiguous()?, heads(k)?, heads(v)?);
     let mut s = (q.matmul(&k.t()?)? * scale)?;
-    if causal {
-        let n = s.dim(D::Minus1)?;
-        let mask: Vec<f32> = (0..n * n).map(|i| if i % n > i / n { f32::NEG_INFINITY } else { 0.0 }).collect();
-        s = s.broadcast_add(&Tensor::from_vec(mask, (n, n), s.device())?)?;
+    let offset = nk as i64 - nq as i64;
+    let rel = |i: usize, j: usize| j as i64 - (i as i64 + offset);
+    if m.alibi {
+        let sl = slopes(h, q.device())?.to_vec1::<f32>()?;
+        let bias: Vec<f32> = (0..h * nq * nk).map(|x| -sl[x / (nq * nk)] * rel(x / nk % nq, x % nk).abs() as f32).collect();
+        s = s.broadcast_add(&Tensor::from_vec(bias, (h, nq, nk), q.device())?)?;
+    }
+    if let Some(cap) = m.softcap {
+        s = ((s / cap as f64)?.tanh()? * cap as f64)?;
+    }
+    let right: Option<i64> = if m.causal { Some(0) } else { m.right.map(|r| r as i64) };
+    let visible = |i: usize, j: usize| m.left.is_none_or(|l| rel(i, j) >= -(l as i64)) && right.is_none_or(|r| rel(i, j) <= r);
+    if m.causal || m.left.is_some() || m.right.is_some() {
+        let mask: Vec<f32> = (0..nq * nk).map(|x| if visible(x / nk, x % nk) { 0.0 } else { f32::NEG_INFINITY }).collect();
+        s = s.broadcast_add(&Tensor::from_vec(mask, (nq, nk), s.device())?)?;
     }
     // candle_nn::ops::softmax (max, exp, sum, div: each op differentiable), not softmax_last_dim, whose fused
     // kernel records no backward: the reference's gradients would be missing
     candle_nn::ops::softmax(&s, D::Minus1)?.matmul(&v)?.transpose(1, 2)?.contiguous()
+}
+
+fn reference(q: &Tensor, k: &Tensor, v: &Tensor, scale: f64, causal: bool) -> Result<Tensor> {
+    reference_with(q, k, v, scale, Mask { causal, ..Mask::default() })
 }
 
 fn max_abs(t: &Tensor) -> Result<f32> {
@@ -34,29 +74,41 @@ fn close(name: &str, a: &Tensor, b: &Tensor, rel: f32) -> Result<()> {
     Ok(())
 }
 
-fn check(n: usize, d: usize, causal: bool, dtype: DType) -> Result<()> {
+/// f32 leaves rounded to the half type, so both sides see the same inputs
+fn leaf(dims: (usize, usize, usize, usize), dtype: DType, dev: &Device) -> Result<Var> {
+    Var::from_tensor(&Tensor::randn(0f32, 1.0, dims, dev)?.to_dtype(dtype)?.to_dtype(DType::F32)?)
+}
+
+/// One case's forward and its gradients (through candle's autograd) against the f32 reference.
+#[allow(clippy::too_many_arguments)]
+fn check_case(b: usize, (nq, nk): (usize, usize), (h, hkv): (usize, usize), (d, dv): (usize, usize), m: Mask, dtype: DType) -> Result<()> {
     let dev = device();
-    let (b, h) = (2, 3);
     let scale = 1.0 / (d as f64).sqrt();
-    // f32 leaves rounded to the half type, so both sides see the same inputs
-    let leaf = || -> Result<Var> {
-        let x = Tensor::randn(0f32, 1.0, (b, n, h, d), &dev)?;
-        Var::from_tensor(&x.to_dtype(dtype)?.to_dtype(DType::F32)?)
-    };
-    let (q, k, v) = (leaf()?, leaf()?, leaf()?);
-    let dout = Tensor::randn(0f32, 1.0, (b, n, h, d), &dev)?;
-
-    let ours = flash_attn(&q.to_dtype(dtype)?, &k.to_dtype(dtype)?, &v.to_dtype(dtype)?, scale as f32, causal)?.to_dtype(DType::F32)?;
-    let expected = reference(q.as_tensor(), k.as_tensor(), v.as_tensor(), scale, causal)?;
+    let (q, k, v) = (leaf((b, nq, h, d), dtype, &dev)?, leaf((b, nk, hkv, d), dtype, &dev)?, leaf((b, nk, hkv, dv), dtype, &dev)?);
+    let dout = Tensor::randn(0f32, 1.0, (b, nq, h, dv), &dev)?;
+    let mut call = Attention::new(scale as f32).causal(m.causal).window(m.left, m.right);
+    if let Some(cap) = m.softcap {
+        call = call.softcap(cap);
+    }
+    if m.alibi {
+        call = call.alibi(&slopes(h, &dev)?);
+    }
+    let ours = call.forward(&q.to_dtype(dtype)?, &k.to_dtype(dtype)?, &v.to_dtype(dtype)?)?.to_dtype(DType::F32)?;
+    assert_eq!(ours.dims(), &[b, nq, h, dv]);
+    let expected = reference_with(q.as_tensor(), k.as_tensor(), v.as_tensor(), scale, m)?;
     close("out", &ours, &expected, 0.02)?;
-
     let g_ours = (&ours * &dout)?.sum_all()?.backward()?;
     let g_ref = (&expected * &dout)?.sum_all()?.backward()?;
     for (name, var) in [("dq", &q), ("dk", &k), ("dv", &v)] {
         let (a, r) = (g_ours.get(var.as_tensor()).expect("a gradient"), g_ref.get(var.as_tensor()).expect("a gradient"));
+        assert_eq!(a.dims(), var.dims(), "{name}'s shape");
         close(name, a, r, 0.03)?;
     }
     Ok(())
+}
+
+fn check(n: usize, d: usize, causal: bool, dtype: DType) -> Result<()> {
+    check_case(2, (n, n), (3, 3), (d, d), Mask { causal, ..Mask::default() }, dtype)
 }
 
 #[test]
@@ -69,6 +121,82 @@ fn forward_and_backward_match_candle_attention() -> Result<()> {
                     check(n, d, causal, dtype).map_err(|e| candle_core::Error::Msg(format!("{dtype:?} d{d} causal={causal} n{n}: {e}")))?;
                 }
             }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn geometry_head_dims_and_modifiers_match_candle_attention() -> Result<()> {
+    let causal = Mask { causal: true, ..Mask::default() };
+    let plain = Mask::default();
+    // (label, batch, (N_q, N_kv), (H, H_kv), (D, D_v), mask)
+    let cases = [
+        ("gqa", 2, (256, 256), (8, 2), (64, 64), causal),
+        ("mqa", 1, (200, 200), (4, 1), (128, 128), plain),
+        ("fewer queries", 2, (100, 333), (4, 4), (64, 64), causal),
+        ("more queries", 2, (300, 120), (4, 2), (128, 128), plain),
+        ("d32", 2, (256, 256), (2, 2), (32, 32), causal),
+        ("d96", 1, (300, 300), (2, 2), (96, 96), plain),
+        ("d256", 1, (256, 256), (2, 2), (256, 256), causal),
+        ("192/128", 1, (256, 256), (2, 2), (192, 128), causal),
+        ("window", 2, (512, 512), (4, 2), (64, 64), Mask { left: Some(100), right: Some(0), ..plain }),
+        ("window both sides", 1, (300, 400), (2, 2), (128, 128), Mask { left: Some(64), right: Some(32), ..plain }),
+        ("softcap", 2, (256, 256), (4, 4), (128, 128), Mask { softcap: Some(5.0), ..causal }),
+        ("alibi", 2, (256, 256), (4, 4), (64, 64), Mask { alibi: true, ..plain }),
+        ("alibi causal unequal", 1, (200, 300), (4, 4), (128, 128), Mask { alibi: true, ..causal }),
+    ];
+    for dtype in [DType::BF16, DType::F16] {
+        for (label, b, n, h, d, m) in cases {
+            check_case(b, n, h, d, m, dtype).map_err(|e| candle_core::Error::Msg(format!("{label} {dtype:?}: {e}")))?;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn packed_sequences_match_each_sequence_alone() -> Result<()> {
+    let dev = device();
+    let (h, hkv, d) = (4, 2, 64);
+    let lens_q = [100usize, 0, 257, 64];
+    let lens_k = [150usize, 30, 257, 64];
+    let (total_q, total_k): (usize, usize) = (lens_q.iter().sum(), lens_k.iter().sum());
+    let offsets = |lens: &[usize]| -> Result<Tensor> {
+        let cu: Vec<u32> = std::iter::once(0)
+            .chain(lens.iter().scan(0u32, |s, &l| {
+                *s += l as u32;
+                Some(*s)
+            }))
+            .collect();
+        Tensor::new(cu.as_slice(), &dev)
+    };
+    for causal in [false, true] {
+        let q = Var::from_tensor(&Tensor::randn(0f32, 1.0, (total_q, h, d), &dev)?.to_dtype(DType::BF16)?.to_dtype(DType::F32)?)?;
+        let k = Var::from_tensor(&Tensor::randn(0f32, 1.0, (total_k, hkv, d), &dev)?.to_dtype(DType::BF16)?.to_dtype(DType::F32)?)?;
+        let v = Var::from_tensor(&Tensor::randn(0f32, 1.0, (total_k, hkv, d), &dev)?.to_dtype(DType::BF16)?.to_dtype(DType::F32)?)?;
+        let dout = Tensor::randn(0f32, 1.0, (total_q, h, d), &dev)?;
+        let bf = |t: &Var| t.to_dtype(DType::BF16);
+        let max = |l: &[usize]| l.iter().copied().max().unwrap_or(0);
+        let ours = flash_attn_varlen(&bf(&q)?, &bf(&k)?, &bf(&v)?, &offsets(&lens_q)?, &offsets(&lens_k)?, max(&lens_q), max(&lens_k), 0.125, causal)?.to_dtype(DType::F32)?;
+        // each sequence alone through the reference, its rows put back in packed order
+        let (mut parts, mut sq, mut sk) = (Vec::new(), 0, 0);
+        for (&lq, &lk) in lens_q.iter().zip(&lens_k) {
+            if lq > 0 {
+                let one = |t: &Var, s, l| t.as_tensor().narrow(0, s, l).and_then(|t| t.unsqueeze(0));
+                let out = reference(&one(&q, sq, lq)?, &one(&k, sk, lk)?, &one(&v, sk, lk)?, 0.125, causal)?;
+                parts.push(out.squeeze(0)?);
+            }
+            (sq, sk) = (sq + lq, sk + lk);
+        }
+        let expected = Tensor::cat(&parts, 0)?;
+        close("packed out", &ours, &expected, 0.02)?;
+        let g_ours = (&ours * &dout)?.sum_all()?.backward()?;
+        let g_ref = (&expected * &dout)?.sum_all()?.backward()?;
+        for (name, var) in [("dq", &q), ("dk", &k), ("dv", &v)] {
+            let (a, r) = (g_ours.get(var.as_tensor()).expect("a gradient"), g_ref.get(var.as_tensor()).expect("a gradient"));
+            close(name, a, r, 0.03).map_err(|e| candle_core::Error::Msg(format!("causal={causal}: {e}")))?;
         }
     }
     Ok(())
@@ -177,7 +305,9 @@ fn timing_rows() -> Result<()> {
     // a device address of a contiguous candle tensor (element 0)
     let addr = |t: &Tensor| -> Result<u64> {
         let (s, l) = t.storage_and_layout();
-        let Storage::Cuda(c) = &*s else { return Err(msg(&"not on the GPU")) };
+        let Storage::Cuda(c) = &*s else {
+            return Err(msg(&"not on the GPU"));
+        };
         let base = match t.dtype() {
             DType::BF16 => c.as_cuda_slice::<half::bf16>()?.device_ptr(&stream).0,
             _ => c.as_cuda_slice::<f32>()?.device_ptr(&stream).0,
@@ -208,7 +338,20 @@ fn timing_rows() -> Result<()> {
                 let view = |a: u64| unsafe { TensorView::from_raw_parts("x", a, elems, dt, layout) }.map_err(|e| msg(&e));
                 let view_mut = |a: u64| unsafe { TensorViewMut::from_raw_parts("x", a, elems, dt, layout) }.map_err(|e| msg(&e));
                 let (candle_fwd, runtime_fwd) = time_pair(&mut || flash_attn(&q, &k, &v, scale, causal).map(|_| ()), &mut || {
-                    let call = ForwardCall { q: view(qa)?, k: view(ka)?, v: view(va)?, o: view_mut(oa)?, stats: StatsOut::M(unsafe { BufferViewMut::from_raw_parts(ma, b * h * n) }), causal, align: flashgen_runtime::CausalAlign::BottomRight, sm_scale: Some(scale), varlen: None, window: flashgen_runtime::Window::UNBOUNDED, softcap: None, modifiers: None };
+                    let call = ForwardCall {
+                        q: view(qa)?,
+                        k: view(ka)?,
+                        v: view(va)?,
+                        o: view_mut(oa)?,
+                        stats: StatsOut::M(unsafe { BufferViewMut::from_raw_parts(ma, b * h * n) }),
+                        causal,
+                        align: flashgen_runtime::CausalAlign::BottomRight,
+                        sm_scale: Some(scale),
+                        varlen: None,
+                        window: flashgen_runtime::Window::UNBOUNDED,
+                        softcap: None,
+                        modifiers: None,
+                    };
                     flash.forward(call, raw).map_err(|e| msg(&e))
                 })?;
                 let (candle_bwd, runtime_bwd) = time_pair(&mut || flash_attn_bwd(&q, &k, &v, &out, &dout, &lse, scale, causal).map(|_| ()), &mut || {

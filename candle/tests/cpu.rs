@@ -1,8 +1,9 @@
-//! What flashgen-candle checks without a GPU: shapes, dtypes, the features not built yet, and CPU tensors,
-//! each an error that says what is wrong (never a panic).
+//! What flashgen-candle checks without a GPU: ranks, dtypes, the extras' types, and CPU tensors, each an
+//! error that says what is wrong (never a panic); and that what the runtime computes (GQA, unequal lengths,
+//! a narrower V, packed sequences, windows, softcap, ALiBi) is not refused here but reaches the device.
 
 use candle_core::{DType, Device, Tensor};
-use flashgen_candle::{flash_attn, flash_attn_lse};
+use flashgen_candle::{flash_attn, flash_attn_alibi, flash_attn_bwd, flash_attn_lse, flash_attn_varlen, flash_attn_windowed, Attention};
 
 fn t(dims: &[usize], dtype: DType) -> Tensor {
     Tensor::zeros(dims, dtype, &Device::Cpu).unwrap()
@@ -12,11 +13,14 @@ fn err(q: &Tensor, k: &Tensor, v: &Tensor) -> String {
     flash_attn(q, k, v, 0.125, false).unwrap_err().to_string()
 }
 
+/// The error of a call that passed this crate's checks: the op's CPU path refuses it.
+const REACHED_THE_DEVICE: &str = "on the CPU: flashgen runs on CUDA tensors";
+
 #[test]
 fn cpu_tensors_are_refused() {
     let q = t(&[2, 128, 4, 64], DType::BF16);
     let e = err(&q, &q, &q);
-    assert!(e.contains("on the CPU: flashgen runs on CUDA tensors"), "{e}");
+    assert!(e.contains(REACHED_THE_DEVICE), "{e}");
     let e = flash_attn_lse(&q, &q, &q, 0.125, true).unwrap_err().to_string();
     assert!(e.contains("on the CPU"), "{e}");
 }
@@ -31,47 +35,73 @@ fn dtypes_are_checked() {
 }
 
 #[test]
-fn shapes_are_checked() {
+fn ranks_follow_the_form() {
     let q = t(&[2, 128, 4, 64], DType::BF16);
     let e = err(&t(&[128, 4, 64], DType::BF16), &q, &q);
-    assert!(e.contains("q has shape [128, 4, 64]: expected 4 dimensions"), "{e}");
-    let e = err(&q, &t(&[3, 128, 4, 64], DType::BF16), &q);
-    assert!(e.contains("batch sizes differ"), "{e}");
-    let e = err(&q, &q, &t(&[2, 64, 4, 64], DType::BF16));
-    assert!(e.contains("k and v share seqlen and heads"), "{e}");
-    let wide = t(&[2, 128, 4, 128], DType::BF16);
-    assert!(err(&q, &wide, &wide).contains("q's head dim is 64 but k's is 128"));
-    let six = t(&[2, 128, 6, 64], DType::BF16);
-    assert!(err(&six, &q, &q).contains("multiple of the key/value heads"));
+    assert!(e.contains("q has shape [128, 4, 64]: expected 4 dimensions (batch, seqlen, heads, head_dim)"), "{e}");
+    let offsets = Tensor::new(&[0u32, 100, 256], &Device::Cpu).unwrap();
+    let e = flash_attn_varlen(&q, &q, &q, &offsets, &offsets, 156, 156, 0.125, true).unwrap_err().to_string();
+    assert!(e.contains("q has shape [2, 128, 4, 64]: expected 3 dimensions (total_tokens, heads, head_dim) for packed sequences"), "{e}");
 }
 
 #[test]
-fn features_not_built_yet_say_so() {
+fn what_the_runtime_computes_is_not_refused_here() {
     let q = t(&[2, 128, 8, 64], DType::BF16);
-    let kv = t(&[2, 128, 2, 64], DType::BF16);
-    let e = err(&q, &kv, &kv);
-    assert!(e.contains("(GQA/MQA): grouped heads are not in flashgen's runtime yet"), "{e}");
-    let long = t(&[2, 256, 8, 64], DType::BF16);
-    assert!(err(&q, &long, &long).contains("unequal lengths are not in flashgen's runtime yet"));
+    // GQA and MQA
+    for kv_heads in [2, 1] {
+        let kv = t(&[2, 128, kv_heads, 64], DType::BF16);
+        assert!(err(&q, &kv, &kv).contains(REACHED_THE_DEVICE), "{}", err(&q, &kv, &kv));
+    }
+    // N_q != N_kv, both ways
+    for n_kv in [300, 50] {
+        let kv = t(&[2, n_kv, 8, 64], DType::BF16);
+        assert!(err(&q, &kv, &kv).contains(REACHED_THE_DEVICE));
+    }
+    // DeepSeek's 192/128 and the head dims past 128
+    let (q192, v128) = (t(&[2, 128, 8, 192], DType::BF16), t(&[2, 128, 8, 128], DType::BF16));
+    assert!(err(&q192, &q192, &v128).contains(REACHED_THE_DEVICE));
+    let q256 = t(&[1, 64, 2, 256], DType::F16);
+    assert!(err(&q256, &q256, &q256).contains(REACHED_THE_DEVICE));
+    // packed sequences, windows, softcap, ALiBi
+    let packed = t(&[256, 8, 64], DType::BF16);
+    let offsets = Tensor::new(&[0u32, 100, 256], &Device::Cpu).unwrap();
+    let e = flash_attn_varlen(&packed, &packed, &packed, &offsets, &offsets, 156, 156, 0.125, true).unwrap_err().to_string();
+    assert!(e.contains(REACHED_THE_DEVICE), "{e}");
+    let e = flash_attn_windowed(&q, &q, &q, 0.125, Some(64), Some(0)).unwrap_err().to_string();
+    assert!(e.contains(REACHED_THE_DEVICE), "{e}");
+    let e = Attention::new(0.125).causal(true).softcap(30.0).forward(&q, &q, &q).unwrap_err().to_string();
+    assert!(e.contains(REACHED_THE_DEVICE), "{e}");
+    let slopes = t(&[8], DType::F32);
+    let e = flash_attn_alibi(&q, &q, &q, &slopes, 0.125, true).unwrap_err().to_string();
+    assert!(e.contains(REACHED_THE_DEVICE), "{e}");
 }
 
 #[test]
-fn softmax_scale_is_checked() {
-    let q = t(&[1, 16, 1, 64], DType::BF16);
-    for bad in [f32::NAN, 0.0, -1.0, f32::INFINITY] {
-        let e = flash_attn(&q, &q, &q, bad, false).unwrap_err().to_string();
-        assert!(e.contains("softmax_scale"), "{bad}: {e}");
-    }
+fn the_extras_are_checked() {
+    let q = t(&[2, 128, 8, 64], DType::BF16);
+    let e = flash_attn_alibi(&q, &q, &q, &t(&[8], DType::F16), 0.125, false).unwrap_err().to_string();
+    assert!(e.contains("alibi_slopes is F16 [8]: expected f32 (heads,)"), "{e}");
+    let e = flash_attn_alibi(&q, &q, &q, &t(&[2, 8], DType::F32), 0.125, false).unwrap_err().to_string();
+    assert!(e.contains("alibi_slopes is F32 [2, 8]"), "{e}");
+    let packed = t(&[256, 8, 64], DType::BF16);
+    let offsets = Tensor::new(&[0u32, 100, 256], &Device::Cpu).unwrap();
+    let e = Attention::new(0.125).varlen(&offsets, &offsets, 156, 156).alibi(&t(&[8], DType::F32)).forward(&packed, &packed, &packed).unwrap_err().to_string();
+    assert!(e.contains("alibi_slopes with packed sequences"), "{e}");
+    let wide = Tensor::new(&[0i64, 100, 256], &Device::Cpu).unwrap();
+    let e = flash_attn_varlen(&packed, &packed, &packed, &wide, &offsets, 156, 156, 0.125, false).unwrap_err().to_string();
+    assert!(e.contains("seqlens_q is I64 [3]: expected u32 (batch + 1,) offsets"), "{e}");
+    let e = flash_attn_varlen(&packed, &packed, &packed, &offsets, &offsets, 156, 0, 0.125, false).unwrap_err().to_string();
+    assert!(e.contains("max_seqlen_k = 0"), "{e}");
 }
 
 #[test]
 fn the_backward_alone_checks_its_tensors() {
     let q = t(&[2, 128, 4, 64], DType::BF16);
     let lse = t(&[2, 4, 128], DType::F32);
-    let e = flashgen_candle::flash_attn_bwd(&q, &q, &q, &t(&[2, 128, 4, 64], DType::F16), &q, &lse, 0.125, false).unwrap_err().to_string();
-    assert!(e.contains("out is F16"), "{e}");
-    let e = flashgen_candle::flash_attn_bwd(&q, &q, &q, &q, &q, &t(&[2, 128, 4], DType::F32), 0.125, false).unwrap_err().to_string();
-    assert!(e.contains("lse is F32 [2, 128, 4]: expected F32 (batch, heads, seqlen) = [2, 4, 128]"), "{e}");
-    let e = flashgen_candle::flash_attn_bwd(&q, &q, &q, &q, &q, &lse, 0.125, true).unwrap_err().to_string();
+    let e = flash_attn_bwd(&q, &q, &q, &t(&[2, 128, 4, 64], DType::F16), &q, &lse, 0.125, false).unwrap_err().to_string();
+    assert!(e.contains("out is F16 but q is BF16"), "{e}");
+    let e = flash_attn_bwd(&q, &q, &q, &q, &q, &t(&[2, 4, 128], DType::BF16), 0.125, false).unwrap_err().to_string();
+    assert!(e.contains("lse is BF16: the forward's f32 log-sum-exp is expected"), "{e}");
+    let e = flash_attn_bwd(&q, &q, &q, &q, &q, &lse, 0.125, true).unwrap_err().to_string();
     assert!(e.contains("on the CPU"), "{e}");
 }
