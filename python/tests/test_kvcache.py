@@ -75,9 +75,10 @@ def test_decode_matches_the_reference_and_appends(gpu, dtype, causal, paged):
         assert torch.equal(k_after[i, :n], before[i, :n]) and torch.equal(k_after[i, n + 2:], before[i, n + 2:])
 
 
-@pytest.mark.parametrize("d", [96, 32])
-def test_padded_head_dims_decode(gpu, d):
-    # Phi-3's 96 and 32 run on the tiles of 128 and 64; paged (pages of 32), appended, causal
+@pytest.mark.parametrize("d", [96, 32, 256])
+def test_other_head_dims_decode(gpu, d):
+    # Phi-3's 96 and 32 run on the tiles of 128 and 64, Gemma's 256 in two column groups; paged (pages of 32),
+    # appended, causal
     c = decode_case(gpu, torch.bfloat16, d=d, capacity=256, lengths=(0, 77, 200))
     lengths = torch.tensor(c["lengths"], dtype=torch.int32, device=gpu)
     (kp, table), (vp, _) = paged_from(c["k_cache"], 32), paged_from(c["v_cache"], 32)

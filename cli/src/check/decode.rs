@@ -1,7 +1,7 @@
 //! The KV-cache decode on the GPU against flashgen::reference::decode (f64): random cache lengths 0..40000
 //! (0 and lengths off the page included), contiguous and paged caches (pages of 16, 64, 256 in permuted
 //! order, with spare pages), new tokens appended (N_new = N_q 1..4) or none, causal or not, grouped-query
-//! heads G 1..16 (past 32 rows a K/V head: row tiles), both dtypes, HEAD_DIM 64 and 128 (and 96, 32 padded), the heuristic's splits and forced ones (1, 3, 37), host
+//! heads G 1..16 (past 32 rows a K/V head: row tiles), both dtypes, HEAD_DIM 64 and 128 (and 96, 32 padded, 256), the heuristic's splits and forced ones (1, 3, 37), host
 //! copies of the lengths and table given or not, and a case of lying device lengths and table entries (only
 //! the honest sequences compared; the kernels must stay inside the pool). Outputs are poisoned and guarded;
 //! the caches after the call must equal the reference's append (every element). Long cases compare sampled
@@ -103,10 +103,11 @@ fn cases(a: &CheckArgs) -> Vec<Case> {
             }
         }
     }
-    // HEAD_DIM 96 and 32 on 128's and 64's tiles (their own seed stream: the cases above stay as they were)
+    // HEAD_DIM 96 and 32 on 128's and 64's tiles, 256 in two column groups (their own seed stream: the cases
+    // above stay as they were)
     let mut rng = SplitMix(a.seed ^ 0xdec0de_96);
     for dtype in [DType::Bf16, DType::F16] {
-        for d in [96usize, 32] {
+        for d in [96usize, 32, 256] {
             for (heads, kv_heads) in [(8, 2), (32, 8)] {
                 for paged_size in [0usize, 16] {
                     let (n_q, causal) = (1 + (rng.next_u64() % 3) as usize, rng.next_u64().is_multiple_of(2));
