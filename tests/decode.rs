@@ -128,6 +128,7 @@ fn run_case(tools: &simt::Tools, c: &Case, x: &KvCacheInputs<'_>) -> Ran {
         ("K_NEW", if nn > 0 { Arg::Buf(KN) } else { Arg::Null }),
         ("V_NEW", if nn > 0 { Arg::Buf(VN) } else { Arg::Null }),
         ("sm_scale", Arg::F32(p.rules.sm_scale as f32)),
+        ("SOFTCAP", Arg::F32(p.rules.softcap.unwrap_or(0.0) as f32)),
         ("Out", Arg::Buf(OUT)),
         ("LSE", Arg::Buf(LSE)),
         ("O_PARTIAL", Arg::Buf(OP)),
@@ -142,6 +143,7 @@ fn run_case(tools: &simt::Tools, c: &Case, x: &KvCacheInputs<'_>) -> Ran {
     ]
     .into_iter()
     .chain(simt::fixed_geometry(b, h, hkv, nq, capacity))
+    .chain(window_args(p))
     .collect();
     let spec = &c.spec;
     let row_tiles = (p.group() * nq).div_ceil(spec.block_m() as usize);
@@ -159,6 +161,14 @@ fn run_case(tools: &simt::Tools, c: &Case, x: &KvCacheInputs<'_>) -> Ran {
     simt::run(tools, &launches, &mut bufs).unwrap();
     let dec = |b: &[u8]| u16s(b).into_iter().map(|v| value(dt, v)).collect::<Vec<f32>>();
     Ran { o: dec(&bufs[OUT]), lse: f32s(&bufs[LSE]), k_cache: dec(&bufs[KC]), v_cache: dec(&bufs[VC]), partial_lse: f32s(&bufs[LP]) }
+}
+
+/// WINDOW_LEFT and WINDOW_RIGHT of the problem's window as the runtime passes them (its kernel's: causal
+/// takes the right bound 0; unbounded sides 2^30), after fixed_geometry's defaults.
+fn window_args(p: &KvCacheProblem) -> Vec<(&'static str, Arg)> {
+    let (_, w) = flashgen::plan::kernel_window(p.rules.mask.causal, p.rules.mask.window);
+    let bound = |b: Option<usize>, none: i32| b.map_or(none, |b| b.min(1 << 30) as i32);
+    vec![("WINDOW_LEFT", Arg::I32(bound(w.left, 1 << 30))), ("WINDOW_RIGHT", Arg::I32(bound(w.right, 0)))]
 }
 
 /// Relative error of the whole tensor (NaN or inf anywhere: infinite).
@@ -240,7 +250,8 @@ fn check(tools: &simt::Tools, label: &str, c: Case, seed: u64, honest: Option<&[
     };
     println!("{label}: {} splits {} rel err O {eo:.2e}, LSE max abs err {el:.2e}, caches {}", c.spec.name(), c.splits, if appended { "as appended" } else { "WRONG" });
     assert!(eo < 1e-2 && el < 2e-3 && appended && written, "{label}: O {eo:e} LSE {el:e} appended {appended} written {written}");
-    if c.splits > 1 && honest.is_none() {
+    // (a window's splits share only the blocks its queries see: their partials are not the whole cache's split)
+    if c.splits > 1 && honest.is_none() && !c.spec.features().window {
         // the partials' log-sum-exps are the reference's splits' (base 2)
         let parts = reference::decode_splits(p, &x, c.splits, c.spec.block_n() as usize);
         for (s, part) in parts.iter().enumerate() {
@@ -338,6 +349,41 @@ fn decode_head_dim_256_in_column_groups_on_the_emulator() {
     check(&tools, "paged fp16 d256 32 rows", case(p, DType::F16, decode_spec(DType::F16, 256, 32, 64, true, 8, 2), 2), 33, None);
 }
 
+/// A decode spec with a window and/or softcap (as `flashgen::plan::decode` makes them).
+fn featured(spec: KernelSpec, window: bool, softcap: bool) -> KernelSpec {
+    KernelSpec::with_features(*spec.params(), flashgen::spec::ScheduleOverrides::NONE, flashgen::spec::Features { window, softcap, ..flashgen::spec::Features::NONE }).unwrap()
+}
+
+#[test]
+fn decode_windows_and_softcap_on_the_emulator() {
+    use flashgen::reference::Window;
+    let Some(tools) = simt::tools_or_skip() else { return };
+    // Mistral's sliding window, causal: each new query sees its last 100 keys; three splits over the window's
+    // blocks only (the append still writes every new token); lengths below, across and far past the window
+    let mut p = problem(vec![0, 60, 299], 8, 2, 128, 2, 2, true, CacheStorage::Contiguous { capacity: 310 });
+    p.rules.mask.window = Window { left: Some(100), right: None };
+    let spec = featured(decode_spec(DType::Bf16, 128, 16, 64, true, 4, 3), true, false);
+    check(&tools, "window 100 causal bf16 d128", case(p, DType::Bf16, spec, 3), 41, None);
+    // Gemma 2: softcap 50 and a window of 4096 on head dim 256, paged; and softcap alone (non-causal, fp16)
+    let mut rng = SplitMix(42);
+    let lens = vec![5000, 70];
+    let storage = paged(&mut rng, &lens, 1, 64, 80);
+    let mut p = problem(lens, 4, 2, 256, 1, 1, true, storage);
+    p.rules.mask.window = Window { left: Some(4096), right: None };
+    p.rules.softcap = Some(50.0);
+    let spec = featured(decode_spec(DType::Bf16, 256, 16, 64, true, 8, 3), true, true);
+    check(&tools, "Gemma 2: window 4096 softcap 50 d256 paged", case(p, DType::Bf16, spec, 4), 43, None);
+    let mut p = problem(vec![33, 200], 4, 4, 64, 1, 0, false, CacheStorage::Contiguous { capacity: 200 });
+    p.rules.softcap = Some(5.0);
+    let spec = featured(decode_spec(DType::F16, 64, 16, 64, false, 4, 3), false, true);
+    check(&tools, "softcap 5 fp16 d64", case(p, DType::F16, spec, 2), 44, None);
+    // a window bounded on both sides, non-causal: left 40, right 10 (a causal kernel shifted by 10)
+    let mut p = problem(vec![150, 7], 4, 1, 64, 3, 0, false, CacheStorage::Contiguous { capacity: 160 });
+    p.rules.mask.window = Window { left: Some(40), right: Some(10) };
+    let spec = featured(decode_spec(DType::Bf16, 64, 16, 64, true, 4, 3), true, false);
+    check(&tools, "window 40/10 bf16 d64", case(p, DType::Bf16, spec, 2), 45, None);
+}
+
 #[test]
 fn lying_lengths_and_block_tables_stay_inside_the_cache_on_the_emulator() {
     let Some(tools) = simt::tools_or_skip() else { return };
@@ -400,6 +446,12 @@ fn admitted_decode_specs_assemble_without_spills_or_local_memory() {
     let mut specs = admitted(&[DType::Bf16], &[Arch::Sm90a], &[1, 3], &[2, 6]);
     specs.extend(admitted(&[DType::F16], &[Arch::Sm90a, Arch::Sm80], &[3], &[3]));
     specs.extend(admitted(&[DType::Bf16], &[Arch::Sm86, Arch::Sm89], &[1], &[2]));
+    // the window and softcap variants of the default decode kernels (the mask's lower bounds, tanh on S)
+    for spec in flashgen::plan::decode_default_set().into_iter().filter(|s| s.kind() == KernelKind::Decode) {
+        for (window, softcap) in [(true, false), (false, true), (true, true)] {
+            specs.push(featured(spec, window, softcap));
+        }
+    }
     specs.dedup();
     assert!(specs.len() >= 60, "the admitted space should be a real one: {}", specs.len());
     let (a, b) = specs.split_at(specs.len() / 2);
@@ -494,7 +546,7 @@ fn split_heuristic_fills_the_chip() {
 #[test]
 fn decode_plans_take_the_rows_of_a_kv_head() {
     use flashgen::plan::{decode, DecodeProblem};
-    let p = |group, queries| DecodeProblem { dtype: DType::Bf16, head_dim: 128, causal: true, group, queries };
+    let p = |group, queries| DecodeProblem { dtype: DType::Bf16, head_dim: 128, causal: true, window: false, softcap: false, group, queries };
     let plan = decode(Arch::Sm90a, &p(4, 1)).unwrap();
     assert_eq!(plan.kernel.name(), "fa2_decode_bf16_d128_st3_bm16_bn64_w4_ns3_sm90a");
     assert_eq!(plan.combine.name(), "fa2_decode_combine_bf16_d128_st1_bm1_bn0_w4_ns1_sm90a");
@@ -526,7 +578,7 @@ fn decode_plans_take_the_rows_of_a_kv_head() {
 /// any change to the generated code shows as a diff to review (`cargo insta review`).
 #[test]
 fn decode_ptx_snapshots() {
-    let plan = flashgen::plan::decode(Arch::Sm90a, &flashgen::plan::DecodeProblem { dtype: DType::Bf16, head_dim: 128, causal: false, group: 4, queries: 1 }).unwrap();
+    let plan = flashgen::plan::decode(Arch::Sm90a, &flashgen::plan::DecodeProblem { dtype: DType::Bf16, head_dim: 128, causal: false, window: false, softcap: false, group: 4, queries: 1 }).unwrap();
     for s in [plan.kernel, plan.combine] {
         let a = flashgen::compile(&s, flashgen::CompileOptions::default()).unwrap();
         let name = format!("fa2_{}@{}_d{}_stage{}_bm{}_bn{}_w{}_ns{}_{}", s.kind().name(), s.dtype().name(), s.head_dim(), s.stage() as u32, s.block_m(), s.block_n(), s.num_warps(), s.num_stages(), s.arch().name());

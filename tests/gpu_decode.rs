@@ -73,6 +73,8 @@ fn run(f: &Flash, p: &KvCacheProblem, dt: DType, d: &mut Dev, splits: Option<usi
         o: TensorViewMut::of_slice("o", &mut d.o, 0, dt, Layout::bshd(b, hq, nq, dd)).unwrap(),
         lse: Some(BufferViewMut::of(&mut d.lse)),
         causal: p.rules.mask.causal,
+        window: p.rules.mask.window,
+        softcap: p.rules.softcap.map(|c| c as f32),
         sm_scale: None,
         num_splits: splits,
     };
@@ -185,6 +187,8 @@ fn lying_device_inputs_stay_inside_the_cache() {
                 o: TensorViewMut::of_slice("o", &mut dev.o, 0, DType::Bf16, Layout::bshd(3, 8, 1, 128)).unwrap(),
                 lse: None,
                 causal: true,
+                window: flashgen_runtime::Window::UNBOUNDED,
+                softcap: None,
                 sm_scale: None,
                 num_splits: None,
             };
@@ -216,6 +220,8 @@ fn decode_steps_replay_from_a_cuda_graph() {
         o: TensorViewMut::of_slice("o", &mut dev.o, 0, DType::Bf16, Layout::bshd(1, 32, 1, 128)).unwrap(),
         lse: Some(BufferViewMut::of(&mut dev.lse)),
         causal: true,
+        window: flashgen_runtime::Window::UNBOUNDED,
+        softcap: None,
         sm_scale: None,
         num_splits: None,
         }

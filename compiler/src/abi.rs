@@ -336,6 +336,7 @@ fn decode_parameters() -> Vec<Param> {
         tensor("K_NEW", true, "new keys [B, N_NEW, H_kv, D], appended at cache_seqlens[b] (unread when N_NEW = 0)"),
         tensor("V_NEW", true, "new values, shaped like K_NEW"),
         sm_scale(),
+        softcap(),
         tensor("Out", false, "out: O [B, N_q, H, D] (NUM_SPLITS = 1)"),
         f32_buffer("LSE", false, 4, "out: natural-log log-sum-exp f32 [B, H, N_q] (NUM_SPLITS = 1)"),
         f32_buffer("O_PARTIAL", false, 16, "out: f32 [NUM_SPLITS, B·H·N_q, D], split s's O of row (b·H + h)·N_q + i (NUM_SPLITS > 1)"),

@@ -323,7 +323,14 @@ pub fn default_set() -> Vec<KernelSpec> {
 pub struct DecodeProblem {
     pub dtype: DType,
     pub head_dim: u32,
+    /// The kernel's causal flag: causal among the new queries, or a window bounded on the right
+    /// (`kernel_window`: the right bound rides on the causal diagonal, as in the prefill).
     pub causal: bool,
+    /// A sliding window (Mistral, Gemma 2's local layers): WINDOW_LEFT and WINDOW_RIGHT bound each query's
+    /// keys, and the splits cover only the keys the tile's rows can see.
+    pub window: bool,
+    /// Softcap (Gemma 2): s ← cap · tanh(s / cap), the ABI's SOFTCAP.
+    pub softcap: bool,
     /// Query heads per K/V head (G = H / H_kv).
     pub group: usize,
     /// New queries per sequence (N_q).
@@ -366,6 +373,11 @@ pub fn decode(arch: Arch, problem: &DecodeProblem) -> Result<DecodePlan, SpecErr
         return Err(SpecError(format!("decode: HEAD_DIM={} is not supported: use one of {DECODE_HEAD_DIMS:?} (or the prefill kernels: ForwardCall with N_q = the new tokens)", problem.head_dim)));
     }
     let kernel = defaults::decode_spec(arch, problem.dtype, problem.head_dim, problem.causal, decode_block_m(problem.rows()))?;
+    let kernel = if problem.window || problem.softcap {
+        KernelSpec::with_features(*kernel.params(), crate::spec::ScheduleOverrides::NONE, Features { window: problem.window, softcap: problem.softcap, ..Features::NONE })?
+    } else {
+        kernel
+    };
     Ok(DecodePlan { kernel, combine: KernelSpec::decode_combine(arch, problem.dtype, problem.head_dim) })
 }
 
@@ -397,7 +409,7 @@ pub fn decode_default_set() -> Vec<KernelSpec> {
             for head_dim in DECODE_HEAD_DIMS {
                 for causal in [false, true] {
                     for queries in [1, 32] {
-                        let p = DecodeProblem { dtype, head_dim, causal, group: 1, queries };
+                        let p = DecodeProblem { dtype, head_dim, causal, window: false, softcap: false, group: 1, queries };
                         let plan = decode(arch, &p).expect("every decode problem of the tables plans");
                         for spec in [plan.kernel, plan.combine] {
                             if !out.contains(&spec) {

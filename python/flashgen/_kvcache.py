@@ -38,8 +38,11 @@ def flash_attn_with_kvcache(q: Tensor, k_cache: Tensor, v_cache: Tensor, k: Opti
     (no copy, no synchronization), where the kernels clamp each length and page index to the cache: lying
     values give wrong numbers for that sequence, never a read outside the cache or the pool.
 
+    window_size (left, right) and softcap as flash-attn's (Mistral's and Gemma 2's): the splits cover only the
+    keys a window lets the queries see.
+
     Not (yet) in flashgen's runtime, each a NotImplementedError: rotary embeddings (rotary_cos/rotary_sin),
-    cache_batch_idx, cache_leftpad, window_size other than (-1, -1), softcap > 0, alibi_slopes.
+    cache_batch_idx, cache_leftpad, alibi_slopes.
     """
     for name, value in (("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin), ("cache_batch_idx", cache_batch_idx),
                         ("cache_leftpad", cache_leftpad)):

@@ -69,12 +69,6 @@ pub fn kvcache(
     if alibi_slopes.is_some() {
         return Err(PyNotImplementedError::new_err("alibi_slopes: the decode kernels have no ALiBi yet; pass alibi_slopes=None"));
     }
-    if !variant.window.is_unbounded() {
-        return Err(PyNotImplementedError::new_err(format!("window_size=({window_size_left}, {window_size_right}): the decode kernels have no sliding-window mask yet; use window_size=(-1, -1)")));
-    }
-    if variant.softcap.is_some() {
-        return Err(PyNotImplementedError::new_err(format!("softcap={softcap}: the decode kernels have no softcap yet; use softcap=0.0")));
-    }
     let sm_scale = check_scale(softmax_scale)?;
     let num_splits = match usize::try_from(num_splits) {
         Ok(0) => None,
@@ -167,6 +161,8 @@ pub fn kvcache(
         o: view_mut(&o, dtype, lo)?,
         lse,
         causal: variant.causal,
+        window: variant.window,
+        softcap: variant.softcap,
         sm_scale,
         num_splits,
     };

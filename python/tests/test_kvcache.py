@@ -36,13 +36,13 @@ def gathered(pool, table, page):
     return pool[table.long().flatten()].view(b, per * page, *pool.shape[2:])
 
 
-def check_decode(c, out, lse, causal, scale):
+def check_decode(c, out, lse, causal, scale, **modifiers):
     for i, n in enumerate(c["lengths"]):
         keys = [c["k_cache"][i:i + 1, :n]] + ([c["k"][i:i + 1]] if c["k"] is not None else [])
         values = [c["v_cache"][i:i + 1, :n]] + ([c["v"][i:i + 1]] if c["v"] is not None else [])
         k, v, q = torch.cat(keys, dim=1), torch.cat(values, dim=1), c["q"][i:i + 1]
-        ref, ref_lse = attention_ref(q, k, v, causal, scale, torch.float64)
-        base, _ = attention_ref(q, k, v, causal, scale, q.dtype)
+        ref, ref_lse = attention_ref(q, k, v, causal, scale, torch.float64, **modifiers)
+        base, _ = attention_ref(q, k, v, causal, scale, q.dtype, **modifiers)
         e_ours, e_base = max_err(out[i:i + 1], ref), max_err(base, ref)
         assert e_ours <= 2 * e_base + 2e-3, f"sequence {i} (length {n}): error {e_ours:.2e}, reference in {q.dtype} {e_base:.2e}"
         visible = torch.isfinite(ref_lse)
@@ -88,6 +88,17 @@ def test_other_head_dims_decode(gpu, d):
     check_decode(c, out, lse, True, d ** -0.5)
     for i, n in enumerate(c["lengths"]):
         assert torch.equal(gathered(kp, table, 32)[i, n:n + 2], c["k"][i])
+
+
+@pytest.mark.parametrize("d, window_size, softcap", [(128, (64, 0), 0.0), (256, (100, -1), 50.0), (64, (-1, -1), 30.0), (96, (40, 8), 0.0)],
+                         ids=["mistral-window", "gemma2-window-softcap", "softcap", "window-both-sides"])
+def test_decode_windows_and_softcap(gpu, d, window_size, softcap):
+    c = decode_case(gpu, torch.bfloat16, d=d, capacity=320, lengths=(0, 33, 300))
+    lengths = torch.tensor(c["lengths"], dtype=torch.int32, device=gpu)
+    causal = window_size[1] == 0
+    out, lse = flash_attn_with_kvcache(c["q"], c["k_cache"], c["v_cache"], k=c["k"], v=c["v"], cache_seqlens=lengths,
+                                       causal=causal, window_size=window_size, softcap=softcap, return_softmax_lse=True)
+    check_decode(c, out, lse, causal, d ** -0.5, window_size=window_size, softcap=softcap)
 
 
 def test_decode_without_new_tokens_an_int_length_and_one_split(gpu):

@@ -525,12 +525,22 @@ def test_decode_arguments_are_checked_before_the_device(change, message):
         kvc(a)
 
 
+@requires_no_driver
+def test_decode_windows_and_softcap_pass_the_checks():
+    # Mistral's and Gemma 2's decode: a window and softcap reach the device; a bad cap does not
+    a = kvcache_args()
+    with pytest.raises(RuntimeError, match="libcuda"):
+        kvc(a, window_size_left=128, window_size_right=0)
+    with pytest.raises(RuntimeError, match="libcuda"):
+        kvc(a, softcap=30.0, causal=True)
+    with pytest.raises(ValueError, match="softcap"):
+        kvc(a, softcap=float("nan"))
+
+
 def test_decode_refuses_what_the_runtime_lacks_and_half_the_new_tokens():
     a = kvcache_args()
-    with pytest.raises(NotImplementedError, match="sliding-window"):
-        kvc(a, window_size_left=128)
-    with pytest.raises(NotImplementedError, match="softcap"):
-        kvc(a, softcap=30.0)
+    with pytest.raises(NotImplementedError, match="alibi"):
+        kvc(a, alibi_slopes=FakeTensor((8,), dtype=F32))
     with pytest.raises(ValueError, match="num_splits=-1"):
         kvc(a, num_splits=-1)
     with pytest.raises(ValueError, match="host_cache_seqlens holds 3 lengths"):

@@ -26,7 +26,8 @@ use crate::stream::{grow, Stream};
 use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
 use crate::{Flash, Layout, LayoutError, RuntimeError};
 use cudarc::driver::LaunchConfig;
-use flashgen::plan::{DecodePlan, DecodeProblem};
+use flashgen::plan::{kernel_window, DecodePlan, DecodeProblem};
+use flashgen::reference::Window;
 use flashgen::{abi, DType, KernelKind};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -60,6 +61,12 @@ pub struct KvCacheCall<'a> {
     pub lse: Option<BufferViewMut<'a, f32>>,
     /// Causal among the new queries, aligned bottom-right (no effect with one query).
     pub causal: bool,
+    /// A sliding window around each query's diagonal (FlashAttention's `window_size`: query i at position
+    /// p = L − N_q + i sees keys p − left ..= p + right; `Window::UNBOUNDED` for none); with `causal` its
+    /// right bound is 0. The splits cover only the keys the window lets a program's queries see.
+    pub window: Window,
+    /// Softcap (Gemma 2's 50): the scaled score s becomes cap · tanh(s / cap); finite, > 0.
+    pub softcap: Option<f32>,
     /// Default 1/sqrt(D).
     pub sm_scale: Option<f32>,
     /// Splits of each sequence's keys (1 ..= flashgen::spec::DECODE_MAX_SPLITS); None: the heuristic's.
@@ -102,8 +109,19 @@ impl DecodeGeometry {
     pub fn is_empty(&self) -> bool {
         self.batch == 0 || self.heads == 0 || self.queries == 0
     }
-    pub fn problem(&self, dtype: DType, causal: bool) -> DecodeProblem {
-        DecodeProblem { dtype, head_dim: self.head_dim as u32, causal, group: self.heads / self.kv_heads.max(1), queries: self.queries }
+    /// The kernel choice's view of a call: its causal flag and window as the kernels take them
+    /// (`kernel_window`: a bounded right side rides on the causal diagonal), and whether it softcaps.
+    pub fn problem(&self, dtype: DType, causal: bool, window: Window, softcap: bool) -> DecodeProblem {
+        let (causal, window) = kernel_window(causal, window);
+        DecodeProblem { dtype, head_dim: self.head_dim as u32, causal, window: !window.is_unbounded(), softcap, group: self.heads / self.kv_heads.max(1), queries: self.queries }
+    }
+
+    /// Keys one query can see at most: the longest sequence's, or the window's span.
+    pub fn visible_keys(&self, window: Window) -> usize {
+        match window.left {
+            Some(left) => self.longest.min(left + self.queries + window.right.unwrap_or(0)),
+            None => self.longest,
+        }
     }
 
     /// Every rule the host can check, before anything is planned or launched.
@@ -250,6 +268,8 @@ pub fn check_table(table: &[i32], lengths: &[i32], new_tokens: usize, p: Paging)
 #[derive(Clone, Copy)]
 struct Scalars {
     sm_scale: f32,
+    /// 0 for kernels without softcap (they ignore it).
+    softcap: f32,
     new_tokens: usize,
     splits: usize,
     paging: Paging,
@@ -267,7 +287,7 @@ fn decode_args<'a>(
     geometry: &KernelGeometry,
 ) {
     args.tensor("Q", q).tensor_mut("K_CACHE", k_cache).tensor_mut("V_CACHE", v_cache).tensor("K_NEW", k_new).tensor("V_NEW", v_new);
-    args.f32("sm_scale", s.sm_scale).tensor_mut("Out", o).f32s_mut("LSE", lse).f32s_mut("O_PARTIAL", partial_o).f32s_mut("LSE_PARTIAL", partial_m);
+    args.f32("sm_scale", s.sm_scale).f32("SOFTCAP", s.softcap).tensor_mut("Out", o).f32s_mut("LSE", lse).f32s_mut("O_PARTIAL", partial_o).f32s_mut("LSE_PARTIAL", partial_m);
     args.i32s("CACHE_SEQLENS", lens).i32s("BLOCK_TABLE", table);
     args.i32("N_NEW", s.new_tokens as i32).i32("NUM_SPLITS", s.splits as i32).i32("PAGE_SIZE", s.paging.page_size as i32);
     args.i32("MAX_PAGES", s.paging.max_pages as i32).i32("POOL_PAGES", s.paging.pages as i32).geometry(geometry);
@@ -303,17 +323,19 @@ fn programs_per_sm(k: &LoadedKernel) -> Result<u32, RuntimeError> {
 
 impl Flash {
     /// The decode kernels a call of this shape runs (`flashgen::plan::decode`).
-    pub fn decode_plan(&self, dtype: DType, g: &DecodeGeometry, causal: bool) -> Result<DecodePlan, RuntimeError> {
-        flashgen::plan::decode(self.gpu.arch, &g.problem(dtype, causal)).map_err(|e| RuntimeError::Argument(format!("decode: {e}")))
+    pub fn decode_plan(&self, dtype: DType, g: &DecodeGeometry, causal: bool, window: Window, softcap: bool) -> Result<DecodePlan, RuntimeError> {
+        flashgen::plan::decode(self.gpu.arch, &g.problem(dtype, causal, window, softcap)).map_err(|e| RuntimeError::Argument(format!("decode: {e}")))
     }
 
-    /// The splits the heuristic gives a call of this shape on this GPU with `plan`'s kernel.
-    pub fn decode_splits(&self, plan: &DecodePlan, g: &DecodeGeometry) -> Result<usize, RuntimeError> {
+    /// The splits the heuristic gives a call of this shape on this GPU with `plan`'s kernel (a window's
+    /// programs split only the keys it lets them see).
+    pub fn decode_splits(&self, plan: &DecodePlan, g: &DecodeGeometry, window: Window) -> Result<usize, RuntimeError> {
         let k = self.kernel(&plan.kernel)?;
         self.gpu.ctx.bind_to_thread()?;
         let slots = self.gpu.sm_count as usize * programs_per_sm(&k)? as usize;
-        let units = g.batch * g.kv_heads * plan.row_tiles(&g.problem(plan.kernel.dtype(), plan.kernel.causal()));
-        let blocks = g.longest.div_ceil(plan.kernel.block_n() as usize);
+        let units = g.batch * g.kv_heads * plan.row_tiles(&g.problem(plan.kernel.dtype(), plan.kernel.causal(), window, plan.kernel.features().softcap));
+        // (+1: a window's span straddles one more block than it fills)
+        let blocks = g.visible_keys(window).div_ceil(plan.kernel.block_n() as usize) + usize::from(window.left.is_some());
         Ok(flashgen::plan::decode_splits(units, blocks, slots))
     }
 
@@ -321,7 +343,7 @@ impl Flash {
     /// with the kernels the plan chooses, queued on `stream`.
     pub fn attention_with_kvcache(&self, call: KvCacheCall<'_>, stream: Stream) -> Result<DecodeRun, RuntimeError> {
         let g = DecodeGeometry::of(&call)?;
-        let plan = self.decode_plan(call.q.dtype, &g, call.causal)?;
+        let plan = self.decode_plan(call.q.dtype, &g, call.causal, call.window, call.softcap.is_some())?;
         self.attention_with_kvcache_plan(&plan, call, stream)
     }
 
@@ -329,7 +351,14 @@ impl Flash {
     pub fn attention_with_kvcache_plan(&self, plan: &DecodePlan, call: KvCacheCall<'_>, stream: Stream) -> Result<DecodeRun, RuntimeError> {
         let g = DecodeGeometry::of(&call)?;
         let (spec, comb) = (plan.kernel, plan.combine);
-        let problem = g.problem(call.q.dtype, call.causal);
+        let problem = g.problem(call.q.dtype, call.causal, call.window, call.softcap.is_some());
+        if let Some(cap) = call.softcap.filter(|c| !(c.is_finite() && *c > 0.0)) {
+            return Err(RuntimeError::Argument(format!("softcap = {cap}: the cap must be finite and > 0 (None for no softcap)")));
+        }
+        let (_, window) = kernel_window(call.causal, call.window);
+        if spec.features().window != problem.window || spec.features().softcap != problem.softcap {
+            return Err(RuntimeError::Argument(format!("the call has{}{} but kernel {} computes{}{}: plan it for this call (Flash::decode_plan)", if problem.window { " a window" } else { " no window" }, if problem.softcap { " and softcap" } else { "" }, spec.name(), if spec.features().window { " a window" } else { " no window" }, if spec.features().softcap { " and softcap" } else { "" })));
+        }
         if spec.kind() != KernelKind::Decode || comb.kind() != KernelKind::DecodeCombine {
             return Err(RuntimeError::Argument(format!("{} + {} is not a decode plan (decode, then decode_combine)", spec.name(), comb.name())));
         }
@@ -346,7 +375,7 @@ impl Flash {
         }
         let splits = match call.num_splits {
             Some(s) => s,
-            None => self.decode_splits(plan, &g)?,
+            None => self.decode_splits(plan, &g, window)?,
         };
         let row_tiles = plan.row_tiles(&problem);
         if g.kv_heads * row_tiles > 65_535 {
@@ -354,7 +383,7 @@ impl Flash {
         }
         let kernel = self.kernel(&spec)?;
         let combine = if splits > 1 { Some(self.kernel(&comb)?) } else { None };
-        let KvCacheCall { q, mut k_cache, mut v_cache, cache_seqlens, block_table, k_new, v_new, mut o, lse, sm_scale, .. } = call;
+        let KvCacheCall { q, mut k_cache, mut v_cache, cache_seqlens, block_table, k_new, v_new, mut o, lse, sm_scale, softcap, .. } = call;
         let sm_scale = sm_scale.unwrap_or(1.0 / (g.head_dim as f32).sqrt());
         let dtype = q.dtype;
         let rows = g.rows();
@@ -390,11 +419,11 @@ impl Flash {
         let mut no_partial = unsafe { BufferViewMut::<f32>::from_raw_parts(0, 0) };
         let mut no_partial_m = unsafe { BufferViewMut::<f32>::from_raw_parts(0, 0) };
         let paging = g.paging.unwrap_or(Paging { page_size: 0, pages: 0, max_pages: 0 });
-        let geometry = KernelGeometry::fixed(g.batch, g.heads, g.kv_heads, g.queries, g.capacity, true);
+        let geometry = KernelGeometry { window, ..KernelGeometry::fixed(g.batch, g.heads, g.kv_heads, g.queries, g.capacity, true) };
         {
             let mut args = KernelArgs::new();
             let (po, pm) = (partial_o.as_mut().unwrap_or(&mut no_partial), partial_m.as_mut().unwrap_or(&mut no_partial_m));
-            let scalars = Scalars { sm_scale, new_tokens: g.new_tokens, splits, paging };
+            let scalars = Scalars { sm_scale, softcap: softcap.unwrap_or(0.0), new_tokens: g.new_tokens, splits, paging };
             decode_args(&mut args, [&q, &k_new, &v_new], [&mut k_cache, &mut v_cache, &mut o], [&mut lse, po, pm], [&cache_seqlens, &table], scalars, &geometry);
             let cfg = LaunchConfig { grid_dim: (splits as u32, (g.kv_heads * row_tiles) as u32, g.batch as u32), block_dim: (spec.threads(), 1, 1), shared_mem_bytes: kernel.shared_bytes };
             self.gpu.ctx.bind_to_thread()?;
@@ -455,6 +484,8 @@ mod tests {
             o: view_mut("o", Layout::bshd(2, 8, 1, 128)),
             lse: None,
             causal: true,
+            window: Window::UNBOUNDED,
+            softcap: None,
             sm_scale: None,
             num_splits: None,
         }
@@ -471,7 +502,7 @@ mod tests {
         let (mut lse, mut po, mut pm) = (f(16), f(16 * 128 * 4), f(16 * 4));
         let (kn, vn) = (c.k_new.unwrap(), c.v_new.unwrap());
         let (lens, table) = (ints(2), ints(8));
-        let scalars = Scalars { sm_scale: 0.1, new_tokens: 1, splits: 4, paging: Paging { page_size: 256, pages: 10, max_pages: 4 } };
+        let scalars = Scalars { sm_scale: 0.1, softcap: 0.0, new_tokens: 1, splits: 4, paging: Paging { page_size: 256, pages: 10, max_pages: 4 } };
         let mut args = KernelArgs::new();
         decode_args(&mut args, [&c.q, &kn, &vn], [&mut c.k_cache, &mut c.v_cache, &mut c.o], [&mut lse, &mut po, &mut pm], [&lens, &table], scalars, &geometry);
         argument_order("decode", abi::kernel_parameters(KernelKind::Decode), &args.supplied()).unwrap();

@@ -97,7 +97,8 @@ const SMEM_BYTES: usize = 262_144;
 
 /// Inline PTX of the templates and the wrappers.ll functions that stand in for it (a cache hint is no
 /// instruction here: the copy is the plain one).
-const INLINE_PTX: [(&str, &str); 2] = [
+const INLINE_PTX: [(&str, &str); 3] = [
+    (r#"asm "tanh.approx.f32 $0, $1;", "=f,f""#, "@emu.tanh"),
     (r#"asm sideeffect "cp.async.cg.shared.global.L2::cache_hint [$0], [$1], 16, $2, $3;", "l,l,r,l,~{memory}""#, "@emu.cp_async_hint"),
     (r#"asm sideeffect "createpolicy.fractional.L2::evict_first.b64 $0, 1.0;", "=l""#, "@emu.createpolicy"),
 ];

@@ -64,6 +64,11 @@ define internal void @emu.cp_async_hint(ptr addrspace(3) %d, ptr addrspace(1) %s
 define internal i64 @emu.createpolicy() {
   ret i64 0
 }
+declare float @tanhf(float)
+define internal float @emu.tanh(float %x) {
+  %r = call float @tanhf(float %x)
+  ret float %r
+}
 define internal void @emu.nvvm.cp.async.commit.group() {
   call void @emu_cp_commit()
   ret void

@@ -99,6 +99,8 @@ impl Buffers {
             o: TensorViewMut::of_slice("o", &mut self.o, 0, DType::Bf16, Layout::bshd(s.b, s.h, 1, s.d)).map_err(le)?,
             lse: Some(BufferViewMut::of(&mut self.lse)),
             causal: false,
+            window: flashgen_runtime::Window::UNBOUNDED,
+            softcap: None,
             sm_scale: None,
             num_splits: splits,
         })
@@ -205,7 +207,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 let kv_bytes = 2.0 * (s.b * s.nk * s.hkv * s.d * 2) as f64;
                 for paged in [false, true] {
                     let g = flashgen_runtime::DecodeGeometry::of(&bufs.call(&s, paged, false, None)?).map_err(rt)?;
-                    let default = flash.decode_plan(DType::Bf16, &g, false).map_err(rt)?;
+                    let default = flash.decode_plan(DType::Bf16, &g, false, flashgen_runtime::Window::UNBOUNDED, false).map_err(rt)?;
                     for (label, plan, splits) in variants(a, &default)? {
                         let run = flash.attention_with_kvcache_plan(&plan, bufs.call(&s, paged, false, splits)?, stream).map_err(rt)?;
                         let timed = time_launches(gpu, a, || flash.attention_with_kvcache_plan(&plan, bufs.call(&s, paged, false, splits)?, stream).map(|_| ()).map_err(rt))?;

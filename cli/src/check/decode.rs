@@ -1,7 +1,7 @@
 //! The KV-cache decode on the GPU against flashgen::reference::decode (f64): random cache lengths 0..40000
 //! (0 and lengths off the page included), contiguous and paged caches (pages of 16, 64, 256 in permuted
 //! order, with spare pages), new tokens appended (N_new = N_q 1..4) or none, causal or not, grouped-query
-//! heads G 1..16 (past 32 rows a K/V head: row tiles), both dtypes, HEAD_DIM 64 and 128 (and 96, 32 padded, 256), the heuristic's splits and forced ones (1, 3, 37), host
+//! heads G 1..16 (past 32 rows a K/V head: row tiles), both dtypes, HEAD_DIM 64 and 128 (and 96, 32 padded, 256; windows and softcap), the heuristic's splits and forced ones (1, 3, 37), host
 //! copies of the lengths and table given or not, and a case of lying device lengths and table entries (only
 //! the honest sequences compared; the kernels must stay inside the pool). Outputs are poisoned and guarded;
 //! the caches after the call must equal the reference's append (every element). Long cases compare sampled
@@ -125,6 +125,24 @@ fn cases(a: &CheckArgs) -> Vec<Case> {
             }
         }
     }
+    // windows and softcap (Mistral's window, Gemma 2's window and softcap at 256): (D, causal, left, right, cap)
+    let mut rng = SplitMix(a.seed ^ 0xdec0de_5c);
+    for (d, causal, left, right, cap) in [(128usize, true, Some(256), None, None), (256, true, Some(4096), None, Some(50.0)), (64, false, None, None, Some(30.0)), (96, false, Some(64), Some(8), None)] {
+        for paged_size in [0usize, 64] {
+            let n_q = 1 + (rng.next_u64() % 3) as usize;
+            let lens = lengths(&mut rng, 2, long, 64);
+            let storage = if paged_size > 0 { paged(&mut rng, &lens, n_q, paged_size) } else { CacheStorage::Contiguous { capacity: lens.iter().max().copied().unwrap_or(0) + n_q + 3 } };
+            let mut p = KvCacheProblem::new(lens.clone(), 8, d, n_q, 0);
+            p.kv_heads = 2;
+            p.n_new = n_q;
+            p.storage = storage;
+            p.rules.mask.causal = causal;
+            p.rules.mask.window = flashgen::reference::Window { left, right };
+            p.rules.softcap = cap;
+            let label = format!("D{d} window {left:?}/{right:?} softcap {cap:?} N_q {n_q} {} lens {lens:?}{}", if paged_size > 0 { format!("paged {paged_size}") } else { "contiguous".into() }, if causal { " causal" } else { "" });
+            out.push(Case { label, dtype: DType::Bf16, p, splits: None, host_copies: true, lying: false });
+        }
+    }
     // lying device lengths and table entries (no host copies): honest sequences right, nothing outside
     for paged_size in [0usize, 16] {
         let lens = vec![300, 500, 200];
@@ -239,6 +257,8 @@ fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<(f64, f64, bool, bool)
         o: TensorViewMut::of_slice("o", &mut d_o, 0, dt, Layout::bshd(b, h, nq, d)).map_err(le)?,
         lse: Some(BufferViewMut::of(&mut d_lse)),
         causal: p.rules.mask.causal,
+        window: p.rules.mask.window,
+        softcap: p.rules.softcap.map(|c| c as f32),
         sm_scale: Some(p.rules.sm_scale as f32),
         num_splits: c.splits,
     };
@@ -345,6 +365,8 @@ mod tests {
                     o: fake_mut("o", Layout::bshd(b, h, nq, d)),
                     lse: None,
                     causal: c.p.rules.mask.causal,
+                    window: c.p.rules.mask.window,
+                    softcap: c.p.rules.softcap.map(|c| c as f32),
                     sm_scale: None,
                     num_splits: c.splits,
                 };

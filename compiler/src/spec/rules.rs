@@ -66,7 +66,7 @@ impl KernelSpec {
         let empty_rows = (features.empty_rows && p.stage == 3) || features.window || masked_by_mod;
         let features = Features { empty_rows, ..features };
         let mut spec = spec;
-        if (features.softcap || features.modifiers.is_some()) && spec.overrides.programs_per_sm.is_none() {
+        if (features.softcap || features.modifiers.is_some()) && spec.overrides.programs_per_sm.is_none() && !p.kind.decodes() {
             // (softcap keeps tanh(S) for dS's derivative, a score_mod its derivative and a mask_mod its
             // element code: the D64 pair spills at 3-4 programs' registers, not at 2)
             spec.schedule.programs_per_sm = spec.schedule.programs_per_sm.min(2);
@@ -75,9 +75,15 @@ impl KernelSpec {
         // forward and in the separate wgmma backward pair so far
         let takes_them = (p.kind == KernelKind::FwdWs && spec.ping_pong()) || matches!(p.kind, KernelKind::BwdDkdvWgmma | KernelKind::BwdDqWgmma);
         for (on, what) in [(features.window, "a sliding window"), (features.softcap, "softcap")] {
-            rule(!on || takes_them, || {
-                format!("{what} is built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3) and the backward's bwd_dkdv_wgmma / bwd_dq_wgmma only, not into {} with NUM_STAGES={}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
+            rule(!on || takes_them || p.kind == KernelKind::Decode, || {
+                format!("{what} is built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3), the backward's bwd_dkdv_wgmma / bwd_dq_wgmma and decode only, not into {} with NUM_STAGES={}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
             })?;
+        }
+        if p.kind.decodes() {
+            rule(features.modifiers.is_none() && !features.varlen && (p.kind == KernelKind::Decode || features.is_none()), || {
+                format!("{}: the decode kernels take a window and softcap only (the combine none)", p.kind.name())
+            })?;
+            return Ok(KernelSpec { features: Features { empty_rows: false, ..features }, ..spec });
         }
         if features.modifiers.is_some() {
             rule(takes_them, || {
