@@ -72,7 +72,8 @@
 #   variants    VARIANTS (required) "tag:words;tag:words": words `bin=NAME` (.carry/NAME.xz), `NAME=value`
 #               (an environment variable, upper case) and bench flags (e.g. `--schedule own_blocks=off`,
 #               `--configs wsp:256,64,20,8`); the first variant is the reference. ROUNDS [2], order rotated
-#               each round; BACKWARD [0] (1: the backward only)
+#               each round; BACKWARD [0] (1: the backward only); DECODE [0] (1: `bench --decode`'s rows, K/V GB/s
+#               and the batch-1 step's µs, instead of the attention rows)
 #   ncu         NCU_RUNS (required) "name|kernel regex|bench args;..." (at most 2 a call: 8 files come back),
 #               NCU_SKIP [2] launches skipped before the one profiled, NCU_TIMEOUT [200]
 #
@@ -406,7 +407,10 @@ profile_variants() {
   [ -n "${VARIANTS:-}" ] || die "variants: set VARIANTS=\"tag:words;tag:words\" (the header and bench/README.md say how)"
   IFS=';' read -ra vs <<< "$VARIANTS"
   n=${#vs[@]}
-  if [ "${BACKWARD:-0}" = 1 ]; then
+  if [ "${DECODE:-0}" = 1 ]; then
+    scope=(--decode)
+    kind=decode
+  elif [ "${BACKWARD:-0}" = 1 ]; then
     scope=(--backward --backward-only)
     kind=bwd
   else
@@ -441,6 +445,12 @@ profile_variants() {
       done
       [ -x "$BINDIR/$bin" ] || die "variant $tag: no build $BINDIR/$bin (carry .carry/$bin.xz)"
       bench_extra ${flags[@]+"${flags[@]}"}
+      if [ "$kind" = decode ]; then
+        # fa4_bench.py's decode shapes and the step's latency row (bench --decode's own)
+        step "v_${tag}_$r" "${BENCH_TIMEOUT:-150}" env FLASHGEN_CACHE_DIR="$WORK/cache-$tag" ${envs[@]+"${envs[@]}"} \
+          "$BINDIR/$bin" bench --decode --timing do-bench --json "$WORK/v_${tag}_$r.jsonl" ${flags[@]+"${flags[@]}"}
+        continue
+      fi
       step "v_${tag}_$r" "${BENCH_TIMEOUT:-150}" env FLASHGEN_CACHE_DIR="$WORK/cache-$tag" ${envs[@]+"${envs[@]}"} \
         "$BINDIR/$bin" bench --d "$D" --n "$N" --causal "$CAUSAL" ${scope[@]+"${scope[@]}"} --timing do-bench \
         --json "$WORK/v_${tag}_$r.jsonl" "${EXTRA[@]}" ${flags[@]+"${flags[@]}"}

@@ -68,8 +68,32 @@ def table(work):
         print(f"{kind:4} {d:3} {n:5} {c} {config[:16]:16} | {span(v)} | " + " | ".join(cells))
 
 
+def decode_variants(work, tags):
+    """DECODE=1: K/V GB/s per (B, cache, paged) and the batch-1 step's µs, per variant, min-max over rounds."""
+    t, step = {}, {}
+    for path in glob.glob(f"{work}/v_*.jsonl"):
+        tag = os.path.basename(path)[2:-len(".jsonl")].rsplit("_", 1)[0]
+        for r in rows(path):
+            if r.get("kind") == "decode" and r.get("gb_s"):
+                t.setdefault((r["B"], r["NK"], bool(r.get("paged")), r.get("config", "default")), {}).setdefault(tag, []).append(r["gb_s"])
+            elif r.get("kind") == "decode_latency":
+                step.setdefault(tag, []).append(r["us"])
+    ref = tags[0]
+    print(f"\n  B    NK paged config     | " + " | ".join(f"{x:>22}" for x in tags) + f" | (K/V GB/s min-max; ratio of means to {ref}'s)")
+    for (b, nk, paged, config), x in sorted(t.items()):
+        base = x.get(ref)
+        cells = [(f"{min(v):7.0f}-{max(v):7.0f} {statistics.mean(v) / statistics.mean(base):.3f}" if v and base else " " * 22) for v in (x.get(tag) for tag in tags)]
+        print(f"{b:3} {nk:5} {int(paged):5} {config[:10]:10} | " + " | ".join(cells))
+    for tag in tags:
+        if step.get(tag):
+            print(f"step (batch 1, cache 8192, bench's timer) {tag}: {min(step[tag]):.2f}-{max(step[tag]):.2f} us")
+
+
 def variants(work, spec, kind):
     tags = [v.split(":", 1)[0] for v in spec.split(";")]
+    if kind == "decode":
+        decode_variants(work, tags)
+        return
     t = {}
     for path in glob.glob(f"{work}/v_*.jsonl"):
         tag = os.path.basename(path)[2:-len(".jsonl")].rsplit("_", 1)[0]
