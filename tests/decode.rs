@@ -382,6 +382,11 @@ fn decode_windows_and_softcap_on_the_emulator() {
     p.rules.mask.window = Window { left: Some(40), right: Some(10) };
     let spec = featured(decode_spec(DType::Bf16, 64, 16, 64, true, 4, 3), true, false);
     check(&tools, "window 40/10 bf16 d64", case(p, DType::Bf16, spec, 2), 45, None);
+    // a left bound alone, non-causal (a STAGE=1 kernel with the window), two queries, three splits
+    let mut p = problem(vec![150, 20], 4, 2, 64, 2, 2, false, CacheStorage::Contiguous { capacity: 160 });
+    p.rules.mask.window = Window { left: Some(70), right: None };
+    let spec = featured(decode_spec(DType::F16, 64, 16, 64, false, 4, 3), true, false);
+    check(&tools, "window 70/- non-causal fp16 d64", case(p, DType::F16, spec, 3), 46, None);
 }
 
 #[test]
