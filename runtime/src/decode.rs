@@ -119,7 +119,7 @@ impl DecodeGeometry {
     /// Keys one query can see at most: the longest sequence's, or the window's span.
     pub fn visible_keys(&self, window: Window) -> usize {
         match window.left {
-            Some(left) => self.longest.min(left + self.queries + window.right.unwrap_or(0)),
+            Some(left) => self.longest.min(left.saturating_add(self.queries).saturating_add(window.right.unwrap_or(0))),
             None => self.longest,
         }
     }
@@ -510,6 +510,18 @@ mod tests {
         let mut args = KernelArgs::new();
         combine_args(&mut args, [&po, &pm], &mut c.o, &mut lse, 4, &geometry);
         argument_order("decode_combine", abi::kernel_parameters(KernelKind::DecodeCombine), &args.supplied()).unwrap();
+    }
+
+    #[test]
+    fn a_window_bounds_the_keys_the_splits_share() {
+        let g = DecodeGeometry::of(&call(false, Some(&[100, 1023]), None, 1)).unwrap();
+        assert_eq!(g.visible_keys(Window::UNBOUNDED), 1024);
+        assert_eq!(g.visible_keys(Window { left: Some(256), right: None }), 257);
+        assert_eq!(g.visible_keys(Window { left: Some(usize::MAX), right: Some(usize::MAX) }), 1024, "no overflow: a huge window is the whole cache");
+        // the kernel's view: causal takes the right bound 0, a window the window kernels
+        let p = g.problem(DType::Bf16, true, Window { left: Some(256), right: None }, true);
+        assert!(p.causal && p.window && p.softcap);
+        assert!(!g.problem(DType::Bf16, true, Window::UNBOUNDED, false).window);
     }
 
     #[test]
