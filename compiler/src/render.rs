@@ -617,9 +617,6 @@ struct Decode {
     CG_TILE_BYTES: u32,
     CG_MERGE_BYTES: u32,
     KEYS_PER_WARP: u32,
-    /// The K/V copies with an evict-first L2 policy (sm_90: PTX 7.4's cp.async cache hints; the older targets'
-    /// PTX versions predate them).
-    L2_EVICT_FIRST: bool,
     KPW_N8_TILES: u32,
     KPW_K16_STEPS: u32,
     Q_IN_REGISTERS: bool,
@@ -663,7 +660,6 @@ impl Decode {
             CG_TILE_BYTES: d / groups * spec.dtype().bytes(),
             CG_MERGE_BYTES: d / groups * 4,
             KEYS_PER_WARP: kpw,
-            L2_EVICT_FIRST: matches!(spec.arch(), crate::spec::Arch::Sm90 | crate::spec::Arch::Sm90a),
             KPW_N8_TILES: kpw / 8,
             KPW_K16_STEPS: kpw / 16,
             Q_IN_REGISTERS: spec.decode_q_in_registers(),

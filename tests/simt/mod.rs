@@ -95,12 +95,9 @@ const X86_TRIPLE: &str = "target triple = \"x86_64-unknown-linux-gnu\"";
 /// Bytes of the emulated shared memory (the largest opt-in on any target is 227 KB).
 const SMEM_BYTES: usize = 262_144;
 
-/// Inline PTX of the templates and the wrappers.ll functions that stand in for it (a cache hint is no
-/// instruction here: the copy is the plain one).
-const INLINE_PTX: [(&str, &str); 3] = [
+/// Inline PTX of the templates and the wrappers.ll functions that stand in for it.
+const INLINE_PTX: [(&str, &str); 1] = [
     (r#"asm "tanh.approx.f32 $0, $1;", "=f,f""#, "@emu.tanh"),
-    (r#"asm sideeffect "cp.async.cg.shared.global.L2::cache_hint [$0], [$1], 16, $2, $3;", "l,l,r,l,~{memory}""#, "@emu.cp_async_hint"),
-    (r#"asm sideeffect "createpolicy.fractional.L2::evict_first.b64 $0, 1.0;", "=l""#, "@emu.createpolicy"),
 ];
 
 /// The kernel's IR for x86-64 with the emulator's intrinsics.
@@ -117,7 +114,7 @@ pub fn retarget(ir: &str) -> String {
         } else if l.starts_with("declare") && l.contains("@llvm.nvvm.") {
             continue;
         } else {
-            // the PTX the templates write inline (lib/decode.ll.tera's L2 cache hints) as calls of stand-ins
+            // the PTX the templates write inline (softcap's tanh) as calls of stand-ins
             let line = INLINE_PTX.iter().fold(line.to_string(), |l, (asm, stand_in)| l.replace(asm, stand_in));
             out.push_str(&line.replace("@llvm.nvvm.", "@emu.nvvm."));
         }

@@ -57,13 +57,6 @@ define internal void @emu.nvvm.cp.async.ca.shared.global.4.s(ptr addrspace(3) %d
   call void @emu_cp_async(ptr %dd, ptr %ss, i32 4, i32 %n)
   ret void
 }
-define internal void @emu.cp_async_hint(ptr addrspace(3) %d, ptr addrspace(1) %s, i32 %n, i64 %policy) {
-  call void @emu.nvvm.cp.async.cg.shared.global.16.s(ptr addrspace(3) %d, ptr addrspace(1) %s, i32 %n)
-  ret void
-}
-define internal i64 @emu.createpolicy() {
-  ret i64 0
-}
 declare float @tanhf(float)
 define internal float @emu.tanh(float %x) {
   %r = call float @tanhf(float %x)
