@@ -1,7 +1,7 @@
 //! The calls on candle's CUDA storage: views of q, k, v (and the backward's tensors) where candle keeps them,
 //! outputs allocated through candle's device, the runtime's calls queued on candle's stream.
 
-use super::{err, Attention, FlashAttn, Keep};
+use super::{err, Attention, FlashAttn, Keep, KvCache};
 use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::{CudaDType, CudaDevice};
 use candle_core::op::BackpropOp;
@@ -9,7 +9,8 @@ use candle_core::{CudaStorage, DType, Layout as CandleLayout, Result, Shape, Sto
 use flashgen::mods::builtins;
 use flashgen_runtime::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr};
 use flashgen_runtime::{
-    BackwardCall, BufferView, BufferViewMut, CallModifiers, CausalAlign, Flash, ForwardCall, Gpu, KernelCache, Layout, ModTensor, StatsIn, StatsOut, Stream, TensorView, TensorViewMut, VarLen, Window,
+    BackwardCall, BlockTable, BufferView, BufferViewMut, CallModifiers, CausalAlign, Flash, ForwardCall, Gpu, KernelCache, KvCacheCall, Layout, ModTensor, StatsIn, StatsOut, Stream, TensorView, TensorViewMut, VarLen,
+    Window,
 };
 use std::sync::{Arc, Mutex};
 
@@ -290,4 +291,87 @@ fn backward_typed<T: CudaDType + DeviceRepr>(op: &FlashAttn, q: &Tensor, k: &Ten
     }
     let wrap = |slice: CudaSlice<T>, dims: &[usize]| Tensor::from_storage(Storage::Cuda(CudaStorage::wrap_cuda_slice(slice, dev.clone())), dims, BackpropOp::none(), false);
     Ok((wrap(gq, q.dims()), wrap(gk, k.dims()), wrap(gv, v.dims())))
+}
+
+pub fn with_kvcache(call: &Attention, q: &Tensor, cache: &KvCache, new: Option<(&Tensor, &Tensor)>) -> Result<Tensor> {
+    match q.dtype() {
+        DType::BF16 => with_kvcache_typed::<half::bf16>(call, q, cache, new),
+        DType::F16 => with_kvcache_typed::<half::f16>(call, q, cache, new),
+        other => Err(err(format!("q is {other:?}: flashgen takes bf16 or f16"))),
+    }
+}
+
+/// The decode call on candle's storages. The caches are written through the addresses of their (shared)
+/// storages: candle has no in-place op over two tensors, and the new tokens' rows are the only ones written
+/// (device memory that no Rust reference covers; candle's one stream per device orders it with every other use).
+fn with_kvcache_typed<T: CudaDType + DeviceRepr>(call: &Attention, q: &Tensor, cache: &KvCache, new: Option<(&Tensor, &Tensor)>) -> Result<Tensor> {
+    let dtype = flashgen_dtype(q.dtype())?;
+    let (sq, lq) = q.storage_and_layout();
+    let (skc, lkc) = cache.k_cache.storage_and_layout();
+    let (svc, lvc) = cache.v_cache.storage_and_layout();
+    let cq = cuda("q", &sq)?;
+    let (dev, stream) = device_of(cq);
+    let flash = flash_for(stream.context().ordinal())?;
+    let (qa, qn, _g1) = addr(cq.as_cuda_slice::<T>()?, lq.start_offset(), &stream)?;
+    let (kca, kcn, _g2) = addr(cuda("k_cache", &skc)?.as_cuda_slice::<T>()?, lkc.start_offset(), &stream)?;
+    let (vca, vcn, _g3) = addr(cuda("v_cache", &svc)?.as_cuda_slice::<T>()?, lvc.start_offset(), &stream)?;
+    let layout_q = layout_of(lq);
+    let [b, h, n, d] = layout_q.shape;
+    // SAFETY: written in full by the kernels before anything reads it
+    let o: CudaSlice<T> = unsafe { dev.alloc::<T>((b * n * h * d).max(1)) }?;
+    {
+        let (oa, on, _g4) = addr(&o, 0, &stream)?;
+        let new_storages = new.map(|(k, v)| (k.storage_and_layout(), v.storage_and_layout()));
+        let new_addrs = match &new_storages {
+            Some(((sk, lk), (sv, lv))) => Some((
+                addr(cuda("k", sk)?.as_cuda_slice::<T>()?, lk.start_offset(), &stream)?,
+                addr(cuda("v", sv)?.as_cuda_slice::<T>()?, lv.start_offset(), &stream)?,
+                layout_of(lk),
+                layout_of(lv),
+            )),
+            None => None,
+        };
+        let (k_new, v_new) = match &new_addrs {
+            Some(((ka, kn, _), (va, vn, _), lk, lv)) => (Some(view("k", *ka, *kn, dtype, *lk)?), Some(view("v", *va, *vn, dtype, *lv)?)),
+            None => (None, None),
+        };
+        with_buffer::<u32, _>("cache_seqlens", &cache.cache_seqlens, &stream, |la, ln| {
+            let with_table = |f: &mut dyn FnMut(Option<BlockTable<'_>>) -> Result<()>| -> Result<()> {
+                let Some(table) = &cache.block_table else {
+                    return f(None);
+                };
+                let max_pages = table.dims()[1];
+                with_buffer::<u32, _>("block_table", table, &stream, |ta, tn| {
+                    // SAFETY: the table's u32 storage (read as the kernels' i32: entries past 2^31 read
+                    // negative and are clamped to the pool), held by `with_buffer` while the call is queued
+                    f(Some(BlockTable { table: unsafe { BufferView::from_raw_parts(ta, tn) }, max_pages, host: None }))
+                })
+            };
+            let (mut k_new, mut v_new) = (k_new, v_new);
+            with_table(&mut |block_table| {
+                let decode = KvCacheCall {
+                    q: view("q", qa, qn, dtype, layout_q)?,
+                    k_cache: view_mut("k_cache", kca, kcn, dtype, layout_of(lkc))?,
+                    v_cache: view_mut("v_cache", vca, vcn, dtype, layout_of(lvc))?,
+                    // SAFETY: the lengths' u32 storage (read as i32, clamped by the kernels), held by `with_buffer`
+                    cache_seqlens: unsafe { BufferView::from_raw_parts(la, ln) },
+                    host_cache_seqlens: None,
+                    block_table,
+                    k_new: k_new.take(),
+                    v_new: v_new.take(),
+                    o: view_mut("out", oa, on, dtype, Layout::bshd(b, h, n, d))?,
+                    lse: None,
+                    causal: call.causal,
+                    window: window_of(call),
+                    softcap: call.softcap,
+                    sm_scale: Some(call.softmax_scale),
+                    num_splits: None,
+                };
+                // SAFETY: candle's stream of this device, as in the forward
+                let s = unsafe { Stream::from_raw(stream.cu_stream()) };
+                flash.attention_with_kvcache(decode, s).map(|_| ()).map_err(|e| err(e.to_string()))
+            })
+        })?;
+    }
+    Ok(Tensor::from_storage(Storage::Cuda(CudaStorage::wrap_cuda_slice(o, dev)), (b, n, h, d), BackpropOp::none(), false))
 }

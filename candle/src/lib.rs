@@ -9,6 +9,9 @@
 //! let out = Attention::new(0.125).causal(true).window(Some(4096), Some(0)).softcap(50.0).forward(&q, &k, &v)?;
 //! ```
 //!
+//! Serving: `Attention::with_kvcache` (and `flash_attn_with_kvcache`, flash-attn's name) runs the decode
+//! kernels against a KV cache, contiguous or paged, appending the new tokens to it in place (no autograd).
+//!
 //! The functions keep candle-flash-attn's names and arguments (`flash_attn`, `flash_attn_windowed`,
 //! `flash_attn_alibi`, `flash_attn_alibi_windowed`, `flash_attn_varlen`, `flash_attn_varlen_windowed`);
 //! `Attention` takes every argument at once. Grouped-query attention (k and v with fewer heads), N_q ≠ N_kv
@@ -44,6 +47,33 @@ pub struct VarLen {
     /// The longest sequence's queries and keys (at least the real ones: the grid is sized by them).
     pub max_seqlen_q: usize,
     pub max_seqlen_k: usize,
+}
+
+/// A KV cache for `Attention::with_kvcache` (flash-attn's `flash_attn_with_kvcache`): k_cache and v_cache
+/// (batch, capacity, kv_heads, head_dim), or with a block table a pool of pages (pages, page_size, kv_heads,
+/// head_dim), page_size a multiple of 16; cache_seqlens u32 (batch,): the tokens each sequence's cache holds
+/// before the call; block_table u32 (batch, max_pages): sequence i's token t is in page block_table[i][t /
+/// page_size]. All on the GPU of q. The kernels clamp what only the GPU holds (lengths to the capacity or the
+/// pages, table entries to the pool), so lying lengths or tables cannot reach outside the cache.
+#[derive(Clone, Debug)]
+pub struct KvCache {
+    pub k_cache: Tensor,
+    pub v_cache: Tensor,
+    pub cache_seqlens: Tensor,
+    pub block_table: Option<Tensor>,
+}
+
+impl KvCache {
+    /// A contiguous cache.
+    pub fn new(k_cache: &Tensor, v_cache: &Tensor, cache_seqlens: &Tensor) -> KvCache {
+        KvCache { k_cache: k_cache.clone(), v_cache: v_cache.clone(), cache_seqlens: cache_seqlens.clone(), block_table: None }
+    }
+
+    /// A paged cache: k_cache and v_cache are the page pool, `block_table` each sequence's pages.
+    pub fn paged(mut self, block_table: &Tensor) -> KvCache {
+        self.block_table = Some(block_table.clone());
+        self
+    }
 }
 
 /// One attention call: softmax(Q·Kᵀ·softmax_scale [+ ALiBi] [softcap] [mask])·V with flash-attn's arguments.
@@ -138,6 +168,63 @@ impl Attention {
         {
             Err(no_cuda_feature())
         }
+    }
+
+    /// Decoding against a KV cache: q (batch, seqlen_q, heads, head_dim) — one or a few new tokens per
+    /// sequence — attends to each sequence's cached tokens and, when `new` gives them, its new keys and values
+    /// (batch, seqlen_new, kv_heads, head_dim), which are first written into the cache after the cached ones
+    /// (the caches change in place; nothing else of them does). Causal among the new tokens, a window and
+    /// softcap as set on `self`; GQA by the heads' counts. The output is (batch, seqlen_q, heads, head_dim);
+    /// no gradient flows through it (an inference call). The cache is split across the chip at run time
+    /// (split-KV), so batch 1 reads it at memory speed.
+    pub fn with_kvcache(&self, q: &Tensor, cache: &KvCache, new: Option<(&Tensor, &Tensor)>) -> Result<Tensor> {
+        self.check_kvcache(q, cache, new)?;
+        if !q.device().is_cuda() {
+            return Err(on_the_cpu());
+        }
+        #[cfg(feature = "cuda")]
+        {
+            gpu::with_kvcache(self, q, cache, new)
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            Err(no_cuda_feature())
+        }
+    }
+
+    /// What `with_kvcache` needs to allocate its output and read the lengths and table: ranks, dtypes, and
+    /// no argument the decode kernels do not take. The shapes' agreement is the runtime's check.
+    fn check_kvcache(&self, q: &Tensor, cache: &KvCache, new: Option<(&Tensor, &Tensor)>) -> Result<()> {
+        if self.alibi_slopes.is_some() || self.varlen.is_some() {
+            return Err(err("with_kvcache takes no alibi_slopes or packed sequences: the decode kernels have neither (a batch of caches holds sequences of any length already)".into()));
+        }
+        let mut tensors = vec![("q", q), ("k_cache", &cache.k_cache), ("v_cache", &cache.v_cache)];
+        if let Some((k, v)) = new {
+            tensors.extend([("k", k), ("v", v)]);
+        }
+        for (name, t) in &tensors {
+            if t.rank() != 4 {
+                return Err(err(format!("{name} has shape {:?}: expected 4 dimensions (batch, seqlen, heads, head_dim){}", t.dims(), if name.ends_with("_cache") { ", or (pages, page_size, kv_heads, head_dim) with a block table" } else { "" })));
+            }
+        }
+        if !matches!(q.dtype(), DType::BF16 | DType::F16) {
+            return Err(err(format!("q is {:?}: flashgen takes bf16 or f16", q.dtype())));
+        }
+        for (name, t) in &tensors[1..] {
+            if t.dtype() != q.dtype() {
+                return Err(err(format!("{name} is {:?} but q is {:?}: all must share one dtype", t.dtype(), q.dtype())));
+            }
+        }
+        let lens = &cache.cache_seqlens;
+        if lens.dtype() != DType::U32 || lens.rank() != 1 {
+            return Err(err(format!("cache_seqlens is {:?} {:?}: expected u32 (batch,), the tokens each sequence's cache holds", lens.dtype(), lens.dims())));
+        }
+        if let Some(table) = &cache.block_table {
+            if table.dtype() != DType::U32 || table.rank() != 2 {
+                return Err(err(format!("block_table is {:?} {:?}: expected u32 (batch, max_pages), each sequence's pages of the pool", table.dtype(), table.dims())));
+            }
+        }
+        Ok(())
     }
 
     fn run(&self, q: &Tensor, k: &Tensor, v: &Tensor, keep: Keep) -> Result<(Tensor, Option<Tensor>)> {
@@ -250,9 +337,37 @@ pub fn flash_attn_varlen_windowed(
     Attention::new(softmax_scale).varlen(seqlens_q, seqlens_k, max_seqlen_q, max_seqlen_k).window(window_size_left, window_size_right).forward(q, k, v)
 }
 
+/// Attention against a KV cache (flash-attn's `flash_attn_with_kvcache`, its argument order): `k` and `v`
+/// the new tokens to append (both or neither), `block_table` for a paged cache; `Attention::with_kvcache`
+/// with `KvCache` takes windows and softcap too.
+#[allow(clippy::too_many_arguments)]
+pub fn flash_attn_with_kvcache(
+    q: &Tensor,
+    k_cache: &Tensor,
+    v_cache: &Tensor,
+    k: Option<&Tensor>,
+    v: Option<&Tensor>,
+    cache_seqlens: &Tensor,
+    block_table: Option<&Tensor>,
+    softmax_scale: f32,
+    causal: bool,
+) -> Result<Tensor> {
+    let new = match (k, v) {
+        (Some(k), Some(v)) => Some((k, v)),
+        (None, None) => None,
+        _ => return Err(err("k and v (the new tokens) come together: both to append them to the cache, neither to read it only".into())),
+    };
+    let mut cache = KvCache::new(k_cache, v_cache, cache_seqlens);
+    if let Some(t) = block_table {
+        cache = cache.paged(t);
+    }
+    Attention::new(softmax_scale).causal(causal).with_kvcache(q, &cache, new)
+}
+
 /// The op itself, for `Tensor::apply_op3_arc`: one instance per call (it keeps that call's statistics for the
 /// backward). Made by `Attention`'s calls, which check the arguments first.
 pub struct FlashAttn {
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     call: Attention,
     /// The row statistics the forward keeps: none, the natural-log LSE, or the kernels' base-2 M.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]

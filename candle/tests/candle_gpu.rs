@@ -1,10 +1,12 @@
 //! On a GPU (the H200): flashgen-candle's forward and backward against candle's own attention in f32,
 //! softmax(Q·Kᵀ·scale [ALiBi] [softcap] [mask])·V written with candle ops, on the same bf16-rounded inputs; for
-//! plain attention, GQA, unequal lengths, a narrower V, windows, softcap, ALiBi and packed sequences. Ignored by
+//! plain attention, GQA, unequal lengths, a narrower V, windows, softcap, ALiBi and packed sequences; decoding
+//! against a KV cache (contiguous and paged, appending) against the same attention over each sequence's keys. Ignored by
 //! default, as the repository's other GPU tests: `bash candle/scripts/build-gpu.sh`, then the binary with `--ignored`.
 
 use candle_core::{DType, Device, Result, Tensor, Var, D};
-use flashgen_candle::{flash_attn, flash_attn_lse, flash_attn_varlen, Attention};
+use candle_core::IndexOp;
+use flashgen_candle::{flash_attn, flash_attn_lse, flash_attn_varlen, flash_attn_with_kvcache, Attention, KvCache};
 
 fn device() -> Device {
     Device::new_cuda(0).expect("a CUDA device")
@@ -230,6 +232,79 @@ fn packed_qkv_views_and_the_lse() -> Result<()> {
     let expected = (s.broadcast_sub(&m)?.exp()?.sum_keepdim(D::Minus1)?.log()? + m)?.squeeze(D::Minus1)?;
     assert!(max_abs(&(lse - expected)?)? < 2e-3);
     Ok(())
+}
+
+/// Decoding against a KV cache: 1 to 4 new tokens per sequence appended to caches holding 0, 137 and 400
+/// tokens, contiguous and paged (64-token pages in a permuted pool), GQA 8/2, causal, a window with softcap;
+/// each sequence's output against candle's attention over its cached and new keys, and the new tokens found
+/// in the cache after the call (through the table when paged).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kvcache_decode_matches_candle_attention() -> Result<()> {
+    let dev = device();
+    let (b, h, hkv, d, cap, page) = (3, 8, 2, 128, 512, 64);
+    let lens = [0usize, 137, 400];
+    let scale = 1.0 / (d as f64).sqrt();
+    let causal = Mask { causal: true, ..Mask::default() };
+    let windowed = Mask { causal: true, left: Some(100), softcap: Some(30.0), ..Mask::default() };
+    for (paged, n_new, m, dtype) in [(false, 1, causal, DType::BF16), (true, 4, causal, DType::F16), (true, 2, windowed, DType::BF16), (false, 3, windowed, DType::F16)] {
+        let rnd = |dims: (usize, usize, usize, usize)| Tensor::randn(0f32, 1.0, dims, &dev)?.to_dtype(dtype);
+        let (q, k_new, v_new) = (rnd((b, n_new, h, d))?, rnd((b, n_new, hkv, d))?, rnd((b, n_new, hkv, d))?);
+        let (k_full, v_full) = (rnd((b, cap, hkv, d))?, rnd((b, cap, hkv, d))?);
+        let seqlens = Tensor::new(lens.iter().map(|&l| l as u32).collect::<Vec<_>>().as_slice(), &dev)?;
+        // paged: sequence i's page p is pool page perm[i·max_pages + p], the pool permuted
+        let max_pages = cap / page;
+        let total = b * max_pages;
+        let perm: Vec<u32> = (0..total).map(|x| ((x * 5 + 3) % total) as u32).collect();
+        let mut inverse = vec![0u32; total];
+        for (x, &p) in perm.iter().enumerate() {
+            inverse[p as usize] = x as u32;
+        }
+        let inverse = Tensor::new(inverse.as_slice(), &dev)?;
+        let to_pool = |t: &Tensor| t.reshape((total, page, hkv, d))?.index_select(&inverse, 0);
+        let cache = if paged {
+            KvCache::new(&to_pool(&k_full)?, &to_pool(&v_full)?, &seqlens).paged(&Tensor::from_vec(perm.clone(), (b, max_pages), &dev)?)
+        } else {
+            KvCache::new(&k_full.copy()?, &v_full.copy()?, &seqlens)
+        };
+        let mut call = Attention::new(scale as f32).causal(m.causal).window(m.left, m.right);
+        if let Some(cap) = m.softcap {
+            call = call.softcap(cap);
+        }
+        let out = call.with_kvcache(&q, &cache, Some((&k_new, &v_new)))?.to_dtype(DType::F32)?;
+        assert_eq!(out.dims(), &[b, n_new, h, d]);
+        // the caches after the call, as (b, cap, hkv, d)
+        let back = |t: &Tensor| -> Result<Tensor> {
+            if paged {
+                t.index_select(&Tensor::new(perm.as_slice(), &dev)?, 0)?.reshape((b, cap, hkv, d))
+            } else {
+                Ok(t.clone())
+            }
+        };
+        let (k_after, v_after) = (back(&cache.k_cache)?, back(&cache.v_cache)?);
+        let f32 = |t: Tensor| t.to_dtype(DType::F32);
+        for (i, &len) in lens.iter().enumerate() {
+            let keys = |full: &Tensor, new: &Tensor| Tensor::cat(&[full.i(i)?.narrow(0, 0, len)?, new.i(i)?], 0)?.unsqueeze(0)?.to_dtype(DType::F32);
+            let expected = reference_with(&f32(q.i(i)?.unsqueeze(0)?)?, &keys(&k_full, &k_new)?, &keys(&v_full, &v_new)?, scale, m)?;
+            close(&format!("out of sequence {i} (paged {paged}, {n_new} new)"), &out.i(i)?.unsqueeze(0)?, &expected, 0.02)?;
+            for (name, after, new, full) in [("k", &k_after, &k_new, &k_full), ("v", &v_after, &v_new, &v_full)] {
+                let written = f32(after.i(i)?.narrow(0, len, n_new)?)?;
+                assert_eq!(max_abs(&(written - f32(new.i(i)?)?)?)?, 0.0, "{name}_cache of sequence {i}: the new tokens at {len}..");
+                // the rows before the cached length are untouched
+                if len > 0 {
+                    let kept = (f32(after.i(i)?.narrow(0, 0, len)?)? - f32(full.i(i)?.narrow(0, 0, len)?)?)?;
+                    assert_eq!(max_abs(&kept)?, 0.0, "{name}_cache of sequence {i}: its cached tokens changed");
+                }
+            }
+        }
+    }
+    // flash-attn's argument order, reading the cache only (no new tokens): batch 1, one query
+    let q = Tensor::randn(0f32, 1.0, (1, 1, h, d), &dev)?.to_dtype(DType::BF16)?;
+    let (kc, vc) = (Tensor::randn(0f32, 1.0, (1, cap, hkv, d), &dev)?.to_dtype(DType::BF16)?, Tensor::randn(0f32, 1.0, (1, cap, hkv, d), &dev)?.to_dtype(DType::BF16)?);
+    let out = flash_attn_with_kvcache(&q, &kc, &vc, None, None, &Tensor::new(&[300u32], &dev)?, None, scale as f32, true)?;
+    let f = |t: &Tensor| t.to_dtype(DType::F32);
+    let expected = reference(&f(&q)?, &f(&kc.narrow(1, 0, 300)?)?, &f(&vc.narrow(1, 0, 300)?)?, scale, false)?;
+    close("out (flash_attn_with_kvcache, no append)", &out.to_dtype(DType::F32)?, &expected, 0.02)
 }
 
 #[test]

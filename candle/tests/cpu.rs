@@ -3,7 +3,7 @@
 //! a narrower V, packed sequences, windows, softcap, ALiBi) is not refused here but reaches the device.
 
 use candle_core::{DType, Device, Tensor};
-use flashgen_candle::{flash_attn, flash_attn_alibi, flash_attn_bwd, flash_attn_lse, flash_attn_varlen, flash_attn_windowed, Attention};
+use flashgen_candle::{flash_attn, flash_attn_alibi, flash_attn_bwd, flash_attn_lse, flash_attn_varlen, flash_attn_windowed, flash_attn_with_kvcache, Attention, KvCache};
 
 fn t(dims: &[usize], dtype: DType) -> Tensor {
     Tensor::zeros(dims, dtype, &Device::Cpu).unwrap()
@@ -104,4 +104,41 @@ fn the_backward_alone_checks_its_tensors() {
     assert!(e.contains("lse is BF16: the forward's f32 log-sum-exp is expected"), "{e}");
     let e = flash_attn_bwd(&q, &q, &q, &q, &q, &lse, 0.125, true).unwrap_err().to_string();
     assert!(e.contains("on the CPU"), "{e}");
+}
+
+#[test]
+fn kvcache_arguments_are_checked_before_the_device() {
+    let q = t(&[2, 1, 8, 128], DType::BF16);
+    let cache = t(&[2, 512, 2, 128], DType::BF16);
+    let lens = Tensor::new(&[10u32, 20], &Device::Cpu).unwrap();
+    let new = t(&[2, 1, 2, 128], DType::BF16);
+    // a well-formed call (contiguous, appending; paged) passes this crate's checks
+    let e = flash_attn_with_kvcache(&q, &cache, &cache, Some(&new), Some(&new), &lens, None, 0.09, true).unwrap_err().to_string();
+    assert!(e.contains(REACHED_THE_DEVICE), "{e}");
+    let table = Tensor::new(&[[0u32, 1], [2, 3]], &Device::Cpu).unwrap();
+    let pool = t(&[4, 64, 2, 128], DType::BF16);
+    let e = flash_attn_with_kvcache(&q, &pool, &pool, None, None, &lens, Some(&table), 0.09, true).unwrap_err().to_string();
+    assert!(e.contains(REACHED_THE_DEVICE), "{e}");
+    // the new tokens come in pairs
+    let e = flash_attn_with_kvcache(&q, &cache, &cache, Some(&new), None, &lens, None, 0.09, true).unwrap_err().to_string();
+    assert!(e.contains("k and v (the new tokens) come together"), "{e}");
+    // lengths and tables are u32 (as candle-flash-attn's offsets)
+    let i64_lens = Tensor::new(&[10i64, 20], &Device::Cpu).unwrap();
+    let e = flash_attn_with_kvcache(&q, &cache, &cache, None, None, &i64_lens, None, 0.09, true).unwrap_err().to_string();
+    assert!(e.contains("cache_seqlens is I64 [2]: expected u32 (batch,)"), "{e}");
+    let flat_table = Tensor::new(&[0u32, 1, 2, 3], &Device::Cpu).unwrap();
+    let e = flash_attn_with_kvcache(&q, &pool, &pool, None, None, &lens, Some(&flat_table), 0.09, true).unwrap_err().to_string();
+    assert!(e.contains("block_table is U32 [4]: expected u32 (batch, max_pages)"), "{e}");
+    // ranks and dtypes
+    let e = flash_attn_with_kvcache(&q, &t(&[512, 2, 128], DType::BF16), &cache, None, None, &lens, None, 0.09, true).unwrap_err().to_string();
+    assert!(e.contains("k_cache has shape [512, 2, 128]: expected 4 dimensions"), "{e}");
+    let e = flash_attn_with_kvcache(&q, &cache, &t(&[2, 512, 2, 128], DType::F16), None, None, &lens, None, 0.09, true).unwrap_err().to_string();
+    assert!(e.contains("v_cache is F16 but q is BF16"), "{e}");
+    // what the decode kernels do not take
+    let slopes = Tensor::zeros(8, DType::F32, &Device::Cpu).unwrap();
+    let e = Attention::new(0.09).alibi(&slopes).with_kvcache(&q, &KvCache::new(&cache, &cache, &lens), None).unwrap_err().to_string();
+    assert!(e.contains("with_kvcache takes no alibi_slopes or packed sequences"), "{e}");
+    // a window and softcap reach the device
+    let e = Attention::new(0.09).causal(true).window(Some(256), Some(0)).softcap(30.0).with_kvcache(&q, &KvCache::new(&cache, &cache, &lens), Some((&new, &new))).unwrap_err().to_string();
+    assert!(e.contains(REACHED_THE_DEVICE), "{e}");
 }
