@@ -356,20 +356,7 @@ impl Flash {
             return Err(RuntimeError::Argument(format!("softcap = {cap}: the cap must be finite and > 0 (None for no softcap)")));
         }
         let (_, window) = kernel_window(call.causal, call.window);
-        if spec.features().window != problem.window || spec.features().softcap != problem.softcap {
-            return Err(RuntimeError::Argument(format!("the call has{}{} but kernel {} computes{}{}: plan it for this call (Flash::decode_plan)", if problem.window { " a window" } else { " no window" }, if problem.softcap { " and softcap" } else { "" }, spec.name(), if spec.features().window { " a window" } else { " no window" }, if spec.features().softcap { " and softcap" } else { "" })));
-        }
-        if spec.kind() != KernelKind::Decode || comb.kind() != KernelKind::DecodeCombine {
-            return Err(RuntimeError::Argument(format!("{} + {} is not a decode plan (decode, then decode_combine)", spec.name(), comb.name())));
-        }
-        for s in [spec, comb] {
-            if s.dtype() != call.q.dtype || s.head_dim() as usize != g.head_dim {
-                return Err(RuntimeError::Argument(format!("kernel {} takes {} with HEAD_DIM={}, the call has {} with {}", s.name(), s.dtype().name(), s.head_dim(), call.q.dtype.name(), g.head_dim)));
-            }
-        }
-        if spec.causal() != call.causal && g.queries > 1 {
-            return Err(RuntimeError::Argument(format!("the call is {}causal but kernel {} is not", if call.causal { "" } else { "not " }, spec.name())));
-        }
+        plan_fits(plan, &problem, g.queries)?;
         if g.is_empty() {
             return Ok(DecodeRun { plan: *plan, splits: 0 });
         }
@@ -454,6 +441,31 @@ impl Flash {
     }
 }
 
+/// Whether `plan`'s kernels compute `problem` (a plan made for another call, as the bench's explicit ones,
+/// is refused by name): its features, kinds, dtype and head dim, and its causality when more than one query
+/// makes it matter.
+fn plan_fits(plan: &DecodePlan, problem: &DecodeProblem, queries: usize) -> Result<(), RuntimeError> {
+    let (spec, comb) = (plan.kernel, plan.combine);
+    if spec.features().window != problem.window || spec.features().softcap != problem.softcap {
+        return Err(RuntimeError::Argument(format!("the call has{}{} but kernel {} computes{}{}: plan it for this call (Flash::decode_plan)", if problem.window { " a window" } else { " no window" }, if problem.softcap { " and softcap" } else { "" }, spec.name(), if spec.features().window { " a window" } else { " no window" }, if spec.features().softcap { " and softcap" } else { "" })));
+    }
+    if spec.kind() != KernelKind::Decode || comb.kind() != KernelKind::DecodeCombine {
+        return Err(RuntimeError::Argument(format!("{} + {} is not a decode plan (decode, then decode_combine)", spec.name(), comb.name())));
+    }
+    for s in [spec, comb] {
+        if s.dtype() != problem.dtype || s.head_dim() != problem.head_dim {
+            return Err(RuntimeError::Argument(format!("kernel {} takes {} with HEAD_DIM={}, the call has {} with {}", s.name(), s.dtype().name(), s.head_dim(), problem.dtype.name(), problem.head_dim)));
+        }
+    }
+    // the kernel's causality is the call's as the kernels take it: a window bounded on the right masks
+    // as a causal kernel does (kernel_window)
+    if spec.causal() != problem.causal && queries > 1 {
+        let is = |c: bool| if c { "causal" } else { "not causal" };
+        return Err(RuntimeError::Argument(format!("the call is {} (its causal flag and window) but kernel {} is {}: plan it for this call (Flash::decode_plan)", is(problem.causal), spec.name(), is(spec.causal()))));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -522,6 +534,27 @@ mod tests {
         let p = g.problem(DType::Bf16, true, Window { left: Some(256), right: None }, true);
         assert!(p.causal && p.window && p.softcap);
         assert!(!g.problem(DType::Bf16, true, Window::UNBOUNDED, false).window);
+    }
+
+    #[test]
+    fn a_plan_fits_the_call_as_the_kernels_take_it() {
+        let g = DecodeGeometry::of(&call(false, Some(&[100, 1000]), None, 2)).unwrap();
+        let plan = |p: &DecodeProblem| flashgen::plan::decode(flashgen::Arch::Sm90a, p).unwrap();
+        // a window bounded on both sides of a non-causal call: the kernel is causal (the right bound rides
+        // on the diagonal), and the plan made for the call fits it
+        let both = g.problem(DType::Bf16, false, Window { left: Some(64), right: Some(8) }, false);
+        assert!(both.causal && both.window);
+        plan_fits(&plan(&both), &both, 2).unwrap();
+        // plans made for another call are refused by name
+        let plain = g.problem(DType::Bf16, false, Window::UNBOUNDED, false);
+        let causal = g.problem(DType::Bf16, true, Window::UNBOUNDED, false);
+        let e = plan_fits(&plan(&plain), &causal, 2).unwrap_err().to_string();
+        assert!(e.contains("the call is causal (its causal flag and window) but kernel") && e.contains("is not causal"), "{e}");
+        plan_fits(&plan(&plain), &causal, 1).unwrap(); // one query: causality changes nothing
+        let e = plan_fits(&plan(&plain), &both, 2).unwrap_err().to_string();
+        assert!(e.contains("the call has a window but kernel") && e.contains("computes no window"), "{e}");
+        let e = plan_fits(&plan(&plain), &g.problem(DType::F16, false, Window::UNBOUNDED, false), 2).unwrap_err().to_string();
+        assert!(e.contains("takes bf16 with HEAD_DIM=128, the call has f16 with 128"), "{e}");
     }
 
     #[test]
