@@ -554,7 +554,7 @@ mod tests {
         let e = plan_fits(&plan(&plain), &both, 2).unwrap_err().to_string();
         assert!(e.contains("the call has a window but kernel") && e.contains("computes no window"), "{e}");
         let e = plan_fits(&plan(&plain), &g.problem(DType::F16, false, Window::UNBOUNDED, false), 2).unwrap_err().to_string();
-        assert!(e.contains("takes bf16 with HEAD_DIM=128, the call has f16 with 128"), "{e}");
+        assert!(e.contains("takes bf16 with HEAD_DIM=128, the call has fp16 with 128"), "{e}");
     }
 
     #[test]
