@@ -620,6 +620,8 @@ struct Decode {
     KPW_N8_TILES: u32,
     KPW_K16_STEPS: u32,
     Q_IN_REGISTERS: bool,
+    /// The combine starts on this kernel's trigger (spec/decode.rs, `decode_programmatic_combine`).
+    PROGRAMMATIC: bool,
     COPY_STEP: u32,
     KV_COPY_ROWS: u32,
     COPY_GROUP: Vec<u32>,
@@ -663,6 +665,7 @@ impl Decode {
             KPW_N8_TILES: kpw / 8,
             KPW_K16_STEPS: kpw / 16,
             Q_IN_REGISTERS: spec.decode_q_in_registers(),
+            PROGRAMMATIC: spec.decode_programmatic_combine(),
             COPY_STEP: step,
             KV_COPY_ROWS: rows,
             COPY_GROUP: (0..rows).map(|i| step * i / 16).collect(),
@@ -694,6 +697,8 @@ struct DecodeCombine {
     STORE_LANES: u32,
     COMBINE_UNROLL: u32,
     MAX_SPLIT_PASSES: u32,
+    /// Launched to start on the decode kernel's trigger: it waits for the partials first.
+    PROGRAMMATIC: bool,
     LN2: String,
 }
 
@@ -707,6 +712,7 @@ impl DecodeCombine {
             COMBINE_UNROLL: 4,
             // the lanes' passes over the splits' log-sum-exps (32 a pass)
             MAX_SPLIT_PASSES: crate::spec::DECODE_MAX_SPLITS / 32,
+            PROGRAMMATIC: spec.decode_programmatic_combine(),
             LN2: ln2_literal(),
         }
     }

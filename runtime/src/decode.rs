@@ -21,7 +21,7 @@
 //! 0 ..= capacity − N_new, a table entry to the pool, so lying data gives wrong numbers for that sequence,
 //! never a read or write outside the cache, the pool or the tensors.
 
-use crate::kernel::{KernelArgs, KernelGeometry, LoadedKernel};
+use crate::kernel::{After, KernelArgs, KernelGeometry, LoadedKernel};
 use crate::stream::{grow, Stream};
 use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
 use crate::{Flash, Layout, LayoutError, RuntimeError};
@@ -435,7 +435,10 @@ impl Flash {
             // 2. It reads the splits·rows partials written above on this stream and writes O (its view's
             //    layout) and LSE (rows floats).
             // 3. As above.
-            unsafe { args.launch(stream.raw(), &combine.function, &comb.name(), abi::kernel_parameters(KernelKind::DecodeCombine), cfg) }?;
+            // 4. With the overlapped launch (sm_90), the combine waits for the decode kernel in
+            //    griddepcontrol.wait before its first access (templates/fa2_decode_combine.ll.tera).
+            let after = if comb.decode_programmatic_combine() { After::Trigger } else { After::Completion };
+            unsafe { args.launch_after(stream.raw(), &combine.function, &comb.name(), abi::kernel_parameters(KernelKind::DecodeCombine), cfg, after) }?;
         }
         Ok(DecodeRun { plan: *plan, splits })
     }

@@ -406,6 +406,17 @@ impl<'a> KernelArgs<'a> {
     /// lengths), the grid, block and shared memory are the spec's own, and `stream` belongs to the context
     /// `function` was loaded in, which is current on this thread.
     pub unsafe fn launch(&self, stream: sys::CUstream, function: &CudaFunction, entry: &str, params: &[Param], cfg: LaunchConfig) -> Result<(), RuntimeError> {
+        // SAFETY: this function's contract is launch_after's, with the stream's plain ordering
+        unsafe { self.launch_after(stream, function, entry, params, cfg, After::Completion) }
+    }
+
+    /// `launch`, with the kernel's start ordered after the stream's previous kernel as `after` says.
+    ///
+    /// # Safety
+    /// As `launch`; with `After::Trigger` also: the kernel executes `griddepcontrol.wait` before it touches
+    /// any memory the previous kernel on the stream writes or reads (an sm_90 kernel; compiler/src/render.rs'
+    /// `programmatic` says which do).
+    pub unsafe fn launch_after(&self, stream: sys::CUstream, function: &CudaFunction, entry: &str, params: &[Param], cfg: LaunchConfig, after: After) -> Result<(), RuntimeError> {
         let supplied: Vec<(&str, ValueKind)> = self.values.iter().map(|(n, v)| (*n, v.kind())).collect();
         let picks = argument_order(entry, params, &supplied)?;
         // each parameter's bytes, in order; the driver reads them through `pointers` during cuLaunchKernel
@@ -432,9 +443,35 @@ impl<'a> KernelArgs<'a> {
         let (g, b) = (cfg.grid_dim, cfg.block_dim);
         // SAFETY: `pointers` points at `words`, which outlive the call; the values are the kernel's parameter
         // list in order and type (argument_order); the rest is the caller's (this function's contract).
-        unsafe { cudarc::driver::result::launch_kernel(function.cu_function(), g, b, cfg.shared_mem_bytes, stream, &mut pointers) }?;
+        match after {
+            After::Completion => unsafe { cudarc::driver::result::launch_kernel(function.cu_function(), g, b, cfg.shared_mem_bytes, stream, &mut pointers) }?,
+            After::Trigger => {
+                // programmatic dependent launch: the kernel may start once every program of the previous one
+                // has triggered (griddepcontrol.launch_dependents) or exited; its griddepcontrol.wait then
+                // waits for that kernel's completion and memory
+                let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+                attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+                attr.value.programmaticStreamSerializationAllowed = 1;
+                let config = sys::CUlaunchConfig {
+                    gridDimX: g.0, gridDimY: g.1, gridDimZ: g.2, blockDimX: b.0, blockDimY: b.1, blockDimZ: b.2,
+                    sharedMemBytes: cfg.shared_mem_bytes, hStream: stream, attrs: &mut attr, numAttrs: 1,
+                };
+                // SAFETY: as launch_kernel's above; `config` and `attr` outlive the call
+                unsafe { sys::cuLaunchKernelEx(&config, function.cu_function(), pointers.as_mut_ptr(), std::ptr::null_mut()) }.result()?
+            }
+        }
         Ok(())
     }
+}
+
+/// What a launch waits for of the stream's previous kernel before its programs start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum After {
+    /// Its completion (a stream's plain order).
+    Completion,
+    /// Its trigger (programmatic dependent launch, sm_90): the kernel starts early and waits in
+    /// `griddepcontrol.wait` for what it reads.
+    Trigger,
 }
 
 /// One parameter's value as the driver reads it (cuLaunchKernel takes a pointer to each parameter's bytes).

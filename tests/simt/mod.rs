@@ -96,8 +96,11 @@ const X86_TRIPLE: &str = "target triple = \"x86_64-unknown-linux-gnu\"";
 const SMEM_BYTES: usize = 262_144;
 
 /// Inline PTX of the templates and the wrappers.ll functions that stand in for it.
-const INLINE_PTX: [(&str, &str); 1] = [
+const INLINE_PTX: [(&str, &str); 3] = [
     (r#"asm "tanh.approx.f32 $0, $1;", "=f,f""#, "@emu.tanh"),
+    // the emulator runs a grid to its end before the next launch: the overlapped launch's pair is a no-op
+    (r#"asm sideeffect "griddepcontrol.launch_dependents;", """#, "@emu.griddepcontrol"),
+    (r#"asm sideeffect "griddepcontrol.wait;", "~{memory}""#, "@emu.griddepcontrol"),
 ];
 
 /// The kernel's IR for x86-64 with the emulator's intrinsics.
@@ -114,7 +117,7 @@ pub fn retarget(ir: &str) -> String {
         } else if l.starts_with("declare") && l.contains("@llvm.nvvm.") {
             continue;
         } else {
-            // the PTX the templates write inline (softcap's tanh) as calls of stand-ins
+            // the PTX the templates write inline (softcap's tanh, the decode pair's launch overlap) as calls of stand-ins
             let line = INLINE_PTX.iter().fold(line.to_string(), |l, (asm, stand_in)| l.replace(asm, stand_in));
             out.push_str(&line.replace("@llvm.nvvm.", "@emu.nvvm."));
         }

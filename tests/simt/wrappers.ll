@@ -57,6 +57,9 @@ define internal void @emu.nvvm.cp.async.ca.shared.global.4.s(ptr addrspace(3) %d
   call void @emu_cp_async(ptr %dd, ptr %ss, i32 4, i32 %n)
   ret void
 }
+define internal void @emu.griddepcontrol() {
+  ret void
+}
 declare float @tanhf(float)
 define internal float @emu.tanh(float %x) {
   %r = call float @tanhf(float %x)

@@ -98,6 +98,13 @@ impl KernelSpec {
         self.params.num_warps / self.decode_column_groups()
     }
 
+    /// Whether the split-KV pair overlaps its launches (sm_90's programmatic dependent launch): the decode
+    /// kernel triggers its dependent once its programs run, and the combine, launched to start on that
+    /// trigger, waits in `griddepcontrol.wait` for the partials. The older targets have no such instructions.
+    pub fn decode_programmatic_combine(&self) -> bool {
+        matches!(self.params.arch, Arch::Sm90 | Arch::Sm90a)
+    }
+
     /// m16 tiles of query rows (BLOCK_M / 16).
     pub fn decode_m_tiles(&self) -> u32 {
         self.params.block_m / 16
