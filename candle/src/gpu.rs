@@ -90,15 +90,21 @@ fn cuda<'a>(name: &str, s: &'a Storage) -> Result<&'a CudaStorage> {
     }
 }
 
-/// A contiguous 1-D tensor of `T` (ALiBi's slopes, the packed sequences' offsets) as (address, length),
-/// called with its address while the storage is held.
-fn with_buffer<T: CudaDType + DeviceRepr, R>(name: &str, t: &Tensor, stream: &Arc<CudaStream>, f: impl FnOnce(u64, usize) -> Result<R>) -> Result<R> {
-    let (s, l) = t.storage_and_layout();
+/// A contiguous tensor of `T` (ALiBi's slopes, the packed sequences' offsets, a cache's lengths and block
+/// table) as (address, elements, the read's guard), from its held storage.
+fn contiguous<'a, T: CudaDType + DeviceRepr + 'a>(name: &str, s: &'a Storage, l: &CandleLayout, stream: &'a Arc<CudaStream>) -> Result<(u64, usize, impl Drop + 'a)> {
     if !l.is_contiguous() {
         return Err(err(format!("{name} has strides {:?}: a contiguous tensor is expected", l.stride())));
     }
-    let (a, available, _guard) = addr(cuda(name, &s)?.as_cuda_slice::<T>()?, l.start_offset(), stream)?;
-    f(a, available.min(l.shape().elem_count()))
+    let (a, available, guard) = addr(cuda(name, s)?.as_cuda_slice::<T>()?, l.start_offset(), stream)?;
+    Ok((a, available.min(l.shape().elem_count()), guard))
+}
+
+/// `contiguous`, called with the address and length while the storage is held.
+fn with_buffer<T: CudaDType + DeviceRepr, R>(name: &str, t: &Tensor, stream: &Arc<CudaStream>, f: impl FnOnce(u64, usize) -> Result<R>) -> Result<R> {
+    let (s, l) = t.storage_and_layout();
+    let (a, n, _guard) = contiguous::<T>(name, &s, l, stream)?;
+    f(a, n)
 }
 
 /// The call's extras as the runtime takes them (the packed sequences' offsets, ALiBi's slopes as a score_mod),
@@ -335,43 +341,36 @@ fn with_kvcache_typed<T: CudaDType + DeviceRepr>(call: &Attention, q: &Tensor, c
             Some(((ka, kn, _), (va, vn, _), lk, lv)) => (Some(view("k", *ka, *kn, dtype, *lk)?), Some(view("v", *va, *vn, dtype, *lv)?)),
             None => (None, None),
         };
-        with_buffer::<u32, _>("cache_seqlens", &cache.cache_seqlens, &stream, |la, ln| {
-            let with_table = |f: &mut dyn FnMut(Option<BlockTable<'_>>) -> Result<()>| -> Result<()> {
-                let Some(table) = &cache.block_table else {
-                    return f(None);
-                };
-                let max_pages = table.dims()[1];
-                with_buffer::<u32, _>("block_table", table, &stream, |ta, tn| {
-                    // SAFETY: the table's u32 storage (read as the kernels' i32: entries past 2^31 read
-                    // negative and are clamped to the pool), held by `with_buffer` while the call is queued
-                    f(Some(BlockTable { table: unsafe { BufferView::from_raw_parts(ta, tn) }, max_pages, host: None }))
-                })
-            };
-            let (mut k_new, mut v_new) = (k_new, v_new);
-            with_table(&mut |block_table| {
-                let decode = KvCacheCall {
-                    q: view("q", qa, qn, dtype, layout_q)?,
-                    k_cache: view_mut("k_cache", kca, kcn, dtype, layout_of(lkc))?,
-                    v_cache: view_mut("v_cache", vca, vcn, dtype, layout_of(lvc))?,
-                    // SAFETY: the lengths' u32 storage (read as i32, clamped by the kernels), held by `with_buffer`
-                    cache_seqlens: unsafe { BufferView::from_raw_parts(la, ln) },
-                    host_cache_seqlens: None,
-                    block_table,
-                    k_new: k_new.take(),
-                    v_new: v_new.take(),
-                    o: view_mut("out", oa, on, dtype, Layout::bshd(b, h, n, d))?,
-                    lse: None,
-                    causal: call.causal,
-                    window: window_of(call),
-                    softcap: call.softcap,
-                    sm_scale: Some(call.softmax_scale),
-                    num_splits: None,
-                };
-                // SAFETY: candle's stream of this device, as in the forward
-                let s = unsafe { Stream::from_raw(stream.cu_stream()) };
-                flash.attention_with_kvcache(decode, s).map(|_| ()).map_err(|e| err(e.to_string()))
-            })
-        })?;
+        // the lengths and the table: u32 storages read as the kernels' i32 (a value past 2^31 reads negative and
+        // is clamped like any other lie: to the cache, to the pool)
+        let (ls, ll) = cache.cache_seqlens.storage_and_layout();
+        let (la, ln, _g5) = contiguous::<u32>("cache_seqlens", &ls, ll, &stream)?;
+        let table_storage = cache.block_table.as_ref().map(|t| (t.dims()[1], t.storage_and_layout()));
+        let table = match &table_storage {
+            Some((max_pages, (ts, tl))) => Some((*max_pages, contiguous::<u32>("block_table", ts, tl, &stream)?)),
+            None => None,
+        };
+        let decode = KvCacheCall {
+            q: view("q", qa, qn, dtype, layout_q)?,
+            k_cache: view_mut("k_cache", kca, kcn, dtype, layout_of(lkc))?,
+            v_cache: view_mut("v_cache", vca, vcn, dtype, layout_of(lvc))?,
+            // SAFETY (the lengths and the table): their storages, held above until the call is queued
+            cache_seqlens: unsafe { BufferView::from_raw_parts(la, ln) },
+            host_cache_seqlens: None,
+            block_table: table.as_ref().map(|(max_pages, (ta, tn, _))| BlockTable { table: unsafe { BufferView::from_raw_parts(*ta, *tn) }, max_pages: *max_pages, host: None }),
+            k_new,
+            v_new,
+            o: view_mut("out", oa, on, dtype, Layout::bshd(b, h, n, d))?,
+            lse: None,
+            causal: call.causal,
+            window: window_of(call),
+            softcap: call.softcap,
+            sm_scale: Some(call.softmax_scale),
+            num_splits: None,
+        };
+        // SAFETY: candle's stream of this device, as in the forward
+        let s = unsafe { Stream::from_raw(stream.cu_stream()) };
+        flash.attention_with_kvcache(decode, s).map_err(|e| err(e.to_string()))?;
     }
     Ok(Tensor::from_storage(Storage::Cuda(CudaStorage::wrap_cuda_slice(o, dev)), (b, n, h, d), BackpropOp::none(), false))
 }
