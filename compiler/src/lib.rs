@@ -15,6 +15,7 @@ pub mod numeric;
 pub mod plan;
 pub mod reference;
 pub mod render;
+pub mod ring;
 pub mod spec;
 
 pub use artifact::{Artifact, Metadata, Timings};

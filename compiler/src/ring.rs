@@ -1,0 +1,157 @@
+//! Context-parallel (ring) attention's schedule (issue 35): a sequence too long for one GPU is split across
+//! P ranks. Each rank keeps its slice of the queries; the K/V slices travel around the ring (at step s rank r
+//! holds the slice rank r − s started with, and sends it on to rank r + 1), and at each step every rank
+//! attends its queries to the keys it holds. The partial results merge exactly through their log-sum-exps
+//! (`reference::combine`: LSE = ln Σ exp(LSE_s), O = Σ exp(LSE_s − LSE)·O_s), so the order of the steps does
+//! not change the result beyond rounding.
+//!
+//! The sequence is cut into chunks of equal length. A pair (query chunk i, key chunk j) is a block of work:
+//! all of it when the keys precede the queries or attention is not causal (`Full`), the causal diagonal when
+//! i = j (`Diagonal`), nothing when causal and j > i. With contiguous slices (rank r holds chunk r of P) the
+//! causal work is lopsided: the last rank computes P blocks, the first one. The zig-zag split cuts the sequence
+//! into 2P chunks and gives rank r chunks r and 2P − 1 − r: at every step every rank then computes two full
+//! blocks' worth (two `Full`, or one `Full` and two `Diagonal`s), so no rank waits for another at the hand-over.
+//!
+//! This module is the plan only (which blocks, in which order, with which mask); the runtime runs the blocks
+//! with the forward kernel and the merge on the GPU, and the CPU tests (tests/ring.rs) run it with the f64
+//! reference against attention over the whole sequence.
+
+use std::ops::Range;
+
+/// How the sequence's chunks are dealt to the ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    /// P chunks, rank r holding chunk r (non-causal attention: every rank's work is the same anyway).
+    Contiguous,
+    /// 2P chunks, rank r holding chunks r and 2P − 1 − r (causal attention's balance).
+    ZigZag,
+}
+
+/// What part of a (query chunk, key chunk) block a rank computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mask {
+    /// Every query sees every key of the block.
+    Full,
+    /// The block on the causal diagonal (query chunk = key chunk): query t sees keys up to t.
+    Diagonal,
+}
+
+/// One block of a step: the rank's query chunk `q` against the visiting key chunk `kv`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    pub q: usize,
+    pub kv: usize,
+    pub mask: Mask,
+}
+
+/// The ring of one attention call: P ranks over `tokens` tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ring {
+    pub ranks: usize,
+    pub tokens: usize,
+    pub causal: bool,
+    pub split: Split,
+}
+
+impl Ring {
+    /// The ring for P = `ranks` over `tokens` tokens: zig-zag when causal, contiguous otherwise. The tokens must
+    /// divide into equal chunks (2P of them when causal, P otherwise), so that every rank holds as many.
+    pub fn new(ranks: usize, tokens: usize, causal: bool) -> Result<Ring, String> {
+        let split = if causal { Split::ZigZag } else { Split::Contiguous };
+        if ranks == 0 {
+            return Err("a ring of 0 ranks: give at least one".into());
+        }
+        let ring = Ring { ranks, tokens, causal, split };
+        let chunks = ring.chunks();
+        if tokens == 0 || tokens % chunks != 0 {
+            return Err(format!(
+                "{tokens} tokens do not split into {chunks} equal chunks ({} for {ranks} ranks): pad the sequence to a multiple of {chunks}",
+                if causal { "2P, the zig-zag split's" } else { "P" }
+            ));
+        }
+        Ok(ring)
+    }
+
+    /// Chunks of the sequence (2P zig-zag, P contiguous).
+    pub fn chunks(&self) -> usize {
+        match self.split {
+            Split::Contiguous => self.ranks,
+            Split::ZigZag => 2 * self.ranks,
+        }
+    }
+
+    pub fn chunk_len(&self) -> usize {
+        self.tokens / self.chunks()
+    }
+
+    /// The tokens of chunk `c`.
+    pub fn chunk(&self, c: usize) -> Range<usize> {
+        c * self.chunk_len()..(c + 1) * self.chunk_len()
+    }
+
+    /// The chunks rank `rank` holds (its queries, and the keys it starts with), in sequence order.
+    pub fn chunks_of(&self, rank: usize) -> Vec<usize> {
+        match self.split {
+            Split::Contiguous => vec![rank],
+            Split::ZigZag => vec![rank, 2 * self.ranks - 1 - rank],
+        }
+    }
+
+    /// The rank whose K/V slice `rank` holds at step `step` (0 ..P): its own first, then its left
+    /// neighbour's, and so on around the ring.
+    pub fn source(&self, rank: usize, step: usize) -> usize {
+        (rank + self.ranks - step % self.ranks) % self.ranks
+    }
+
+    /// The blocks `rank` computes at `step`: each of its query chunks against each key chunk it holds then,
+    /// those the causal mask hides entirely left out.
+    pub fn blocks(&self, rank: usize, step: usize) -> Vec<Block> {
+        let keys = self.chunks_of(self.source(rank, step));
+        let mut out = Vec::new();
+        for &q in &self.chunks_of(rank) {
+            for &kv in &keys {
+                let mask = match (self.causal, kv.cmp(&q)) {
+                    (false, _) | (true, std::cmp::Ordering::Less) => Mask::Full,
+                    (true, std::cmp::Ordering::Equal) => Mask::Diagonal,
+                    (true, std::cmp::Ordering::Greater) => continue,
+                };
+                out.push(Block { q, kv, mask });
+            }
+        }
+        out
+    }
+
+    /// A step's work for `rank` in half-blocks (a `Full` block 2, a `Diagonal` 1): what the balance is
+    /// measured in.
+    pub fn work(&self, rank: usize, step: usize) -> usize {
+        self.blocks(rank, step).iter().map(|b| if b.mask == Mask::Full { 2 } else { 1 }).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rings_sizes_are_checked() {
+        assert!(Ring::new(0, 1024, true).unwrap_err().contains("0 ranks"));
+        let e = Ring::new(4, 1002, true).unwrap_err();
+        assert!(e.contains("1002 tokens do not split into 8 equal chunks") && e.contains("multiple of 8"), "{e}");
+        assert!(Ring::new(4, 1002, false).unwrap_err().contains("multiple of 4"));
+        let r = Ring::new(4, 1024, true).unwrap();
+        assert_eq!((r.split, r.chunk_len(), r.chunks_of(1), r.chunk(6)), (Split::ZigZag, 128, vec![1, 6], 768..896));
+    }
+
+    #[test]
+    fn kv_slices_travel_to_the_right() {
+        let r = Ring::new(4, 64, false).unwrap();
+        // rank 2 holds its own slice, then rank 1's, 0's, 3's
+        assert_eq!((0..4).map(|s| r.source(2, s)).collect::<Vec<_>>(), vec![2, 1, 0, 3]);
+        // what rank r holds at step s + 1 is what rank r − 1 held at step s
+        for s in 0..3 {
+            for rank in 0..4 {
+                assert_eq!(r.source(rank, s + 1), r.source((rank + 3) % 4, s));
+            }
+        }
+    }
+}
