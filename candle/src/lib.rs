@@ -148,11 +148,7 @@ impl Attention {
     /// calls; public for callers that keep their own graph, and for timing).
     pub fn backward(&self, q: &Tensor, k: &Tensor, v: &Tensor, out: &Tensor, dout: &Tensor, lse: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
         self.check(q, k, v)?;
-        for (name, t) in [("out", out), ("dout", dout)] {
-            if t.dtype() != q.dtype() {
-                return Err(err(format!("{name} is {:?} but q is {:?}: all must share one dtype", t.dtype(), q.dtype())));
-            }
-        }
+        same_dtype(q, &[("out", out), ("dout", dout)])?;
         if lse.dtype() != DType::F32 {
             return Err(err(format!("lse is {:?}: the forward's f32 log-sum-exp is expected", lse.dtype())));
         }
@@ -207,14 +203,8 @@ impl Attention {
                 return Err(err(format!("{name} has shape {:?}: expected 4 dimensions (batch, seqlen, heads, head_dim){}", t.dims(), if name.ends_with("_cache") { ", or (pages, page_size, kv_heads, head_dim) with a block table" } else { "" })));
             }
         }
-        if !matches!(q.dtype(), DType::BF16 | DType::F16) {
-            return Err(err(format!("q is {:?}: flashgen takes bf16 or f16", q.dtype())));
-        }
-        for (name, t) in &tensors[1..] {
-            if t.dtype() != q.dtype() {
-                return Err(err(format!("{name} is {:?} but q is {:?}: all must share one dtype", t.dtype(), q.dtype())));
-            }
-        }
+        half_dtype(q)?;
+        same_dtype(q, &tensors[1..])?;
         let lens = &cache.cache_seqlens;
         if lens.dtype() != DType::U32 || lens.rank() != 1 {
             return Err(err(format!("cache_seqlens is {:?} {:?}: expected u32 (batch,), the tokens each sequence's cache holds", lens.dtype(), lens.dims())));
@@ -248,14 +238,8 @@ impl Attention {
                 return Err(err(format!("{name} has shape {:?}: expected {rank} dimensions {form}", t.dims())));
             }
         }
-        if !matches!(q.dtype(), DType::BF16 | DType::F16) {
-            return Err(err(format!("q is {:?}: flashgen takes bf16 or f16", q.dtype())));
-        }
-        for (name, t) in [("k", k), ("v", v)] {
-            if t.dtype() != q.dtype() {
-                return Err(err(format!("{name} is {:?} but q is {:?}: all must share one dtype", t.dtype(), q.dtype())));
-            }
-        }
+        half_dtype(q)?;
+        same_dtype(q, &[("k", k), ("v", v)])?;
         if let Some(slopes) = &self.alibi_slopes {
             if self.varlen.is_some() {
                 return Err(err(
@@ -386,6 +370,24 @@ enum Keep {
     Lse,
     /// The kernels' base-2 M = m + log2(l), for candle's backward alone: no conversion kernel either way.
     M,
+}
+
+/// q's dtype is one the kernels take.
+fn half_dtype(q: &Tensor) -> Result<()> {
+    if !matches!(q.dtype(), DType::BF16 | DType::F16) {
+        return Err(err(format!("q is {:?}: flashgen takes bf16 or f16", q.dtype())));
+    }
+    Ok(())
+}
+
+/// Every named tensor has q's dtype.
+fn same_dtype(q: &Tensor, others: &[(&str, &Tensor)]) -> Result<()> {
+    for (name, t) in others {
+        if t.dtype() != q.dtype() {
+            return Err(err(format!("{name} is {:?} but q is {:?}: all must share one dtype", t.dtype(), q.dtype())));
+        }
+    }
+    Ok(())
 }
 
 fn err(msg: String) -> candle_core::Error {

@@ -414,8 +414,8 @@ impl<'a> KernelArgs<'a> {
     ///
     /// # Safety
     /// As `launch`; with `After::Trigger` also: the kernel executes `griddepcontrol.wait` before it touches
-    /// any memory the previous kernel on the stream writes or reads (an sm_90 kernel; compiler/src/render.rs'
-    /// `programmatic` says which do).
+    /// any memory the previous kernel on the stream writes or reads (an sm_90 kernel;
+    /// `KernelSpec::decode_programmatic_combine` says which do).
     pub unsafe fn launch_after(&self, stream: sys::CUstream, function: &CudaFunction, entry: &str, params: &[Param], cfg: LaunchConfig, after: After) -> Result<(), RuntimeError> {
         let supplied: Vec<(&str, ValueKind)> = self.values.iter().map(|(n, v)| (*n, v.kind())).collect();
         let picks = argument_order(entry, params, &supplied)?;
