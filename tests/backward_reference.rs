@@ -2,7 +2,7 @@
 //! differences of the f64 forward, and the seed's 3-kernel tiled backward (f32, base-2 M, causal block
 //! skipping) agrees with them, including ragged lengths and BLOCK_N != BLOCK_M.
 
-use flashgen::reference::{backward_f64, fused_backward_f32, naive_f64, relative_error, tiled_backward_f32, BackwardInputs, Gradients, Shape, SplitMix};
+use flashgen::reference::{backward_f64, fused_backward_f32, FusedOrder, naive_f64, relative_error, tiled_backward_f32, BackwardInputs, Gradients, Shape, SplitMix};
 
 /// L = Σ O ⊙ dO, so ∂L/∂x is what backward_f64 returns for dO.
 fn loss(q: &[f32], k: &[f32], v: &[f32], d_o: &[f32], s: Shape, causal: bool, scale: f64) -> f64 {
@@ -82,20 +82,21 @@ fn tiled_backward_matches_f64() {
 }
 
 /// bwd_fused's schedule and lock rules (one program per key block, query blocks of 64 from the last down,
-/// or with bwd_fused_up's order up from the diagonal; dQ stored then added in a fixed program order within
-/// each of 1-3 chains, into buffers that start as NaN; then the dQ sum pass combining the chains in order)
-/// give the f64 gradients, with no deadlock and every chain complete when the pass reads it:
-/// ragged lengths, one and many programs (fewer programs than chains too), 64- and 128-row key blocks,
-/// causal (both orders) and not.
+/// or with bwd_fused_up's order up from the diagonal, or its folded grid of two key blocks a program; dQ
+/// stored then added in a fixed order within each of 1-3 chains, into buffers that start as NaN; then the
+/// dQ sum pass combining the chains in order) give the f64 gradients, with no deadlock and every chain
+/// complete when the pass reads it: ragged lengths, one and many programs (fewer programs than chains too,
+/// odd and even key blocks when folded), 64- and 128-row key blocks, causal (all three orders) and not.
 #[test]
 fn fused_backward_matches_f64() {
     let mut rng = SplitMix(13);
     for &(n, bn) in &[(1usize, 64usize), (63, 64), (64, 128), (65, 64), (200, 64), (200, 128), (333, 128), (256, 64)] {
-        for (causal, up) in [(false, false), (true, false), (true, true)] {
-            for chains in [1, 2, 3] {
+        for (causal, order) in [(false, FusedOrder::Down), (true, FusedOrder::Down), (true, FusedOrder::Up), (true, FusedOrder::Folded)] {
+            let chain_counts: &[usize] = if order == FusedOrder::Folded { &[1] } else { &[1, 2, 3] };
+            for &chains in chain_counts {
                 let p = Problem::new(&mut rng, n, causal);
-                let t = fused_backward_f32(&p.inputs(), bn, chains, up);
-                p.assert_matches_f64(&t, &format!("BN={bn} chains={chains} up={up}"));
+                let t = fused_backward_f32(&p.inputs(), bn, chains, order);
+                p.assert_matches_f64(&t, &format!("BN={bn} chains={chains} {order:?}"));
             }
         }
     }

@@ -136,14 +136,26 @@ fn forward_specs(case: &Case) -> Vec<KernelSpec> {
     v
 }
 
-/// The backward families: mma.sync, the three wgmma kernels, and the fused kinds.
+/// The backward families: mma.sync, the three wgmma kernels, and the fused kinds (causal: bwd_fused_up with
+/// its grid folded, the default, and unfolded).
 fn backward_families(case: &Case) -> Vec<BackwardSpecs> {
     let p = case.plan_problem();
     let mut kinds = vec![(KernelKind::BwdDkdv, Arch::Sm90a), (KernelKind::BwdDkdvWgmma, Arch::Sm90a), (KernelKind::BwdFused, Arch::Sm90a), (KernelKind::BwdFusedAtomic, Arch::Sm90a)];
     if case.causal {
         kinds.push((KernelKind::BwdFusedUp, Arch::Sm90a));
     }
-    kinds.into_iter().map(|(kind, arch)| flashgen::plan::backward_family(kind, arch, &p).unwrap()).collect()
+    let mut families: Vec<BackwardSpecs> = kinds.into_iter().map(|(kind, arch)| flashgen::plan::backward_family(kind, arch, &p).unwrap()).collect();
+    if let Some(up) = families.iter().find(|f| f.dkdv.fold_key_blocks()) {
+        families.push(unfolded(up));
+    }
+    families
+}
+
+/// bwd_fused_up with its grid unfolded (`fold_key_blocks=off`): one key block a program, as before the fold.
+fn unfolded(specs: &BackwardSpecs) -> BackwardSpecs {
+    let off = flashgen::ScheduleOverrides { fold_key_blocks: Some(false), ..flashgen::ScheduleOverrides::NONE };
+    let dkdv = KernelSpec::with_features(*specs.dkdv.params(), off, specs.dkdv.features()).unwrap();
+    BackwardSpecs { dkdv, ..*specs }
 }
 
 fn nan_bits(dtype: DType) -> u16 {
@@ -266,7 +278,7 @@ fn run_backward(f: &Flash, specs: &BackwardSpecs, g: KernelGeometry, inputs: [&T
     let kernels = BackwardKernels { preprocess: &pre, dkdv: &dkdv, dq: dq_k.as_deref() };
     let (mut dq, mut dk, mut dv) = (Guarded::new(f, case.dtype, case.q_layout()), Guarded::new(f, case.dtype, case.k_layout()), Guarded::new(f, case.dtype, case.k_layout()));
     let mut delta = GuardedRows::new(f, g.stat_rows());
-    let chains = flashgen::plan::dq_chains(specs.dkdv.kind(), None);
+    let chains = flashgen::plan::dq_chains(&specs.dkdv, None);
     let (partial_len, locks_len) = FusedScratch::lengths(&specs.dkdv, &g, chains);
     let mut partial = f.gpu.stream.alloc_zeros::<f32>(partial_len.max(1)).unwrap();
     let mut locks = f.gpu.stream.alloc_zeros::<u32>(locks_len.max(1)).unwrap();
@@ -517,7 +529,9 @@ fn packed_sequences_match_f64() {
 }
 
 /// The backward with grouped heads sums dK and dV over each group in one fixed order: two runs give the
-/// same bits on every deterministic kind (the ordered fused kinds' dQ too).
+/// same bits on every deterministic kind (the ordered fused kinds' dQ too); bwd_fused_up's folded grid
+/// (two key blocks a program) gives the unfolded grid's dK and dV bit for bit (each key block's sums run
+/// in the same order either way; dQ's order of additions differs).
 #[test]
 #[ignore = "needs a GPU: run on the device machine with --ignored"]
 fn grouped_backward_is_deterministic() {
@@ -534,13 +548,17 @@ fn grouped_backward_is_deterministic() {
         let mut mm = GuardedRows::new(&f, g.stat_rows());
         let m_bits: Vec<u32> = std::iter::repeat_n(NAN_F32, GUARD).chain(m.iter().map(|x| x.to_bits())).chain(std::iter::repeat_n(NAN_F32, GUARD)).collect();
         f.gpu.stream.memcpy_htod(&m_bits, &mut mm.buf).unwrap();
+        let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
         for specs in backward_families(&case) {
             let a = run_backward(&f, &specs, g, [&tq, &tk, &tv, &to, &tdo], &mm, &case);
             let b = run_backward(&f, &specs, g, [&tq, &tk, &tv, &to, &tdo], &mm, &case);
-            let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
             assert!(bits(&a.dk) == bits(&b.dk) && bits(&a.dv) == bits(&b.dv), "{}: dK/dV differ between runs", specs.names());
             if !specs.dkdv.kind().dq_atomics() {
                 assert!(bits(&a.dq) == bits(&b.dq), "{}: dQ differs between runs", specs.names());
+            }
+            if specs.dkdv.fold_key_blocks() {
+                let u = run_backward(&f, &unfolded(&specs), g, [&tq, &tk, &tv, &to, &tdo], &mm, &case);
+                assert!(bits(&a.dk) == bits(&u.dk) && bits(&a.dv) == bits(&u.dv), "{}: dK/dV differ between the folded and the unfolded grid", specs.names());
             }
         }
     }

@@ -1,7 +1,7 @@
 //! One test per validation rule: the rule rejects what it should, names itself, and says how to fix it.
 
 use flashgen::spec::GridGeometry;
-use flashgen::{Arch, DType, KernelKind, KernelSpec, SpecParams};
+use flashgen::{Arch, DType, KernelKind, KernelSpec, ScheduleOverrides, SpecParams};
 
 fn base() -> SpecParams {
     SpecParams { kind: KernelKind::Fwd, dtype: DType::Bf16, head_dim: 128, block_m: 128, block_n: 64, stage: 3, num_warps: 8, num_stages: 2, arch: Arch::Sm90a }
@@ -209,6 +209,35 @@ fn dkdv_owns_block_n_rows_and_streams_block_m() {
     let gqa = GridGeometry { batch: 2, heads: 16, kv_heads: 4, seqlen_q: 1000, seqlen_k: 3000 };
     assert_eq!(s.grid(&gqa, 132), (24, 8, 1));
     assert_eq!(dq.grid(&gqa, 132), (8, 32, 1));
+}
+
+/// bwd_fused_up folds its grid (two key blocks a program) where a head's folded programs fit on the GPU at
+/// once, and not where they do not, with the switch off, or with one key block; the switch is its kind's.
+#[test]
+fn fused_up_folds_its_grid_where_the_programs_fit() {
+    let up = SpecParams { kind: KernelKind::BwdFusedUp, head_dim: 128, block_m: 64, block_n: 128, num_warps: 12, num_stages: 2, ..base() };
+    let s = KernelSpec::new(up).unwrap();
+    assert!(s.fold_key_blocks(), "derived on for bwd_fused_up");
+    let gqa = |n| GridGeometry { batch: 1, heads: 64, kv_heads: 8, seqlen_q: n, seqlen_k: n };
+    // 32 key blocks: 16 programs of two; 33: 17 (the middle one alone)
+    assert_eq!(s.grid(&gqa(4096), 132), (16, 8, 1));
+    assert_eq!(s.grid(&gqa(4097), 132), (17, 8, 1));
+    // 264 key blocks fold into 132 programs, 265 do not fit on 132 SMs
+    assert_eq!(s.grid(&gqa(264 * 128), 132), (132, 8, 1));
+    assert_eq!(s.grid(&gqa(264 * 128 + 1), 132), (265, 8, 1));
+    // one key block: nothing to pair
+    assert_eq!(s.grid(&gqa(100), 132), (1, 8, 1));
+    let off = KernelSpec::with_schedule(up, ScheduleOverrides::parse("fold_key_blocks=off").unwrap()).unwrap();
+    assert!(off.name().ends_with("_fold0"), "{}", off.name());
+    assert_eq!(off.grid(&gqa(4096), 132), (32, 8, 1));
+    // the ordered bwd_fused (down) and the atomic kind have no such order
+    for kind in [KernelKind::BwdFused, KernelKind::BwdFusedAtomic] {
+        let e = KernelSpec::with_schedule(SpecParams { kind, ..up }, ScheduleOverrides::parse("fold_key_blocks=on").unwrap()).unwrap_err().to_string();
+        assert!(e.contains("fold_key_blocks=on is for bwd_fused_up"), "{e}");
+    }
+    // and the folded kernel adds dQ in one chain whatever the caller asks
+    assert_eq!(flashgen::plan::dq_chains(&s, Some(3)), 1);
+    assert_eq!(flashgen::plan::dq_chains(&off, Some(3)), 3);
 }
 
 #[test]

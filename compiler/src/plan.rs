@@ -154,7 +154,8 @@ pub struct Plan {
     pub backward_without_tma: Option<BackwardSpecs>,
     /// The fused backward's chains of dQ additions: bwd_fused_atomic 1; by default bwd_fused 2 (its programs
     /// meet each block together and wait in line; two lines were 1.02-1.15× one, overlap-ab) and
-    /// bwd_fused_up 1 (its programs meet a block one after another: 0.91-0.99× at 2, finalize-ab2).
+    /// bwd_fused_up 1 (its programs meet a block one after another: 0.91-0.99× at 2, finalize-ab2; and
+    /// always 1 where it folds its key blocks).
     pub dq_chains: u32,
 }
 
@@ -260,9 +261,12 @@ pub fn without_tma(forward: &KernelSpec, problem: &Problem) -> Result<KernelSpec
     with_features(&fallback, forward.features())
 }
 
-/// The chains a fused kernel of `kind` adds dQ in, given the caller's choice (see `Plan::dq_chains`).
-pub fn dq_chains(kind: KernelKind, chosen: Option<u32>) -> u32 {
-    match (kind.dq_atomics(), chosen) {
+/// The chains the fused kernel `spec` adds dQ in, given the caller's choice (see `Plan::dq_chains`): one for
+/// bwd_fused_atomic and for a bwd_fused_up that folds its key blocks (`KernelSpec::fold_key_blocks`: its
+/// order of additions is one chain), whatever the choice.
+pub fn dq_chains(spec: &KernelSpec, chosen: Option<u32>) -> u32 {
+    let kind = spec.kind();
+    match (kind.dq_atomics() || spec.fold_key_blocks(), chosen) {
         (true, _) => 1,
         (false, Some(c)) => c,
         (false, None) if kind.dq_up() => 1,
@@ -282,7 +286,7 @@ pub fn plan(arch: Arch, problem: &Problem, options: &PlanOptions, tuned: &dyn Tu
     } else {
         None
     };
-    let dq_chains = dq_chains(backward.dkdv.kind(), options.dq_chains);
+    let dq_chains = dq_chains(&backward.dkdv, options.dq_chains);
     Ok(Plan { forward, forward_without_tma: without_tma(&forward, problem)?, backward, backward_without_tma, dq_chains })
 }
 

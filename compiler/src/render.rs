@@ -424,6 +424,9 @@ struct FusedDq {
     /// the programs last first, and each block's additions go from its highest program down.
     DQ_ATOMIC: bool,
     DQ_UP: bool,
+    /// bwd_fused_up: a program may run two key blocks, the light one and then the heavy one, when the launch
+    /// folded the grid (`KernelSpec::fold_key_blocks`, `KernelSpec::folds`).
+    FOLD_KEY_BLOCKS: bool,
     MMA_WARPGROUPS: u32,
     DQ_PANEL_COLUMNS: u32,
     /// The dSᵀ tile's offset from the tiles (after the ring), the staging buffers' (after it) and the
@@ -578,6 +581,7 @@ impl KernelConstants {
             FusedDq {
                 DQ_ATOMIC: kind.dq_atomics(),
                 DQ_UP: kind.dq_up(),
+                FOLD_KEY_BLOCKS: spec.fold_key_blocks(),
                 MMA_WARPGROUPS: (spec.mma_warps() / 4).max(1),
                 DQ_PANEL_COLUMNS: 64,
                 DS_TILE_OFFSET: layout.ds_tile,
@@ -726,42 +730,50 @@ impl DecodeCombine {
 #[derive(Serialize)]
 struct SequenceNames {
     /// Batch size Z and heads per batch H (a program's head row is z·H + h).
-    batch: &'static str,
-    heads: &'static str,
+    batch: String,
+    heads: String,
     /// K/V heads (query head h reads K/V head h / (H / kv_heads)).
-    kv_heads: &'static str,
+    kv_heads: String,
     /// The length of the program's query sequence and of its key/value sequence.
-    q_len: &'static str,
-    kv_len: &'static str,
+    q_len: String,
+    kv_len: String,
     /// 1: a causal diagonal aligned bottom-right (offset kv_len - q_len), 0: top-left.
-    align: &'static str,
+    align: String,
     /// Packed sequences' offsets (i32 pointers; read by varlen kernels only).
-    cu_seqlens_q: &'static str,
-    cu_seqlens_k: &'static str,
+    cu_seqlens_q: String,
+    cu_seqlens_k: String,
     /// The packed tensors' rows (varlen kernels: every offset is clamped to them; the row statistics are
     /// [H, total_q]).
-    total_q: &'static str,
-    total_k: &'static str,
+    total_q: String,
+    total_k: String,
     /// The sliding window's bounds around the diagonal (window kernels read them).
-    window_left: &'static str,
-    window_right: &'static str,
+    window_left: String,
+    window_right: String,
 }
 
 impl SequenceNames {
     fn of(_spec: &KernelSpec) -> SequenceNames {
+        SequenceNames::prefixed("%")
+    }
+
+    /// The same names under `prefix` instead of `%` (`seq_writer`: the fused backward's dQ writer reads the
+    /// parameters afresh into %wr.g.* where it computes its program's values again for a second key block,
+    /// lib/dq_fused.ll.tera `writer`).
+    fn prefixed(prefix: &str) -> SequenceNames {
+        let name = |param: &str| format!("{prefix}{param}");
         SequenceNames {
-            batch: "%Z",
-            heads: "%H",
-            kv_heads: "%H_KV",
-            q_len: "%N_Q",
-            kv_len: "%N_KV",
-            align: "%ALIGN",
-            cu_seqlens_q: "%CU_SEQLENS_Q",
-            cu_seqlens_k: "%CU_SEQLENS_K",
-            total_q: "%TOTAL_Q",
-            total_k: "%TOTAL_K",
-            window_left: "%WINDOW_LEFT",
-            window_right: "%WINDOW_RIGHT",
+            batch: name("Z"),
+            heads: name("H"),
+            kv_heads: name("H_KV"),
+            q_len: name("N_Q"),
+            kv_len: name("N_KV"),
+            align: name("ALIGN"),
+            cu_seqlens_q: name("CU_SEQLENS_Q"),
+            cu_seqlens_k: name("CU_SEQLENS_K"),
+            total_q: name("TOTAL_Q"),
+            total_k: name("TOTAL_K"),
+            window_left: name("WINDOW_LEFT"),
+            window_right: name("WINDOW_RIGHT"),
         }
     }
 }
@@ -870,6 +882,7 @@ pub fn render(spec: &KernelSpec) -> Result<String, RenderError> {
     // the parameter lists and indices (compiler/src/abi.rs): `define` lines and TMA descriptor addresses
     ctx.insert("abi", &crate::abi::AbiContext::of(spec));
     ctx.insert("seq", &SequenceNames::of(spec));
+    ctx.insert("seq_writer", &SequenceNames::prefixed("%wr.g."));
     let mut ir = engine()?.render(template, &ctx).map_err(|e| RenderError { template, spec: spec.name(), detail: describe(&e) })?;
     if let Some(code) = &constants.common.MOD {
         // (the intrinsics the modifiers call that the templates do not declare themselves)
@@ -897,7 +910,7 @@ mod tests {
         let spec = KernelSpec::backward_preprocess(crate::spec::Arch::Sm80, DType::Bf16, 64);
         let names = SequenceNames::of(&spec);
         for name in [names.batch, names.heads, names.kv_heads, names.q_len, names.kv_len, names.align, names.cu_seqlens_q, names.cu_seqlens_k, names.total_q, names.total_k, names.window_left, names.window_right] {
-            assert!(geometry.iter().any(|g| g == name), "seq name {name} is not a parameter of abi::geometry");
+            assert!(geometry.iter().any(|g| *g == name), "seq name {name} is not a parameter of abi::geometry");
         }
         for kind in KernelKind::ALL {
             let params = crate::abi::kernel_parameters(kind);

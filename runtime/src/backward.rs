@@ -132,8 +132,13 @@ impl BackwardKernels<'_> {
             check_problem(&k.spec, &g, &queries, &keys, &rows, Some(a.sm_scale))?;
         }
         if let Some(f) = &a.fused {
-            if f.chains == 0 || (f.chains > 1 && self.dkdv.spec.kind().dq_atomics()) {
-                return Err(RuntimeError::Argument(format!("{}: {} chains; use 1 and more only for the ordered bwd_fused", self.dkdv.spec.name(), f.chains)));
+            let one_chain = self.dkdv.spec.kind().dq_atomics() || self.dkdv.spec.fold_key_blocks();
+            if f.chains == 0 || (f.chains > 1 && one_chain) {
+                return Err(RuntimeError::Argument(format!(
+                    "{}: {} chains; it adds dQ in one (bwd_fused_atomic, and bwd_fused_up with fold_key_blocks: flashgen::plan::dq_chains)",
+                    self.dkdv.spec.name(),
+                    f.chains
+                )));
             }
             let (partial, locks) = FusedScratch::lengths(&self.dkdv.spec, &g, f.chains);
             // the kernel's piece and lock indices, and its buffer's rows, are 32-bit

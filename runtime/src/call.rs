@@ -341,7 +341,7 @@ impl Flash {
         };
         let delta = grow(&self.gpu, stream, &mut scratch.delta, rows)?;
         let geometry = kernel_geometry(&g, align, varlen.as_ref(), window);
-        let chains = flashgen::plan::dq_chains(specs.dkdv.kind(), self.dq_chains());
+        let chains = flashgen::plan::dq_chains(&specs.dkdv, self.dq_chains());
         let fused = if specs.dkdv.kind().fuses_dq() {
             let (partial, locks) = FusedScratch::lengths(&specs.dkdv, &geometry, chains);
             let dq_partial = grow(&self.gpu, stream, &mut scratch.dq_partial, partial)?;

@@ -76,7 +76,8 @@ pub struct BenchArgs {
     /// Backward tile configs to time besides the default, "dkdv bm,bn,warps,stages|dq bm,bn,warps,stages;..."
     /// (dK/dV: BLOCK_M = streamed query rows, BLOCK_N = owned key rows), each optionally with schedule
     /// switches after '@' ("64,64,4,2@programs_per_sm=3"); "w:dkdv|dq" varies the wgmma kernels;
-    /// "f:bm,bn,warps,stages" the fused backward, "fa:..." the fused one with atomics.
+    /// "f:bm,bn,warps,stages" the fused backward, "fa:..." the fused one with atomics, "fu:..." (causal)
+    /// bwd_fused_up (e.g. "fu:64,128,12,2@fold_key_blocks=off").
     #[arg(long)]
     bwd_configs: Option<String>,
     /// Timed batches (median reported); each batch is 10 launches between two CUDA events.
@@ -181,14 +182,16 @@ fn random_bf16(len: usize, seed: u64) -> Vec<u16> {
     out
 }
 
-/// "bm,bn,warps,stages" -> the fused backward `base` (bwd_fused or bwd_fused_atomic) with those tiles.
+/// "bm,bn,warps,stages[@switch=value,...]" -> the fused backward `base` (bwd_fused, bwd_fused_atomic or
+/// bwd_fused_up) with those tiles and schedule switches.
 fn fused_variant(item: &str, base: &flashgen::BackwardSpecs) -> Result<flashgen::BackwardSpecs, String> {
-    let f = list(item)?;
+    let (tiles, schedule) = crate::configs::split_schedule(item)?;
+    let f = list(tiles)?;
     if f.len() != 4 {
-        return Err(format!("`{item}` must be bm,bn,warps,stages"));
+        return Err(format!("`{item}` must be bm,bn,warps,stages[@switch=value,...]"));
     }
     let p = SpecParams { block_m: f[0], block_n: f[1], num_warps: f[2], num_stages: f[3], ..*base.dkdv.params() };
-    let dkdv = KernelSpec::with_features(p, Default::default(), base.dkdv.features()).map_err(|e| e.to_string())?;
+    let dkdv = KernelSpec::with_features(p, schedule, base.dkdv.features()).map_err(|e| e.to_string())?;
     Ok(flashgen::BackwardSpecs { dkdv, ..*base })
 }
 
@@ -478,8 +481,14 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     }
                 }
                 for item in a.bwd_configs.iter().flat_map(|c| c.split(';')).filter(|c| !c.trim().is_empty()) {
-                    let variant = if let Some(tiles) = item.strip_prefix("f:").or_else(|| item.strip_prefix("fa:")) {
-                        family(if item.starts_with("fa:") { BwdFusedAtomic } else { BwdFused }).and_then(|base| fused_variant(tiles, &base))
+                    let fused_prefix = ["f:", "fa:", "fu:"].into_iter().find(|p| item.starts_with(p));
+                    let variant = if let Some(prefix) = fused_prefix {
+                        let kind = match prefix {
+                            "fa:" => BwdFusedAtomic,
+                            "fu:" => BwdFusedUp,
+                            _ => BwdFused,
+                        };
+                        family(kind).and_then(|base| fused_variant(&item[prefix.len()..], &base))
                     } else {
                         let base = if item.starts_with("w:") { family(BwdDkdvWgmma)? } else { variants[0].1 };
                         backward_variant(item.trim_start_matches("w:"), &base)

@@ -30,7 +30,7 @@ pub use combine::{combine, combine_row, split_keys, LogBase, Partial};
 pub use decode::{append_kv, decode, decode_row, decode_splits, CacheStorage, KvCacheInputs, KvCacheProblem};
 pub use forward::{forward, forward_row, forward_splits};
 pub use problem::{Alibi, Alignment, Layout, Layouts, Lengths, Mask, MaskMod, Qkv, QueryRow, RefProblem, RowAt, RowRules, ScoreMod, ScoreRules, Seq, TensorOrder, Window};
-pub use tiled::{fused_backward_f32, ramp_keys, tiled_backward, tiled_backward_f32, tiled_f32, tiled_forward, BackwardInputs, LazyRescale};
+pub use tiled::{fused_backward_f32, FusedOrder, ramp_keys, tiled_backward, tiled_backward_f32, tiled_f32, tiled_forward, BackwardInputs, LazyRescale};
 
 /// 1/ln 2 = log2 e: the factor from natural-log LSE to the kernels' base-2 M, folded into qk_scale so
 /// that exp becomes exp2.

@@ -375,54 +375,89 @@ pub fn tiled_backward_f32(x: &BackwardInputs<'_>, block_m: usize, block_n: usize
     g
 }
 
-/// bwd_fused as the kernel computes it (lib/dq_fused.ll.tera), in f32: one program per key block of
-/// `block_n` rows streams query blocks of 64 rows, computes dK and dV as the three-kernel pass does, and
-/// adds each block's dQ_partial = dS·K into one of `chains` f32 buffers (not zeroed: NaN here) under that
-/// block's lock of its chain. Program n is in chain n mod C; it adds when its lock reads its ticket (ticket
-/// 0 stores), then sets it to ticket + 1. bwd_fused (`up` false): blocks from the last down, ticket n / C,
-/// up to the block's highest program `last` (causal: the one holding its last query); bwd_fused_up (`up`,
-/// causal): blocks up from the program's first, ticket (last - n) / C (down from the block's highest
-/// program). The programs advance one block at a time in turn, each waiting while its lock says so, as on
-/// the GPU. Then the dQ sum pass: dQ = sm_scale · the sums of the chains that have programs up to `last`,
-/// in chain order from 0. A schedule in which no program can advance (a deadlock), or a chain the pass
-/// reads before all its programs have added, panics: the lock rules are what this checks.
+/// The order in which bwd_fused's programs visit their query blocks and add to each block's dQ
+/// (lib/dq_fused.ll.tera).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FusedOrder {
+    /// bwd_fused: one program per key block, the blocks from the last down; a block's additions by
+    /// program, up (ticket n / C) to its highest program.
+    Down,
+    /// bwd_fused_up (causal): blocks up from the program's diagonal; a block's additions from its
+    /// highest program down (ticket (last - n) / C).
+    Up,
+    /// bwd_fused_up with its grid folded (`Schedule::fold_key_blocks`, one chain): program x runs the
+    /// light key block P - 1 - x, then the heavy block x while x < P - 1 - x; a block's additions are the
+    /// light halves' from its highest program down (ticket last - n), then the heavy halves' from block 0
+    /// up (ticket n + the light halves that meet it, max(0, last - half + 1), half = floor(P / 2)).
+    Folded,
+}
+
+/// bwd_fused as the kernel computes it (lib/dq_fused.ll.tera), in f32: each program holds a key block of
+/// `block_n` rows (`FusedOrder::Folded`: two, one after the other), streams query blocks of 64 rows,
+/// computes dK and dV as the three-kernel pass does, and adds each block's dQ_partial = dS·K into one of
+/// `chains` f32 buffers (not zeroed: NaN here) under that block's lock of its chain. Key block n is in
+/// chain n mod C; it adds when its lock reads its ticket (`FusedOrder`; ticket 0 stores), then sets it to
+/// ticket + 1. The programs advance one block at a time in turn, each waiting while its lock says so, as on
+/// the GPU with every program resident. Then the dQ sum pass: dQ = sm_scale · the sums of the chains that
+/// have programs up to the block's highest `last` (causal: the one holding its last query), in chain
+/// order from 0. A schedule in which no program can advance (a deadlock), or a chain the pass reads before
+/// all its programs have added, panics: the lock rules are what this checks.
 #[allow(clippy::needless_range_loop)] // indices mirror the kernel's loops
-pub fn fused_backward_f32(x: &BackwardInputs<'_>, block_n: usize, chains: usize, up: bool) -> Gradients<f32> {
+pub fn fused_backward_f32(x: &BackwardInputs<'_>, block_n: usize, chains: usize, order: FusedOrder) -> Gradients<f32> {
     const BLOCK_M: usize = 64;
     let BackwardInputs { q, k, d_o, s, causal, sm_scale, .. } = *x;
-    assert!(!up || causal, "bwd_fused_up is causal only");
+    assert!(order == FusedOrder::Down || causal, "bwd_fused_up is causal only");
+    assert!(order != FusedOrder::Folded || chains == 1, "a folded grid adds in one chain");
     let (n, d) = (s.n, s.d);
     let mut g = Gradients { dq: vec![f32::NAN; s.len()], dk: vec![0f32; s.len()], dv: vec![0f32; s.len()] };
     for hz in 0..s.heads() {
         let base = hz * n * d;
         let t = HeadTerms::new(*x, hz);
         let row = |x: &'_ [f32], r: usize| t.row(x, r);
-        let (programs, n_q) = (n.div_ceil(block_n), n.div_ceil(BLOCK_M));
-        // the kernel's rule: causal, the program holding the block's last query (or the last program)
-        let last_of = |blk: usize| if causal { ((blk * BLOCK_M + BLOCK_M - 1) / block_n).min(programs - 1) } else { programs - 1 };
-        let first_block = |p: usize| if causal { p * block_n / BLOCK_M } else { 0 };
-        // programs 0..=last in chain c
+        let (key_blocks, n_q) = (n.div_ceil(block_n), n.div_ceil(BLOCK_M));
+        // the kernel's rule: causal, the key block holding the block's last query (or the last one)
+        let last_of = |blk: usize| if causal { ((blk * BLOCK_M + BLOCK_M - 1) / block_n).min(key_blocks - 1) } else { key_blocks - 1 };
+        let first_block = |kb: usize| if causal { kb * block_n / BLOCK_M } else { 0 };
+        // key blocks 0..=last in chain c
         let members = |c: usize, last: usize| if c <= last { (last - c) / chains + 1 } else { 0 };
+        let half = key_blocks / 2;
+        // each program's key blocks, in the order it runs them
+        let programs: Vec<Vec<usize>> = match order {
+            FusedOrder::Down | FusedOrder::Up => (0..key_blocks).map(|kb| vec![kb]).collect(),
+            FusedOrder::Folded => (0..key_blocks.div_ceil(2)).map(|x| if x < key_blocks - 1 - x { vec![key_blocks - 1 - x, x] } else { vec![x] }).collect(),
+        };
+        let ticket = |kb: usize, last: usize| match order {
+            FusedOrder::Down => kb / chains,
+            FusedOrder::Up => (last - kb) / chains,
+            FusedOrder::Folded if kb >= half => last - kb,
+            FusedOrder::Folded => kb + (last + 1).saturating_sub(half),
+        };
         let mut lock = vec![0usize; n_q * chains];
         let block_len = n_q * BLOCK_M * d;
         let mut partial = vec![f32::NAN; chains * block_len];
-        let blocks_of = |p: usize| n_q - first_block(p);
-        // the block a program visits at its step
-        let visit = |p: usize, step: usize| if up { first_block(p) + step } else { n_q - 1 - step };
-        let mut steps = vec![0usize; programs];
-        while (0..programs).any(|p| steps[p] < blocks_of(p)) {
-            let mut advanced = false;
-            for p in 0..programs {
-                if steps[p] == blocks_of(p) {
-                    continue;
+        let blocks_of = |kb: usize| n_q - first_block(kb);
+        // the (key block, query block) a program visits at its step
+        let visit = |p: usize, step: usize| {
+            let mut step = step;
+            for &kb in &programs[p] {
+                if step < blocks_of(kb) {
+                    return Some((kb, if order == FusedOrder::Down { n_q - 1 - step } else { first_block(kb) + step }));
                 }
-                let blk = visit(p, steps[p]);
-                let (chain, last) = (p % chains, last_of(blk));
-                let ticket = if up { (last - p) / chains } else { p / chains };
+                step -= blocks_of(kb);
+            }
+            None
+        };
+        let mut steps = vec![0usize; programs.len()];
+        while (0..programs.len()).any(|p| visit(p, steps[p]).is_some()) {
+            let mut advanced = false;
+            for p in 0..programs.len() {
+                let Some((kb, blk)) = visit(p, steps[p]) else { continue };
+                let (chain, last) = (kb % chains, last_of(blk));
+                let ticket = ticket(kb, last);
                 if lock[blk * chains + chain] != ticket {
                     continue;
                 }
-                let (keys, rows) = (p * block_n..((p + 1) * block_n).min(n), blk * BLOCK_M..((blk + 1) * BLOCK_M).min(n));
+                let (keys, rows) = (kb * block_n..((kb + 1) * block_n).min(n), blk * BLOCK_M..((blk + 1) * BLOCK_M).min(n));
                 for i in rows.clone() {
                     let (qi, doi) = (row(q, i), row(d_o, i));
                     let mut dq_part = vec![0f32; d];

@@ -270,6 +270,20 @@ impl KernelSpec {
         self.schedule.programs_per_sm
     }
 
+    /// bwd_fused_up's programs run two key blocks each where the grid fits (`Schedule::fold_key_blocks`).
+    pub fn fold_key_blocks(&self) -> bool {
+        self.schedule.fold_key_blocks
+    }
+
+    /// Whether a launch over `g` folds its key blocks (`Schedule::fold_key_blocks`): the switch is on and
+    /// a head's folded programs, ceil(P / 2) of P = cdiv(N_KV, BLOCK_N), fit on the GPU at once (`programs`:
+    /// the SM count; one fused program per SM), since a program's heavy half waits on the light halves of
+    /// programs launched after it. The kernel reads the choice from its grid (fewer than P programs).
+    pub fn folds(&self, g: &GridGeometry, programs: u32) -> bool {
+        let blocks = g.seqlen_k.div_ceil(self.resident_rows());
+        self.fold_key_blocks() && blocks >= 2 && blocks.div_ceil(2) <= programs
+    }
+
     /// dK/dV's splits of HEAD_DIM into column slices, one program each (`Schedule::column_splits`).
     pub fn column_splits(&self) -> u32 {
         self.schedule.column_splits
@@ -315,12 +329,15 @@ impl KernelSpec {
     /// Launch grid for a problem (`GridGeometry`): one program per block of resident rows of a sequence
     /// (the longest, for packed sequences: programs past their own sequence's end exit at once) and per
     /// head: (cdiv(N_Q, BLOCK_M), Z·H, 1) for the forward, preprocess and dQ kernels, and (cdiv(N_KV,
-    /// BLOCK_N), Z·H_KV, column_splits) for dK/dV, whose programs each run every query head of their K/V head. A
+    /// BLOCK_N), Z·H_KV, column_splits) for dK/dV, whose programs each run every query head of their K/V head
+    /// (bwd_fused_up folded, `folds`: cdiv(P, 2) programs of two key blocks each). A
     /// persistent kernel's programs take tiles in turn: one program per tile up to `programs` (the SM
     /// count: one resident program per SM), on grid x.
     pub fn grid(&self, g: &GridGeometry, programs: u32) -> (u32, u32, u32) {
         if self.params.kind.role() == KernelKind::BwdDkdv {
-            return (g.seqlen_k.div_ceil(self.resident_rows()), g.batch * g.kv_heads, self.column_splits());
+            let blocks = g.seqlen_k.div_ceil(self.resident_rows());
+            let programs = if self.folds(g, programs) { blocks.div_ceil(2) } else { blocks };
+            return (programs, g.batch * g.kv_heads, self.column_splits());
         }
         let (blocks, heads) = (g.seqlen_q.div_ceil(self.resident_rows()), g.batch * g.heads);
         if self.params.kind.persistent() {

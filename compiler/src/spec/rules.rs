@@ -121,7 +121,7 @@ impl KernelSpec {
         // the kinds below take two switches, programs_per_sm (the separate wgmma backward) and column_splits
         // (the separate dK/dV kernels; resolve's rules)
         let others = ScheduleOverrides { programs_per_sm: None, column_splits: None, ..overrides };
-        rule(others.is_empty(), || format!("{}: schedule `{others}`: this kind has no such schedule switches (they belong to fwd_ws and fwd_ws_persistent)", p.kind.name()))?;
+        rule(others.is_empty(), || format!("{}: schedule `{others}`: this kind has no such schedule switches (the forward's belong to fwd_ws and fwd_ws_persistent, fold_key_blocks to bwd_fused_up)", p.kind.name()))?;
         rule(NUM_WARPS.contains(&w), || format!("num_warps={w} is not supported: use one of {NUM_WARPS:?}"))?;
         if p.kind == KernelKind::BwdPre {
             return only_canonical(p, KernelSpec::backward_preprocess(p.arch, p.dtype, d), "Δ does not depend on tiles or causality", "backward_preprocess");

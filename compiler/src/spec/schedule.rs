@@ -66,6 +66,17 @@ pub struct Schedule {
     /// HEAD_DIM 128; past it the fewest whose accumulators fit the registers (the register estimate:
     /// `KernelSpec::fewest_column_splits`; D192: none on 16-row query blocks, else 3; D256: 2).
     pub column_splits: u32,
+    /// bwd_fused_up's causal programs each run two key blocks, one after the other: program x the light
+    /// block P - 1 - x, then the heavy block x (P blocks of keys per head, x < ceil(P / 2)), so that every
+    /// program does the same work (P + 1 blocks' worth) and half as many programs fill the SMs evenly: the
+    /// grid of one program per key block, launched light first (each query block's dQ additions go from its
+    /// highest program down), leaves SMs idle at the end when there are few heads (GQA: B 1 × H_KV 8 × 32
+    /// blocks = 256 programs, 60% busy by list scheduling; 97% folded). Each block's dQ order becomes the
+    /// light halves' from the highest down, then the heavy halves' from program 0 up (one chain). The
+    /// runtime folds a launch only when a head's programs fit on the GPU at once (ceil(P / 2) <= the SM
+    /// count: a heavy half waits on the light half of a program launched after it), and launches the
+    /// grid unfolded otherwise; the kernel reads which from its grid. Derived on for bwd_fused_up.
+    pub fold_key_blocks: bool,
 }
 
 /// Which switches a caller sets explicitly; `None` takes the derived value. Written and parsed as
@@ -94,6 +105,8 @@ pub struct ScheduleOverrides {
     pub programs_per_sm: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub column_splits: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fold_key_blocks: Option<bool>,
 }
 
 /// One switch: its name (the field's, on the CLI), its tag in kernel names, and how to read and write it.
@@ -105,7 +118,7 @@ struct Switch {
 }
 
 /// The switches in resolution order: a switch's derived value may depend on the ones before it.
-const SWITCHES: [Switch; 11] = [
+const SWITCHES: [Switch; 12] = [
     Switch { name: "q_from_registers", tag: "qreg", get: |o| o.q_from_registers.map(u32::from), set: |o, v| o.q_from_registers = Some(v != 0) },
     Switch { name: "lazy_rescale", tag: "lazy", get: |o| o.lazy_rescale.map(u32::from), set: |o, v| o.lazy_rescale = Some(v != 0) },
     Switch { name: "half_block_softmax", tag: "halfsm", get: |o| o.half_block_softmax.map(u32::from), set: |o, v| o.half_block_softmax = Some(v != 0) },
@@ -117,6 +130,7 @@ const SWITCHES: [Switch; 11] = [
     Switch { name: "q_buffers", tag: "qbuf", get: |o| o.q_buffers, set: |o, v| o.q_buffers = Some(v) },
     Switch { name: "programs_per_sm", tag: "ctas", get: |o| o.programs_per_sm, set: |o, v| o.programs_per_sm = Some(v) },
     Switch { name: "column_splits", tag: "colsplit", get: |o| o.column_splits, set: |o, v| o.column_splits = Some(v) },
+    Switch { name: "fold_key_blocks", tag: "fold", get: |o| o.fold_key_blocks.map(u32::from), set: |o, v| o.fold_key_blocks = Some(v != 0) },
 ];
 
 /// The switches that take a number rather than on/off.
@@ -138,6 +152,7 @@ impl ScheduleOverrides {
         q_buffers: None,
         programs_per_sm: None,
         column_splits: None,
+        fold_key_blocks: None,
     };
 
     pub fn is_empty(&self) -> bool {
@@ -230,6 +245,7 @@ impl Schedule {
         q_buffers: 1,
         programs_per_sm: 1,
         column_splits: 1,
+        fold_key_blocks: false,
     };
 
     /// Resolve `overrides` against the derived values, switch by switch in order, checking each switch that
@@ -324,6 +340,10 @@ impl Schedule {
         rule((1..=4).contains(&s.column_splits) && d % (64 * s.column_splits) == 0, || {
             format!("{kind}: column_splits={} must split HEAD_DIM={d} into whole 64-column panels: use one of {:?}", s.column_splits, (1..=4).filter(|s| d % (64 * s) == 0).collect::<Vec<_>>())
         })?;
+
+        let up = p.kind == KernelKind::BwdFusedUp;
+        decide!(fold_key_blocks, up);
+        rule(!s.fold_key_blocks || up, || format!("{kind}: fold_key_blocks=on is for bwd_fused_up (its causal programs' order of dQ additions)"))?;
         Ok((s, canonical))
     }
 }
