@@ -211,8 +211,9 @@ fn dkdv_owns_block_n_rows_and_streams_block_m() {
     assert_eq!(dq.grid(&gqa, 132), (8, 32, 1));
 }
 
-/// bwd_fused_up folds its grid (two key blocks a program) where a head's folded programs fit on the GPU at
-/// once, and not where they do not, with the switch off, or with one key block; the switch is its kind's.
+/// bwd_fused_up folds its grid (two key blocks a program) where the unfolded grid is short (under
+/// FOLD_BELOW_WAVES waves) and a head's folded programs fit on the GPU at once, and not where either fails,
+/// with the switch off, or with one key block; the switch is its kind's.
 #[test]
 fn fused_up_folds_its_grid_where_the_programs_fit() {
     let up = SpecParams { kind: KernelKind::BwdFusedUp, head_dim: 128, block_m: 64, block_n: 128, num_warps: 12, num_stages: 2, ..base() };
@@ -222,9 +223,15 @@ fn fused_up_folds_its_grid_where_the_programs_fit() {
     // 32 key blocks: 16 programs of two; 33: 17 (the middle one alone)
     assert_eq!(s.grid(&gqa(4096), 132), (16, 8, 1));
     assert_eq!(s.grid(&gqa(4097), 132), (17, 8, 1));
-    // 264 key blocks fold into 132 programs, 265 do not fit on 132 SMs
-    assert_eq!(s.grid(&gqa(264 * 128), 132), (132, 8, 1));
-    assert_eq!(s.grid(&gqa(264 * 128 + 1), 132), (265, 8, 1));
+    // one K/V head: 264 key blocks fold into 132 programs, 265 do not fit on 132 SMs
+    let mqa = |n| GridGeometry { kv_heads: 1, ..gqa(n) };
+    assert_eq!(s.grid(&mqa(264 * 128), 132), (132, 1, 1));
+    assert_eq!(s.grid(&mqa(264 * 128 + 1), 132), (265, 1, 1));
+    // an unfolded grid of 12 waves or more stays unfolded: 8 K/V heads of 198 key blocks are 1584 = 12 × 132
+    // programs, 197 blocks 1576
+    assert_eq!(s.grid(&gqa(198 * 128), 132), (198, 8, 1));
+    assert_eq!(s.grid(&gqa(197 * 128), 132), (99, 8, 1));
+    assert_eq!(flashgen::spec::FOLD_BELOW_WAVES, 12);
     // one key block: nothing to pair
     assert_eq!(s.grid(&gqa(100), 132), (1, 8, 1));
     let off = KernelSpec::with_schedule(up, ScheduleOverrides::parse("fold_key_blocks=off").unwrap()).unwrap();

@@ -275,13 +275,16 @@ impl KernelSpec {
         self.schedule.fold_key_blocks
     }
 
-    /// Whether a launch over `g` folds its key blocks (`Schedule::fold_key_blocks`): the switch is on and
-    /// a head's folded programs, ceil(P / 2) of P = cdiv(N_KV, BLOCK_N), fit on the GPU at once (`programs`:
-    /// the SM count; one fused program per SM), since a program's heavy half waits on the light halves of
-    /// programs launched after it. The kernel reads the choice from its grid (fewer than P programs).
+    /// Whether a launch over `g` folds its key blocks (`Schedule::fold_key_blocks`): the switch is on, the
+    /// unfolded grid (Z·H_KV·P programs, P = cdiv(N_KV, BLOCK_N)) is under FOLD_BELOW_WAVES waves of
+    /// `programs` (the SM count; one fused program per SM), and a head's folded programs, ceil(P / 2), fit
+    /// on the GPU at once, since a program's heavy half waits on the light halves of programs launched
+    /// after it. The kernel reads the choice from its grid (fewer than P programs).
     pub fn folds(&self, g: &GridGeometry, programs: u32) -> bool {
         let blocks = g.seqlen_k.div_ceil(self.resident_rows());
-        self.fold_key_blocks() && blocks >= 2 && blocks.div_ceil(2) <= programs
+        let unfolded = u64::from(g.batch) * u64::from(g.kv_heads) * u64::from(blocks);
+        let few_waves = unfolded < u64::from(FOLD_BELOW_WAVES) * u64::from(programs);
+        self.fold_key_blocks() && blocks >= 2 && few_waves && blocks.div_ceil(2) <= programs
     }
 
     /// dK/dV's splits of HEAD_DIM into column slices, one program each (`Schedule::column_splits`).
@@ -347,6 +350,13 @@ impl KernelSpec {
         }
     }
 }
+
+/// bwd_fused_up folds its grid (`KernelSpec::folds`) only below this many waves of unfolded programs: there
+/// the grid's tail leaves SMs idle (list scheduling of the light-first grid: GQA H_KV 8 at N 4096, 256
+/// programs, 60% busy), above it the folded kernel's own costs outweigh a tail that is already thin
+/// (2026-12-03-fold-ab: folded +23% / +7% at 1.9 / 7.8 waves (GQA N 4096 / 16384), -1.5 to -4% at 15.5 (the
+/// table's causal D128 rows) and -1.5% on the packed batch; 12 lies between the measured sides).
+pub const FOLD_BELOW_WAVES: u32 = 12;
 
 /// What a launch grid depends on (`KernelSpec::grid`): the batch (packed sequences: their number B), the
 /// query and K/V heads, and the query and key lengths (packed sequences: the longest).

@@ -74,8 +74,11 @@ pub struct Schedule {
     /// blocks = 256 programs, 60% busy by list scheduling; 97% folded). Each block's dQ order becomes the
     /// light halves' from the highest down, then the heavy halves' from program 0 up (one chain). The
     /// runtime folds a launch only when a head's programs fit on the GPU at once (ceil(P / 2) <= the SM
-    /// count: a heavy half waits on the light half of a program launched after it), and launches the
-    /// grid unfolded otherwise; the kernel reads which from its grid. Derived on for bwd_fused_up.
+    /// count: a heavy half waits on the light half of a program launched after it) and the unfolded grid
+    /// is short (`FOLD_BELOW_WAVES`: past it the folded kernel cost the table's rows of 2048 programs
+    /// 1.5-4%; likely because a block's heavy halves meet it at the same step and wait in line for their
+    /// turns), and launches the grid unfolded otherwise; the kernel reads which from its grid. Derived on for
+    /// bwd_fused_up.
     pub fold_key_blocks: bool,
 }
 
