@@ -429,6 +429,37 @@ fn timing_rows() -> Result<()> {
                     };
                     flash.forward(call, raw).map_err(|e| msg(&e))
                 })?;
+                if n == 1024 {
+                    // where candle's time goes at short rows: the runtime's call into an output that candle's
+                    // device allocates and frees each call, as the candle op's own does (stream-ordered
+                    // allocation), timed against the candle op
+                    let Device::Cuda(cuda) = &dev else { unreachable!() };
+                    let (candle_again, runtime_alloc) = time_pair(&mut || flash_attn(&q, &k, &v, scale, causal).map(|_| ()), &mut || {
+                        // SAFETY: written in full by the forward before anything reads it; freed when dropped
+                        let out = unsafe { cuda.alloc::<half::bf16>(elems) }?;
+                        let oa2 = out.device_ptr(&stream).0;
+                        let call = ForwardCall {
+                            q: view(qa)?,
+                            k: view(ka)?,
+                            v: view(va)?,
+                            o: view_mut(oa2)?,
+                            stats: StatsOut::Discard,
+                            causal,
+                            align: flashgen_runtime::CausalAlign::BottomRight,
+                            sm_scale: Some(scale),
+                            varlen: None,
+                            window: flashgen_runtime::Window::UNBOUNDED,
+                            softcap: None,
+                            modifiers: None,
+                        };
+                        flash.forward(call, raw).map_err(|e| msg(&e))
+                    })?;
+                    println!(
+                        "{{\"kind\":\"fwd\",\"impl\":\"flashgen-runtime+candle-alloc\",\"B\":{b},\"H\":{h},\"N\":{n},\"D\":{d},\"causal\":{},\"dtype\":\"bf16\",\"ms\":{runtime_alloc:.5},\"candle_ms\":{candle_again:.5},\"timing\":\"batched-abba\",\"candle_over_runtime_alloc\":{:.4}}}",
+                        causal as u8,
+                        candle_again / runtime_alloc
+                    );
+                }
                 let (candle_bwd, runtime_bwd) = time_pair(&mut || flash_attn_bwd(&q, &k, &v, &out, &dout, &lse, scale, causal).map(|_| ()), &mut || {
                     let call = BackwardCall {
                         q: view(qa)?,
