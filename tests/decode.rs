@@ -525,23 +525,28 @@ fn decode_rules_name_the_fix() {
 #[test]
 fn split_heuristic_fills_the_chip() {
     use flashgen::plan::decode_splits;
-    let slots = 132 * 2;
+    let (sms, per_sm) = (132, 2);
     // batch 1: 8 programs a split; 8192 keys = 128 blocks: 32 splits of 4 blocks (256 programs, 97% of a wave)
-    assert_eq!(decode_splits(8, 128, slots), 32);
+    assert_eq!(decode_splits(8, 128, sms, per_sm), 32);
     // 32768 keys: as many splits, 16 blocks each
-    assert_eq!(decode_splits(8, 512, slots), 32);
-    // batch 16: 128 programs fill 48% of a wave: 2 splits (97%)
-    assert_eq!(decode_splits(128, 128, slots), 2);
+    assert_eq!(decode_splits(8, 512, sms, per_sm), 32);
+    // batch 16: 128 programs cover 97% of the SMs: one split (decode-splits: +0.4-3% over two)
+    assert_eq!(decode_splits(128, 128, sms, per_sm), 1);
+    // below 80% of the SMs (105.6 programs), the splits fill the wave: 104 programs, 2 splits
+    assert_eq!(decode_splits(105, 128, sms, per_sm), 2);
+    assert_eq!(decode_splits(106, 128, sms, per_sm), 1);
+    // batch 8: 64 programs, 4 splits (256 programs)
+    assert_eq!(decode_splits(64, 128, sms, per_sm), 4);
     // batch 64: 512 programs, two waves already
-    assert_eq!(decode_splits(512, 512, slots), 1);
+    assert_eq!(decode_splits(512, 512, sms, per_sm), 1);
     // short caches: at least 2 blocks a split
-    assert_eq!(decode_splits(8, 3, slots), 1);
-    assert_eq!(decode_splits(8, 4, slots), 2);
-    assert_eq!(decode_splits(0, 100, slots), 1);
-    assert!(decode_splits(1, 1 << 20, slots) <= flashgen::spec::DECODE_MAX_SPLITS as usize);
+    assert_eq!(decode_splits(8, 3, sms, per_sm), 1);
+    assert_eq!(decode_splits(8, 4, sms, per_sm), 2);
+    assert_eq!(decode_splits(0, 100, sms, per_sm), 1);
+    assert!(decode_splits(1, 1 << 20, sms, per_sm) <= flashgen::spec::DECODE_MAX_SPLITS as usize);
     for units in [1, 3, 8, 50, 100, 200, 300] {
         for blocks in [1, 2, 7, 64, 129, 1000] {
-            let s = decode_splits(units, blocks, slots);
+            let s = decode_splits(units, blocks, sms, per_sm);
             // never a split without blocks
             assert_eq!(blocks.div_ceil(blocks.div_ceil(s)), s, "units {units} blocks {blocks}: {s}");
         }

@@ -389,14 +389,17 @@ pub fn decode(arch: Arch, problem: &DecodeProblem) -> Result<DecodePlan, SpecErr
 pub const DECODE_MIN_BLOCKS_PER_SPLIT: usize = 2;
 
 /// The number of splits of each sequence's keys: `units` programs per split (B·H_kv·row tiles), `blocks` of
-/// the longest sequence, `slots` programs the GPU runs at once (SMs × programs per SM, from the driver).
-/// One split when the units already fill 80% of a wave (FlashAttention's rule); else the most splits whose
-/// programs still fit in one wave (all of them equal: one full wave has no tail), among counts that leave no
-/// split empty, with at least DECODE_MIN_BLOCKS_PER_SPLIT blocks each, at most DECODE_MAX_SPLITS. Batch 1,
-/// 8 K/V heads, 8192 keys in blocks of 64, 132 SMs × 2: 32 splits (256 programs of 4 blocks); batch 16: 2;
-/// batch 64: 1.
-pub fn decode_splits(units: usize, blocks: usize, slots: usize) -> usize {
-    if units == 0 || blocks == 0 || slots == 0 || units * 5 >= slots * 4 {
+/// the longest sequence, on `sms` SMs running `per_sm` programs each (from the driver). One split when the
+/// units cover 80% of the SMs, one program each: a decode program streams its keys at the full rate of its
+/// SM, and splits would add only their partial results' traffic and the combine (batch 16, 128 programs on
+/// 132 SMs: one split +0.4-3% over two, 2026-12-03-decode-splits; FlashAttention's rule, 80% of a wave of
+/// slots, gave two). Else the most splits whose programs still fit in one wave (all of them equal: one full
+/// wave has no tail), among counts that leave no split empty, with at least DECODE_MIN_BLOCKS_PER_SPLIT
+/// blocks each, at most DECODE_MAX_SPLITS. Batch 1, 8 K/V heads, 8192 keys in blocks of 64, 132 SMs × 2: 32
+/// splits (256 programs of 4 blocks); batch 16 and 64: 1.
+pub fn decode_splits(units: usize, blocks: usize, sms: usize, per_sm: usize) -> usize {
+    let slots = sms * per_sm;
+    if units == 0 || blocks == 0 || slots == 0 || units * 5 >= sms * 4 {
         return 1;
     }
     let most = (crate::spec::DECODE_MAX_SPLITS as usize).min(blocks / DECODE_MIN_BLOCKS_PER_SPLIT).min(slots / units).max(1);

@@ -332,11 +332,11 @@ impl Flash {
     pub fn decode_splits(&self, plan: &DecodePlan, g: &DecodeGeometry, window: Window) -> Result<usize, RuntimeError> {
         let k = self.kernel(&plan.kernel)?;
         self.gpu.ctx.bind_to_thread()?;
-        let slots = self.gpu.sm_count as usize * programs_per_sm(&k)? as usize;
+        let (sms, per_sm) = (self.gpu.sm_count as usize, programs_per_sm(&k)? as usize);
         let units = g.batch * g.kv_heads * plan.row_tiles(&g.problem(plan.kernel.dtype(), plan.kernel.causal(), window, plan.kernel.features().softcap));
         // (+1: a window's span straddles one more block than it fills)
         let blocks = g.visible_keys(window).div_ceil(plan.kernel.block_n() as usize) + usize::from(window.left.is_some());
-        Ok(flashgen::plan::decode_splits(units, blocks, slots))
+        Ok(flashgen::plan::decode_splits(units, blocks, sms, per_sm))
     }
 
     /// Attention of the new queries against the KV cache, appending the new tokens (see the module's doc),
