@@ -237,6 +237,11 @@ fn fused_up_folds_its_grid_where_the_programs_fit() {
     let off = KernelSpec::with_schedule(up, ScheduleOverrides::parse("fold_key_blocks=off").unwrap()).unwrap();
     assert!(off.name().ends_with("_fold0"), "{}", off.name());
     assert_eq!(off.grid(&gqa(4096), 132), (32, 8, 1));
+    // a 3-slot ring at HEAD_DIM 128 does not fold (ptxas spills the folded kernel's registers there)
+    let three = KernelSpec::new(SpecParams { num_stages: 3, ..up }).unwrap();
+    assert!(!three.fold_key_blocks());
+    let e = KernelSpec::with_schedule(SpecParams { num_stages: 3, ..up }, ScheduleOverrides::parse("fold_key_blocks=on").unwrap()).unwrap_err().to_string();
+    assert!(e.contains("needs num_stages=2"), "{e}");
     // the ordered bwd_fused (down) and the atomic kind have no such order
     for kind in [KernelKind::BwdFused, KernelKind::BwdFusedAtomic] {
         let e = KernelSpec::with_schedule(SpecParams { kind, ..up }, ScheduleOverrides::parse("fold_key_blocks=on").unwrap()).unwrap_err().to_string();

@@ -78,7 +78,7 @@ pub struct Schedule {
     /// is short (`FOLD_BELOW_WAVES`: past it the folded kernel cost the table's rows of 2048 programs
     /// 1.5-4%; likely because a block's heavy halves meet it at the same step and wait in line for their
     /// turns), and launches the grid unfolded otherwise; the kernel reads which from its grid. Derived on for
-    /// bwd_fused_up.
+    /// bwd_fused_up (but at HEAD_DIM 128 with 3 stages, where it spills).
     pub fold_key_blocks: bool,
 }
 
@@ -345,8 +345,12 @@ impl Schedule {
         })?;
 
         let up = p.kind == KernelKind::BwdFusedUp;
-        decide!(fold_key_blocks, up);
+        // (the folded MMA warpgroups hold one more value through the loop: at HEAD_DIM 128 with a 3-slot
+        // ring, ptxas spills 8 B of them)
+        let fold_fits = p.num_stages == 2 || p.tile_dim() < 128;
+        decide!(fold_key_blocks, up && fold_fits);
         rule(!s.fold_key_blocks || up, || format!("{kind}: fold_key_blocks=on is for bwd_fused_up (its causal programs' order of dQ additions)"))?;
+        rule(!s.fold_key_blocks || fold_fits, || format!("{kind}: fold_key_blocks=on at HEAD_DIM {} needs num_stages=2 (with {} the folded kernel's registers spill)", p.tile_dim(), p.num_stages))?;
         Ok((s, canonical))
     }
 }
