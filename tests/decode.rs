@@ -8,6 +8,7 @@ mod simt;
 
 use flashgen::abi::{self, ParamType};
 use flashgen::numeric::SplitMix;
+use flashgen::plan::SplitMerge;
 use flashgen::reference::{self, CacheStorage, KvCacheInputs, KvCacheProblem};
 use flashgen::{Arch, DType, KernelKind, KernelSpec, SpecParams};
 use simt::{Arg, Launch};
@@ -65,6 +66,7 @@ const OP: usize = 7;
 const LP: usize = 8;
 const LENS: usize = 9;
 const TABLE: usize = 10;
+const COUNTERS: usize = 11;
 
 struct Ran {
     o: Vec<f32>,
@@ -72,6 +74,7 @@ struct Ran {
     k_cache: Vec<f32>,
     v_cache: Vec<f32>,
     partial_lse: Vec<f32>,
+    counters: Vec<u32>,
 }
 
 fn random(rng: &mut SplitMix, n: usize, dtype: DType) -> Vec<f32> {
@@ -89,7 +92,9 @@ fn args_of(kind: KernelKind, named: &HashMap<&str, Arg>, strides: &HashMap<&str,
         .collect()
 }
 
-fn run_case(tools: &simt::Tools, c: &Case, x: &KvCacheInputs<'_>) -> Ran {
+/// Run `c` on the emulator, a split call's partials merged as `merge` says (in the decode kernel through
+/// SPLIT_COUNTERS, or by decode_combine).
+fn run_case(tools: &simt::Tools, c: &Case, x: &KvCacheInputs<'_>, merge: SplitMerge) -> Ran {
     let p = &c.p;
     let (b, h, hkv, d, nq, nn) = (p.batch, p.heads, p.kv_heads, p.d_qk, p.n_q, p.n_new);
     let dt = c.dtype;
@@ -112,7 +117,10 @@ fn run_case(tools: &simt::Tools, c: &Case, x: &KvCacheInputs<'_>) -> Ran {
         bytes32(&vec![f32::NAN; c.splits * rows], f32::to_le_bytes),
         c.device_lens.iter().flat_map(|v| v.to_le_bytes()).collect(),
         c.device_table.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        // the split counters, zero before the call
+        vec![0u8; 4 * b * hkv * (p.group() * nq).div_ceil(c.spec.block_m() as usize).max(1)],
     ];
+    let in_kernel = c.splits > 1 && merge == SplitMerge::InKernel;
     let (capacity, page_size, max_pages, pool) = match &p.storage {
         CacheStorage::Contiguous { capacity } => (*capacity, 0, 0, 0),
         CacheStorage::Paged { page_size, pages, max_pages, .. } => (max_pages * page_size, *page_size, *max_pages, *pages),
@@ -133,6 +141,7 @@ fn run_case(tools: &simt::Tools, c: &Case, x: &KvCacheInputs<'_>) -> Ran {
         ("LSE", Arg::Buf(LSE)),
         ("O_PARTIAL", Arg::Buf(OP)),
         ("LSE_PARTIAL", Arg::Buf(LP)),
+        ("SPLIT_COUNTERS", if in_kernel { Arg::Buf(COUNTERS) } else { Arg::Null }),
         ("CACHE_SEQLENS", Arg::Buf(LENS)),
         ("BLOCK_TABLE", if page_size > 0 { Arg::Buf(TABLE) } else { Arg::Null }),
         ("N_NEW", Arg::I32(nn as i32)),
@@ -154,13 +163,14 @@ fn run_case(tools: &simt::Tools, c: &Case, x: &KvCacheInputs<'_>) -> Ran {
         grid: (c.splits as u32, (hkv * row_tiles) as u32, b as u32),
         threads: spec.threads(),
     }];
-    if c.splits > 1 {
+    if c.splits > 1 && !in_kernel {
         let comb = KernelSpec::decode_combine(Arch::Sm90a, dt, d as u32);
-        launches.push(Launch { ir: flashgen::render::render(&comb).unwrap(), entry: comb.name(), args: args_of(KernelKind::DecodeCombine, &named, &strides), grid: (rows as u32, 1, 1), threads: comb.threads() });
+        let programs = rows.div_ceil(flashgen::spec::DECODE_COMBINE_WARPS as usize) as u32;
+        launches.push(Launch { ir: flashgen::render::render(&comb).unwrap(), entry: comb.name(), args: args_of(KernelKind::DecodeCombine, &named, &strides), grid: (programs, 1, 1), threads: comb.threads() });
     }
     simt::run(tools, &launches, &mut bufs).unwrap();
     let dec = |b: &[u8]| u16s(b).into_iter().map(|v| value(dt, v)).collect::<Vec<f32>>();
-    Ran { o: dec(&bufs[OUT]), lse: f32s(&bufs[LSE]), k_cache: dec(&bufs[KC]), v_cache: dec(&bufs[VC]), partial_lse: f32s(&bufs[LP]) }
+    Ran { o: dec(&bufs[OUT]), lse: f32s(&bufs[LSE]), k_cache: dec(&bufs[KC]), v_cache: dec(&bufs[VC]), partial_lse: f32s(&bufs[LP]), counters: f32s(&bufs[COUNTERS]).into_iter().map(f32::to_bits).collect() }
 }
 
 /// WINDOW_LEFT and WINDOW_RIGHT of the problem's window as the runtime passes them (its kernel's: causal
@@ -234,7 +244,15 @@ fn check(tools: &simt::Tools, label: &str, c: Case, seed: u64, honest: Option<&[
     let v_new = random(&mut rng, p.new_len(p.d_v), c.dtype);
     let x = KvCacheInputs { q: &q, k_cache: &k_cache, v_cache: &v_cache, k_new: &k_new, v_new: &v_new };
     let want = reference::decode(p, &x);
-    let ran = run_case(tools, &c, &x);
+    let ran = run_case(tools, &c, &x, SplitMerge::InKernel);
+    if c.splits > 1 {
+        // the last split's merge in the kernel and decode_combine's are one merge (lib/decode.ll.tera
+        // `merge_row`): the same bits; and every count is back to 0 for the next call
+        let combined = run_case(tools, &c, &x, SplitMerge::Combine);
+        assert!(ran.o.iter().zip(&combined.o).all(|(a, b)| a.to_bits() == b.to_bits()), "{label}: O merged in the kernel differs from decode_combine's");
+        assert!(ran.lse.iter().zip(&combined.lse).all(|(a, b)| a.to_bits() == b.to_bits()), "{label}: LSE merged in the kernel differs from decode_combine's");
+        assert!(ran.counters.iter().all(|&n| n == 0), "{label}: split counters left at {:?}", ran.counters);
+    }
     let keep: Vec<reference::QueryRow> = p.rows().filter(|r| honest.is_none_or(|h| h.contains(&r.b))).collect();
     let got_o: Vec<f32> = keep.iter().flat_map(|&r| ran.o[p.o_offset(r)..p.o_offset(r) + p.d_v].to_vec()).collect();
     let want_o: Vec<f64> = keep.iter().flat_map(|&r| want.o[p.o_offset(r)..p.o_offset(r) + p.d_v].to_vec()).collect();

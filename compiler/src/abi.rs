@@ -341,6 +341,12 @@ fn decode_parameters() -> Vec<Param> {
         f32_buffer("LSE", false, 4, "out: natural-log log-sum-exp f32 [B, H, N_q] (NUM_SPLITS = 1)"),
         f32_buffer("O_PARTIAL", false, 16, "out: f32 [NUM_SPLITS, B·H·N_q, D], split s's O of row (b·H + h)·N_q + i (NUM_SPLITS > 1)"),
         f32_buffer("LSE_PARTIAL", false, 4, "out: f32 [NUM_SPLITS, B·H·N_q], split s's base-2 log-sum-exp (−∞: the split saw no key of the row)"),
+        Param {
+            name: "SPLIT_COUNTERS",
+            ty: ParamType::Pointer { elem: Elem::U32, read_only: false, align: 4 },
+            meaning: "u32 [B, H_kv · row tiles], zero before and after the call: with NUM_SPLITS > 1 each split counts in when its partials are stored, and the last merges its row tile's partials into Out and LSE (and sets the count back to 0); null: the partials are left for decode_combine".into(),
+            added_by: None,
+        },
         ints("CACHE_SEQLENS", "i32 [B]: tokens in each sequence's cache before the call (clamped to 0 ..= N_KV − N_NEW)"),
         ints("BLOCK_TABLE", "i32 [B, MAX_PAGES]: the pages of each sequence, in order (PAGE_SIZE > 0; entries clamped to the pool)"),
     ];

@@ -348,11 +348,39 @@ impl DecodeProblem {
     }
 }
 
-/// The kernels of a decode call: the split attention and the combine of its partials.
+/// The kernels of a decode call: the split attention and the combine of its partials, and where a split
+/// call's partials merge.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DecodePlan {
     pub kernel: KernelSpec,
     pub combine: KernelSpec,
+    pub merge: SplitMerge,
+}
+
+/// Where a split call's partials merge (one split writes O itself).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SplitMerge {
+    /// decode's last split of each row tile merges its rows, a warp a row (SPLIT_COUNTERS): one launch.
+    InKernel,
+    /// decode_combine, a second launch: a warp a row over the whole grid.
+    Combine,
+}
+
+/// Rows of a tile each warp of its last split merges at most for the merge to stay in the kernel; past
+/// it the rows go to decode_combine's grid, which merges them all at once.
+pub const DECODE_MERGE_ROWS_PER_WARP: usize = 2;
+
+impl SplitMerge {
+    /// In the kernel when the tile's rows (G·N_q, up to BLOCK_M) give each warp at most
+    /// DECODE_MERGE_ROWS_PER_WARP of them (fa4_bench.py's decode: 4 rows on 4 warps).
+    pub fn for_tile(kernel: &KernelSpec, problem: &DecodeProblem) -> SplitMerge {
+        let rows = problem.rows().min(kernel.block_m() as usize);
+        if rows <= DECODE_MERGE_ROWS_PER_WARP * kernel.num_warps() as usize {
+            SplitMerge::InKernel
+        } else {
+            SplitMerge::Combine
+        }
+    }
 }
 
 impl DecodePlan {
@@ -382,7 +410,7 @@ pub fn decode(arch: Arch, problem: &DecodeProblem) -> Result<DecodePlan, SpecErr
     } else {
         kernel
     };
-    Ok(DecodePlan { kernel, combine: KernelSpec::decode_combine(arch, problem.dtype, problem.head_dim) })
+    Ok(DecodePlan { kernel, combine: KernelSpec::decode_combine(arch, problem.dtype, problem.head_dim), merge: SplitMerge::for_tile(&kernel, problem) })
 }
 
 /// Splits of a sequence worth at least this many blocks each (a split's prologue and merge amortized).

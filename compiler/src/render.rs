@@ -644,7 +644,9 @@ struct Decode {
     OUT_ITERS: u32,
     OUT_ITEMS: u32,
     OUT_GUARD: bool,
-    LN2: String,
+    /// The last split's merge of its row tile (`merge_in_kernel`).
+    #[serde(flatten)]
+    merge: RowMerge,
 }
 
 impl Decode {
@@ -685,40 +687,54 @@ impl Decode {
             OUT_ITERS: items.div_ceil(threads),
             OUT_ITEMS: items,
             OUT_GUARD: items % threads != 0,
+            merge: RowMerge::of(spec),
+        }
+    }
+}
+
+/// The split-KV merge of one query row by one warp (lib/decode.ll.tera `merge_row`), which decode_combine
+/// runs and decode's last split of a row tile: each lane VEC columns (HEAD_DIM / 32, of the tile) of the
+/// row; the partials in passes of MERGE_UNROLL splits; the lanes below STORE_LANES hold the tensor's columns;
+/// the lanes' MAX_SPLIT_PASSES passes over the log-sum-exps (32 splits a pass).
+#[derive(Serialize)]
+#[allow(non_snake_case)]
+struct RowMerge {
+    VEC: u32,
+    VEC_PAIRS: u32,
+    STORE_LANES: u32,
+    MERGE_UNROLL: u32,
+    MAX_SPLIT_PASSES: u32,
+    LN2: String,
+}
+
+impl RowMerge {
+    fn of(spec: &KernelSpec) -> RowMerge {
+        RowMerge {
+            VEC: spec.params().tile_dim() / 32,
+            VEC_PAIRS: spec.params().tile_dim() / 64,
+            STORE_LANES: spec.head_dim() / (spec.params().tile_dim() / 32),
+            // (a row's partials of 8 splits in flight per lane: 32 splits in 4 rounds)
+            MERGE_UNROLL: 8,
+            MAX_SPLIT_PASSES: crate::spec::DECODE_MAX_SPLITS / 32,
             LN2: ln2_literal(),
         }
     }
 }
 
-/// decode_combine: COMBINE_WARPS warps, each lane VEC columns (HEAD_DIM / 32, of the tile) of the row; each
-/// warp's partials in passes of COMBINE_UNROLL splits; the lanes below STORE_LANES hold the tensor's columns.
+/// decode_combine: COMBINE_WARPS warps a program, one query row each.
 #[derive(Serialize)]
 #[allow(non_snake_case)]
 struct DecodeCombine {
     COMBINE_WARPS: u32,
-    VEC: u32,
-    VEC_PAIRS: u32,
-    STORE_LANES: u32,
-    COMBINE_UNROLL: u32,
-    MAX_SPLIT_PASSES: u32,
     /// Launched to start on the decode kernel's trigger: it waits for the partials first.
     PROGRAMMATIC: bool,
-    LN2: String,
+    #[serde(flatten)]
+    merge: RowMerge,
 }
 
 impl DecodeCombine {
     fn of(spec: &KernelSpec) -> DecodeCombine {
-        DecodeCombine {
-            COMBINE_WARPS: crate::spec::DECODE_COMBINE_WARPS,
-            VEC: spec.params().tile_dim() / 32,
-            VEC_PAIRS: spec.params().tile_dim() / 64,
-            STORE_LANES: spec.head_dim() / (spec.params().tile_dim() / 32),
-            COMBINE_UNROLL: 4,
-            // the lanes' passes over the splits' log-sum-exps (32 a pass)
-            MAX_SPLIT_PASSES: crate::spec::DECODE_MAX_SPLITS / 32,
-            PROGRAMMATIC: spec.decode_programmatic_combine(),
-            LN2: ln2_literal(),
-        }
+        DecodeCombine { COMBINE_WARPS: crate::spec::DECODE_COMBINE_WARPS, PROGRAMMATIC: spec.decode_programmatic_combine(), merge: RowMerge::of(spec) }
     }
 }
 

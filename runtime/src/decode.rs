@@ -26,7 +26,7 @@ use crate::stream::{grow, Stream};
 use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
 use crate::{Flash, Layout, LayoutError, RuntimeError};
 use cudarc::driver::LaunchConfig;
-use flashgen::plan::{kernel_window, DecodePlan, DecodeProblem};
+use flashgen::plan::{kernel_window, DecodePlan, DecodeProblem, SplitMerge};
 use flashgen::reference::Window;
 use flashgen::{abi, DType, KernelKind};
 use std::collections::HashMap;
@@ -275,20 +275,21 @@ struct Scalars {
     paging: Paging,
 }
 
-/// decode's values by name: [Q, K_NEW, V_NEW], [K_CACHE, V_CACHE, Out], [LSE, O_PARTIAL, LSE_PARTIAL],
+/// decode's values by name: [Q, K_NEW, V_NEW], [K_CACHE, V_CACHE, Out], [LSE, O_PARTIAL, LSE_PARTIAL], SPLIT_COUNTERS,
 /// [CACHE_SEQLENS, BLOCK_TABLE], the scalars and the geometry (`KernelArgs::launch` orders them by the list).
 fn decode_args<'a>(
     args: &mut KernelArgs<'a>,
     [q, k_new, v_new]: [&TensorView<'a>; 3],
     [k_cache, v_cache, o]: [&'a mut TensorViewMut<'_>; 3],
     [lse, partial_o, partial_m]: [&'a mut BufferViewMut<'_, f32>; 3],
+    counters: &'a mut BufferViewMut<'_, u32>,
     [lens, table]: [&BufferView<'a, i32>; 2],
     s: Scalars,
     geometry: &KernelGeometry,
 ) {
     args.tensor("Q", q).tensor_mut("K_CACHE", k_cache).tensor_mut("V_CACHE", v_cache).tensor("K_NEW", k_new).tensor("V_NEW", v_new);
     args.f32("sm_scale", s.sm_scale).f32("SOFTCAP", s.softcap).tensor_mut("Out", o).f32s_mut("LSE", lse).f32s_mut("O_PARTIAL", partial_o).f32s_mut("LSE_PARTIAL", partial_m);
-    args.i32s("CACHE_SEQLENS", lens).i32s("BLOCK_TABLE", table);
+    args.u32s_mut("SPLIT_COUNTERS", counters).i32s("CACHE_SEQLENS", lens).i32s("BLOCK_TABLE", table);
     args.i32("N_NEW", s.new_tokens as i32).i32("NUM_SPLITS", s.splits as i32).i32("PAGE_SIZE", s.paging.page_size as i32);
     args.i32("MAX_PAGES", s.paging.max_pages as i32).i32("POOL_PAGES", s.paging.pages as i32).geometry(geometry);
 }
@@ -369,7 +370,9 @@ impl Flash {
             return Err(RuntimeError::Argument(format!("{} K/V heads × {row_tiles} row tiles exceed the 65535 grid rows of one launch", g.kv_heads)));
         }
         let kernel = self.kernel(&spec)?;
-        let combine = if splits > 1 { Some(self.kernel(&comb)?) } else { None };
+        // the partials merge in the decode kernel (its last split of each row tile) or in decode_combine
+        let in_kernel = splits > 1 && plan.merge == SplitMerge::InKernel;
+        let combine = if splits > 1 && !in_kernel { Some(self.kernel(&comb)?) } else { None };
         let KvCacheCall { q, mut k_cache, mut v_cache, cache_seqlens, block_table, k_new, v_new, mut o, lse, sm_scale, softcap, .. } = call;
         let sm_scale = sm_scale.unwrap_or(1.0 / (g.head_dim as f32).sqrt());
         let dtype = q.dtype;
@@ -384,6 +387,8 @@ impl Flash {
         } else {
             (None, None)
         };
+        // zero between calls: each call's last splits set their counts back to 0 (fresh buffers are zeroed)
+        let mut counters = if in_kernel { Some(grow(&self.gpu, stream, &mut scratch.decode_counters, g.batch * g.kv_heads * row_tiles)?) } else { None };
         let mut lse = match lse {
             Some(l) => l,
             None => grow(&self.gpu, stream, &mut scratch.decode_lse, rows)?,
@@ -405,13 +410,16 @@ impl Flash {
         // SAFETY: as above: written only with NUM_SPLITS > 1, when the scratch is given instead
         let mut no_partial = unsafe { BufferViewMut::<f32>::from_raw_parts(0, 0) };
         let mut no_partial_m = unsafe { BufferViewMut::<f32>::from_raw_parts(0, 0) };
+        // SAFETY: address 0 (null): the kernel counts no split and leaves the partials to decode_combine
+        let mut no_counters = unsafe { BufferViewMut::<u32>::from_raw_parts(0, 0) };
         let paging = g.paging.unwrap_or(Paging { page_size: 0, pages: 0, max_pages: 0 });
         let geometry = KernelGeometry { window, ..KernelGeometry::fixed(g.batch, g.heads, g.kv_heads, g.queries, g.capacity, true) };
         {
             let mut args = KernelArgs::new();
             let (po, pm) = (partial_o.as_mut().unwrap_or(&mut no_partial), partial_m.as_mut().unwrap_or(&mut no_partial_m));
             let scalars = Scalars { sm_scale, softcap: softcap.unwrap_or(0.0), new_tokens: g.new_tokens, splits, paging };
-            decode_args(&mut args, [&q, &k_new, &v_new], [&mut k_cache, &mut v_cache, &mut o], [&mut lse, po, pm], [&cache_seqlens, &table], scalars, &geometry);
+            let counters = counters.as_mut().unwrap_or(&mut no_counters);
+            decode_args(&mut args, [&q, &k_new, &v_new], [&mut k_cache, &mut v_cache, &mut o], [&mut lse, po, pm], counters, [&cache_seqlens, &table], scalars, &geometry);
             let cfg = LaunchConfig { grid_dim: (splits as u32, (g.kv_heads * row_tiles) as u32, g.batch as u32), block_dim: (spec.threads(), 1, 1), shared_mem_bytes: kernel.shared_bytes };
             self.gpu.ctx.bind_to_thread()?;
             // # Safety
@@ -419,7 +427,8 @@ impl Flash {
             //    of its parameter's type and alignment (`launch` checks them).
             // 2. Every element the kernel touches lies inside memory the views hold: Q, O, the caches and the
             //    new tokens by their checked layouts (DecodeGeometry::of: shapes agree), LSE B·H·N_q floats, the
-            //    partials splits·B·H·N_q·(D + 1) floats (grown above), cache_seqlens B lengths and the table
+            //    partials splits·B·H·N_q·(D + 1) floats (grown above), the split counters B·H_kv·row tiles
+            //    words (grown above, or null: then the kernel reads none), cache_seqlens B lengths and the table
             //    B·max_pages entries; the kernel clamps every index it reads from them (the module's doc).
             // 3. Block size and dynamic shared memory are the spec's own, raised on the function at load; the
             //    stream belongs to this context, bound above.
@@ -429,7 +438,8 @@ impl Flash {
             let (po, pm) = (partial_o.as_view(), partial_m.as_view());
             let mut args = KernelArgs::new();
             combine_args(&mut args, [&po, &pm], &mut o, &mut lse, splits, &geometry);
-            let cfg = LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (comb.threads(), 1, 1), shared_mem_bytes: combine.shared_bytes };
+            let programs = rows.div_ceil(flashgen::spec::DECODE_COMBINE_WARPS as usize);
+            let cfg = LaunchConfig { grid_dim: (programs as u32, 1, 1), block_dim: (comb.threads(), 1, 1), shared_mem_bytes: combine.shared_bytes };
             // # Safety
             // 1. decode_combine's parameter list, in order and type (checked by `launch`).
             // 2. It reads the splits·rows partials written above on this stream and writes O (its view's
@@ -515,11 +525,12 @@ mod tests {
         let geometry = KernelGeometry::fixed(2, 8, 2, 1, 1024, true);
         let f = |n| unsafe { BufferViewMut::<f32>::from_raw_parts(0x40000, n) };
         let (mut lse, mut po, mut pm) = (f(16), f(16 * 128 * 4), f(16 * 4));
+        let mut counters = unsafe { BufferViewMut::<u32>::from_raw_parts(0x40000, 2 * 2) };
         let (kn, vn) = (c.k_new.unwrap(), c.v_new.unwrap());
         let (lens, table) = (ints(2), ints(8));
         let scalars = Scalars { sm_scale: 0.1, softcap: 0.0, new_tokens: 1, splits: 4, paging: Paging { page_size: 256, pages: 10, max_pages: 4 } };
         let mut args = KernelArgs::new();
-        decode_args(&mut args, [&c.q, &kn, &vn], [&mut c.k_cache, &mut c.v_cache, &mut c.o], [&mut lse, &mut po, &mut pm], [&lens, &table], scalars, &geometry);
+        decode_args(&mut args, [&c.q, &kn, &vn], [&mut c.k_cache, &mut c.v_cache, &mut c.o], [&mut lse, &mut po, &mut pm], &mut counters, [&lens, &table], scalars, &geometry);
         argument_order("decode", abi::kernel_parameters(KernelKind::Decode), &args.supplied()).unwrap();
         let (po, pm) = (po.as_view(), pm.as_view());
         let mut args = KernelArgs::new();

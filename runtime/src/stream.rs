@@ -51,6 +51,8 @@ pub struct Scratch {
     pub decode_o: Option<CudaSlice<f32>>,
     pub decode_m: Option<CudaSlice<f32>>,
     pub decode_lse: Option<CudaSlice<f32>>,
+    /// The split decode's counts of the splits done per row tile (merged in the kernel): zero between calls.
+    pub decode_counters: Option<CudaSlice<u32>>,
 }
 
 /// The scratch of every stream calls have used, made on first use.

@@ -96,11 +96,12 @@ const X86_TRIPLE: &str = "target triple = \"x86_64-unknown-linux-gnu\"";
 const SMEM_BYTES: usize = 262_144;
 
 /// Inline PTX of the templates and the wrappers.ll functions that stand in for it.
-const INLINE_PTX: [(&str, &str); 3] = [
+const INLINE_PTX: [(&str, &str); 4] = [
     (r#"asm "tanh.approx.f32 $0, $1;", "=f,f""#, "@emu.tanh"),
     // the emulator runs a grid to its end before the next launch: the overlapped launch's pair is a no-op
     (r#"asm sideeffect "griddepcontrol.launch_dependents;", """#, "@emu.griddepcontrol"),
     (r#"asm sideeffect "griddepcontrol.wait;", "~{memory}""#, "@emu.griddepcontrol"),
+    (r#"asm sideeffect "fence.acq_rel.gpu;", "~{memory}""#, "@emu.fence"),
 ];
 
 /// The kernel's IR for x86-64 with the emulator's intrinsics.

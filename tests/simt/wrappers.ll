@@ -60,6 +60,10 @@ define internal void @emu.nvvm.cp.async.ca.shared.global.4.s(ptr addrspace(3) %d
 define internal void @emu.griddepcontrol() {
   ret void
 }
+define internal void @emu.fence() {
+  fence seq_cst
+  ret void
+}
 declare float @tanhf(float)
 define internal float @emu.tanh(float %x) {
   %r = call float @tanhf(float %x)

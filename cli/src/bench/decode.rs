@@ -10,7 +10,7 @@ use super::timing::time_launches;
 use super::{list, BenchArgs};
 use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
 use flashgen::numeric::SplitMix;
-use flashgen::plan::DecodePlan;
+use flashgen::plan::{DecodePlan, SplitMerge};
 use flashgen::{DType, KernelSpec, SpecParams};
 use flashgen_runtime::cudarc::driver::CudaSlice;
 use flashgen_runtime::{cudarc, BlockTable, BufferView, BufferViewMut, Flash, Gpu, KernelCache, KvCacheCall, Layout, RuntimeError, Stream, TensorView, TensorViewMut};
@@ -109,7 +109,19 @@ impl Buffers {
 
 /// The variants a shape is timed with: the default plan with the heuristic's splits, `--decode-splits`
 /// counts, and `--decode-configs` tiles ("bn,warps,stages").
+/// `--decode-merge`: the plan's merge, or the one the flag names.
+fn merge_of(a: &BenchArgs, plan: DecodePlan) -> Result<DecodePlan, String> {
+    let merge = match a.decode_merge.as_deref() {
+        None => plan.merge,
+        Some("in_kernel") => SplitMerge::InKernel,
+        Some("combine") => SplitMerge::Combine,
+        Some(m) => return Err(format!("--decode-merge {m}: use in_kernel or combine")),
+    };
+    Ok(DecodePlan { merge, ..plan })
+}
+
 fn variants(a: &BenchArgs, default: &DecodePlan) -> Result<Vec<(String, DecodePlan, Option<usize>)>, String> {
+    let default = &merge_of(a, *default)?;
     let mut out = vec![("default".to_string(), *default, None)];
     for s in a.decode_splits.as_deref().map(list).transpose()?.unwrap_or_default() {
         out.push((format!("splits={s}"), *default, Some(s as usize)));
@@ -159,29 +171,36 @@ fn latency(flash: &Flash, a: &BenchArgs, s: &Shape, bufs: &mut Buffers, json: &m
     let dr = |x: cudarc::driver::DriverError| x.to_string();
     let gpu = &flash.gpu;
     let own = flash.own_stream();
-    let run = flash.attention_with_kvcache(bufs.call(s, false, true, None)?, own).map_err(rt)?;
+    // one step as a caller makes it: its plan from the call (`attention_with_kvcache`), the merge as --decode-merge says
+    let mut step = |stream: Stream| -> Result<flashgen_runtime::DecodeRun, String> {
+        let call = bufs.call(s, false, true, None)?;
+        let g = flashgen_runtime::DecodeGeometry::of(&call).map_err(rt)?;
+        let plan = merge_of(a, flash.decode_plan(DType::Bf16, &g, false, flashgen_runtime::Window::UNBOUNDED, false).map_err(rt)?)?;
+        flash.attention_with_kvcache_plan(&plan, call, stream).map_err(rt)
+    };
+    let run = step(own)?;
     // the bench's timer (do-bench: each step after an L2 flush)
-    let timed = time_launches(gpu, a, || flash.attention_with_kvcache(bufs.call(s, false, true, None)?, own).map(|_| ()).map_err(rt))?;
+    let timed = time_launches(gpu, a, || step(own).map(|_| ()))?;
     // back to back on the Flash's stream, and the host's enqueue time per call
     let t0 = std::time::Instant::now();
-    let stream_us = back_to_back(gpu, &gpu.stream, 1000, || flash.attention_with_kvcache(bufs.call(s, false, true, None)?, own).map(|_| ()).map_err(rt))?;
+    let stream_us = back_to_back(gpu, &gpu.stream, 1000, || step(own).map(|_| ()))?;
     let host_us = t0.elapsed().as_secs_f64() * 1e6 / 1020.0;
     // a CUDA graph of the step on a stream of its own (its scratch made by a first call there)
     let side = gpu.ctx.new_stream().map_err(dr)?;
     // SAFETY: `side` is a stream of the Flash's context and lives until the end of this function
     let side_raw = unsafe { Stream::from_raw(side.cu_stream()) };
-    flash.attention_with_kvcache(bufs.call(s, false, true, None)?, side_raw).map_err(rt)?;
+    step(side_raw)?;
     side.synchronize().map_err(dr)?;
     side.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED).map_err(dr)?;
-    let captured = flash.attention_with_kvcache(bufs.call(s, false, true, None)?, side_raw).map_err(rt);
+    let captured = step(side_raw);
     let graph = side.end_capture(CUgraphInstantiate_flags(0)).map_err(dr)?;
     captured?;
     let graph = graph.ok_or("stream capture gave no graph")?;
     graph.upload().map_err(dr)?;
     let graph_us = back_to_back(gpu, &side, 1000, || graph.launch().map_err(dr))?;
     let line = format!(
-        "{{\"kind\": \"decode_latency\", \"impl\": \"flashgen\", \"B\": {}, \"H\": {}, \"HKV\": {}, \"N\": 1, \"NK\": {}, \"D\": {}, \"append\": 1, \"paged\": false, \"splits\": {}, \"spec\": \"{}+{}\", \"us\": {:.2}, \"timing\": \"{}\", \"us_back_to_back\": {stream_us:.2}, \"us_graph\": {graph_us:.2}, \"us_host_enqueue\": {host_us:.2}}}",
-        s.b, s.h, s.hkv, s.nk, s.d, run.splits, run.plan.kernel.name(), run.plan.combine.name(), timed.ms * 1e3, a.timing
+        "{{\"kind\": \"decode_latency\", \"impl\": \"flashgen\", \"B\": {}, \"H\": {}, \"HKV\": {}, \"N\": 1, \"NK\": {}, \"D\": {}, \"append\": 1, \"paged\": false, \"splits\": {}, \"spec\": \"{}{}\", \"merge\": \"{:?}\", \"us\": {:.2}, \"timing\": \"{}\", \"us_back_to_back\": {stream_us:.2}, \"us_graph\": {graph_us:.2}, \"us_host_enqueue\": {host_us:.2}}}",
+        s.b, s.h, s.hkv, s.nk, s.d, run.splits, run.plan.kernel.name(), if run.splits > 1 && run.plan.merge == SplitMerge::Combine { format!("+{}", run.plan.combine.name()) } else { String::new() }, run.plan.merge, timed.ms * 1e3, a.timing
     );
     emit(line, json)
 }
@@ -215,8 +234,8 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                         let gb_s = kv_bytes / ms / 1e6;
                         let page = if paged { format!("{}", s.page) } else { "null".into() };
                         let line = format!(
-                            "{{\"kind\": \"decode\", \"impl\": \"flashgen\", \"B\": {}, \"H\": {}, \"HKV\": {}, \"N\": 1, \"NK\": {}, \"D\": {}, \"causal\": false, \"dtype\": \"bf16\", \"paged\": {paged}, \"page\": {page}, \"ms\": {ms:.5}, \"gb_s\": {gb_s:.1}, \"config\": \"{label}\", \"splits\": {}, \"spec\": \"{}\", \"timing\": \"{}\", \"p20_ms\": {:.5}, \"p80_ms\": {:.5}}}",
-                            s.b, s.h, s.hkv, s.nk, s.d, run.splits, run.plan.kernel.name(), a.timing, t[t.len() / 5], t[t.len() * 4 / 5]
+                            "{{\"kind\": \"decode\", \"impl\": \"flashgen\", \"B\": {}, \"H\": {}, \"HKV\": {}, \"N\": 1, \"NK\": {}, \"D\": {}, \"causal\": false, \"dtype\": \"bf16\", \"paged\": {paged}, \"page\": {page}, \"ms\": {ms:.5}, \"gb_s\": {gb_s:.1}, \"config\": \"{label}\", \"splits\": {}, \"spec\": \"{}\", \"merge\": \"{:?}\", \"timing\": \"{}\", \"p20_ms\": {:.5}, \"p80_ms\": {:.5}}}",
+                            s.b, s.h, s.hkv, s.nk, s.d, run.splits, run.plan.kernel.name(), run.plan.merge, a.timing, t[t.len() / 5], t[t.len() * 4 / 5]
                         );
                         emit(line, &mut json)?;
                         table.push(format!("decode flashgen B={:2} NK={:5} D={} {} {gb_s:8.1} GB/s {:8.2} us splits {:3}  {label}", s.b, s.nk, s.d, if paged { "paged" } else { "contig" }, ms * 1e3, run.splits));

@@ -117,6 +117,10 @@ pub struct BenchArgs {
     /// Split counts to time besides the heuristic's, comma-separated (labelled "splits=N").
     #[arg(long)]
     decode_splits: Option<String>,
+    /// Where a split decode's partials merge, for every decode row and the latency row: the plan's choice,
+    /// `in_kernel` (decode's last split of a row tile) or `combine` (decode_combine, a second launch).
+    #[arg(long)]
+    decode_merge: Option<String>,
     /// Skip the decode latency row.
     #[arg(long)]
     no_latency: bool,

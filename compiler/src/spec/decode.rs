@@ -11,7 +11,8 @@
 //!   groups compute the same scores (Q·Kᵀ over all columns) and each accumulates half of P·V, so a warp
 //!   holds 16 rows × 128 accumulators at HEAD_DIM 256 as at 128. Shared memory: [Q tile | ring], reused after the
 //!   loop by the merge buffer (per warp BLOCK_M rows of HEAD_DIM + 8 f32, then each warp's row max and sum).
-//! - `decode_combine`: one program per query row, merging the splits' partials by their log-sum-exps.
+//! - `decode_combine`: a warp per query row, merging the splits' partials by their log-sum-exps; decode's
+//!   last split of a row tile runs the same merge itself when the call counts its splits (SPLIT_COUNTERS).
 //!
 //! The spec's fields mean: BLOCK_M query rows per program (16, 32 or 64), BLOCK_N keys per block, STAGE 3
 //! causal among the new queries (bottom-right by default) or 1, num_warps 4 or 8, num_stages the ring's slots.
@@ -31,14 +32,14 @@ pub const DECODE_NUM_WARPS: [u32; 2] = [4, 8];
 pub const DECODE_KEYS_PER_WARP: [u32; 2] = [16, 32];
 /// The most splits of one sequence's cache (the combine reads this many partials per row at most).
 pub const DECODE_MAX_SPLITS: u32 = 128;
-/// Warps of `decode_combine`: warp w sums the partials of splits w, w + 4, ...; warp 0 adds the four.
+/// Warps of `decode_combine`: a program merges this many query rows, one a warp.
 pub const DECODE_COMBINE_WARPS: u32 = 4;
 /// f32 of padding per row of the merge buffer (rows 8 words apart modulo the 32 banks: the fragments'
 /// float2 stores of 4 rows fill 32 distinct banks).
 pub const DECODE_MERGE_PAD: u32 = 8;
 
 impl KernelSpec {
-    /// The split-KV combine for a target, dtype and head dim: one query row per program, 4 warps; it has
+    /// The split-KV combine for a target, dtype and head dim: a query row per warp, 4 warps; it has
     /// no tiles, so its other parameters are fixed (like the backward preprocess).
     pub fn decode_combine(arch: Arch, dtype: DType, head_dim: u32) -> KernelSpec {
         let params = SpecParams { kind: KernelKind::DecodeCombine, dtype, head_dim, block_m: 1, block_n: 0, stage: 1, num_warps: DECODE_COMBINE_WARPS, num_stages: 1, arch };
@@ -54,7 +55,7 @@ impl KernelSpec {
         rule(overrides.is_empty(), || format!("{kind}: schedule `{overrides}`: the decode kernels have no schedule switches"))?;
         rule(DECODE_HEAD_DIMS.contains(&d), || format!("{kind}: HEAD_DIM={d} is not supported: use one of {DECODE_HEAD_DIMS:?} (the copy lanes take whole rows of 16-byte chunks)"))?;
         if p.kind == KernelKind::DecodeCombine {
-            return only_canonical(p, KernelSpec::decode_combine(p.arch, p.dtype, d), "one query row per program", "decode_combine");
+            return only_canonical(p, KernelSpec::decode_combine(p.arch, p.dtype, d), "a query row per warp", "decode_combine");
         }
         rule(DECODE_BLOCK_MS.contains(&bm), || format!("{kind}: BLOCK_M={bm} is not supported: use one of {DECODE_BLOCK_MS:?} (the query rows G·N_q of one K/V head, padded to m16 tiles; more rows run as several row tiles)"))?;
         rule(DECODE_BLOCK_NS.contains(&bn), || format!("{kind}: BLOCK_N={bn} is not supported: use one of {DECODE_BLOCK_NS:?}"))?;
@@ -138,8 +139,8 @@ impl KernelSpec {
                 let merge = self.decode_stats_offset() + 2 * self.decode_key_warps() * self.params.block_m * 4;
                 main.max(merge)
             }
-            // the four warps' partial rows of HEAD_DIM f32
-            _ => DECODE_COMBINE_WARPS * self.params.tile_dim() * 4,
+            // a warp a row, in registers
+            _ => 0,
         }
     }
 
@@ -147,7 +148,7 @@ impl KernelSpec {
         let (d, bm, bn, ns, w) = (self.params.tile_dim(), self.params.block_m, self.params.block_n, self.params.num_stages, self.decode_key_warps());
         match self.params.kind {
             KernelKind::Decode => format!("Q {bm}×{d} + num_stages={ns} × K/V {bn}×{d}, or the merge of {w} key warps × {bm}×{d} f32"),
-            _ => format!("{DECODE_COMBINE_WARPS} warps × {d} f32"),
+            _ => "none".into(),
         }
     }
 
