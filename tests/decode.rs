@@ -578,6 +578,11 @@ fn decode_plans_take_the_rows_of_a_kv_head() {
     let plan = decode(Arch::Sm90a, &p(4, 1)).unwrap();
     assert_eq!(plan.kernel.name(), "fa2_decode_bf16_d128_st3_bm16_bn64_w4_ns3_sm90a");
     assert_eq!(plan.combine.name(), "fa2_decode_combine_bf16_d128_st1_bm1_bn0_w4_ns1_sm90a");
+    // the merge: decode_combine where its launch overlaps (sm_90); elsewhere in the kernel up to 2 rows a warp
+    assert_eq!(plan.merge, SplitMerge::Combine);
+    assert_eq!(decode(Arch::Sm80, &p(4, 1)).unwrap().merge, SplitMerge::InKernel);
+    assert_eq!(decode(Arch::Sm80, &p(8, 1)).unwrap().merge, SplitMerge::InKernel);
+    assert_eq!(decode(Arch::Sm80, &p(4, 3)).unwrap().merge, SplitMerge::Combine);
     assert_eq!(plan.row_tiles(&p(4, 1)), 1);
     let plan = decode(Arch::Sm90a, &p(8, 4)).unwrap();
     assert_eq!((plan.kernel.block_m(), plan.row_tiles(&p(8, 4))), (32, 1));

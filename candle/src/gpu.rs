@@ -33,6 +33,20 @@ fn flash_for(ordinal: usize) -> Result<Arc<Flash>> {
     Ok(flash)
 }
 
+/// `keep_freed_memory` on one CUDA device: the release threshold of the pool its stream allocates from.
+pub fn keep_freed_memory(dev: &CudaDevice) -> Result<()> {
+    use flashgen_runtime::cudarc::driver::{result, sys};
+    let ctx = dev.cuda_stream().context().clone();
+    ctx.bind_to_thread().map_err(|e| err(e.to_string()))?;
+    let mut threshold = u64::MAX;
+    // SAFETY: the device of a live context, bound above; the attribute takes a u64 (cuMemPoolSetAttribute)
+    unsafe {
+        let pool = result::device::get_default_mem_pool(ctx.cu_device()).map_err(|e| err(e.to_string()))?;
+        result::mem_pool::set_attribute(pool, sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, (&mut threshold as *mut u64).cast())
+    }
+    .map_err(|e| err(e.to_string()))
+}
+
 fn flashgen_dtype(dtype: DType) -> Result<flashgen::DType> {
     match dtype {
         DType::BF16 => Ok(flashgen::DType::Bf16),

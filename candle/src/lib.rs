@@ -36,6 +36,22 @@ use std::sync::{Arc, Mutex};
 #[cfg(feature = "cuda")]
 mod gpu;
 
+/// Lets the CUDA memory pool candle allocates from keep the memory candle frees, for its next
+/// allocations, instead of giving it back to the driver at every synchronization (the pool's release
+/// threshold, 0 by default, set to unbounded: what PyTorch's caching allocator does). candle allocates
+/// every op's output from that pool, so with the default a loop that synchronizes (reads a loss, times a
+/// batch) has its outputs' memory mapped again after each synchronization: at N 1024 that cost the
+/// candle op 5-8% over the runtime's own call (bench/results/2026-12-03-candle-alloc). The pool is the
+/// device's, shared by the whole process; the memory stays with it until the process ends (or
+/// cuMemPoolTrimTo). Not a CUDA device: an error.
+pub fn keep_freed_memory(device: &candle_core::Device) -> Result<()> {
+    #[cfg(feature = "cuda")]
+    if let candle_core::Device::Cuda(d) = device {
+        return gpu::keep_freed_memory(d);
+    }
+    Err(err(format!("keep_freed_memory: {device:?} is not a CUDA device (or flashgen-candle was built without the `cuda` feature)")))
+}
+
 /// Packed variable-length sequences (candle-flash-attn's `flash_attn_varlen`): q (total_q, heads, head_dim),
 /// k and v (total_kv, kv_heads, head_dim), sequence i's queries rows `seqlens_q[i]..seqlens_q[i + 1]` of q and
 /// its keys rows `seqlens_k[i]..seqlens_k[i + 1]` of k and v. The offsets are u32 (batch + 1,) tensors on the

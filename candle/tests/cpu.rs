@@ -26,6 +26,12 @@ fn cpu_tensors_are_refused() {
 }
 
 #[test]
+fn keeping_freed_memory_needs_a_cuda_device() {
+    let e = flashgen_candle::keep_freed_memory(&Device::Cpu).unwrap_err().to_string();
+    assert!(e.contains("is not a CUDA device"), "{e}");
+}
+
+#[test]
 fn dtypes_are_checked() {
     let f = t(&[2, 128, 4, 64], DType::F32);
     assert!(err(&f, &f, &f).contains("q is F32: flashgen takes bf16 or f16"), "{}", err(&f, &f, &f));

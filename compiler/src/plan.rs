@@ -371,11 +371,14 @@ pub enum SplitMerge {
 pub const DECODE_MERGE_ROWS_PER_WARP: usize = 2;
 
 impl SplitMerge {
-    /// In the kernel when the tile's rows (G·N_q, up to BLOCK_M) give each warp at most
-    /// DECODE_MERGE_ROWS_PER_WARP of them (fa4_bench.py's decode: 4 rows on 4 warps).
+    /// decode_combine where its launch overlaps the decode kernel's (sm_90's programmatic launch: the batch-1
+    /// step 20.05-20.08 µs against 20.25 merged in the kernel, 2026-12-03-decode-merge); elsewhere in the
+    /// kernel when the tile's rows (G·N_q, up to BLOCK_M) give each warp at most DECODE_MERGE_ROWS_PER_WARP
+    /// of them (a combine launched after the decode kernel cost 1.4 µs more a step on the H200,
+    /// 2026-12-03-decode-pdl; the merge in the kernel 0.2), else decode_combine.
     pub fn for_tile(kernel: &KernelSpec, problem: &DecodeProblem) -> SplitMerge {
         let rows = problem.rows().min(kernel.block_m() as usize);
-        if rows <= DECODE_MERGE_ROWS_PER_WARP * kernel.num_warps() as usize {
+        if !kernel.decode_programmatic_combine() && rows <= DECODE_MERGE_ROWS_PER_WARP * kernel.num_warps() as usize {
             SplitMerge::InKernel
         } else {
             SplitMerge::Combine

@@ -694,28 +694,29 @@ impl Decode {
 
 /// The split-KV merge of one query row by one warp (lib/decode.ll.tera `merge_row`), which decode_combine
 /// runs and decode's last split of a row tile: each lane VEC columns (HEAD_DIM / 32, of the tile) of the
-/// row; the partials in passes of MERGE_UNROLL splits; the lanes below STORE_LANES hold the tensor's columns;
-/// the lanes' MAX_SPLIT_PASSES passes over the log-sum-exps (32 splits a pass).
+/// row; the partials in chunks of MERGE_CHUNK splits, all of a chunk's loads in flight together (32, or 16
+/// at VEC 8: a chunk holds MERGE_CHUNK·VEC registers); the lanes below STORE_LANES hold the tensor's
+/// columns; at most MAX_SPLITS partials.
 #[derive(Serialize)]
 #[allow(non_snake_case)]
 struct RowMerge {
     VEC: u32,
     VEC_PAIRS: u32,
     STORE_LANES: u32,
-    MERGE_UNROLL: u32,
-    MAX_SPLIT_PASSES: u32,
+    MERGE_CHUNK: u32,
+    MAX_SPLITS: u32,
     LN2: String,
 }
 
 impl RowMerge {
     fn of(spec: &KernelSpec) -> RowMerge {
+        let vec = spec.params().tile_dim() / 32;
         RowMerge {
-            VEC: spec.params().tile_dim() / 32,
+            VEC: vec,
             VEC_PAIRS: spec.params().tile_dim() / 64,
-            STORE_LANES: spec.head_dim() / (spec.params().tile_dim() / 32),
-            // (a row's partials of 8 splits in flight per lane: 32 splits in 4 rounds)
-            MERGE_UNROLL: 8,
-            MAX_SPLIT_PASSES: crate::spec::DECODE_MAX_SPLITS / 32,
+            STORE_LANES: spec.head_dim() / vec,
+            MERGE_CHUNK: (128 / vec).min(32),
+            MAX_SPLITS: crate::spec::DECODE_MAX_SPLITS,
             LN2: ln2_literal(),
         }
     }
