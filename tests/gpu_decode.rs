@@ -6,10 +6,11 @@
 
 use flashgen::numeric::SplitMix;
 use flashgen::reference::{self, relative_error, relative_error_lse, CacheStorage, KvCacheInputs, KvCacheProblem};
+use flashgen::plan::{DecodePlan, SplitMerge};
 use flashgen::DType;
 use flashgen_runtime::cudarc::driver::CudaSlice;
 use flashgen_runtime::tensor::{from_bits, to_bits};
-use flashgen_runtime::{BlockTable, BufferView, BufferViewMut, Flash, Gpu, KernelCache, KvCacheCall, Layout, TensorView, TensorViewMut};
+use flashgen_runtime::{BlockTable, BufferView, BufferViewMut, DecodeGeometry, Flash, Gpu, KernelCache, KvCacheCall, Layout, TensorView, TensorViewMut};
 
 fn flash() -> Flash {
     Flash::new(Gpu::open(0).expect("a CUDA GPU is required for this test"), KernelCache::new(None, flashgen_runtime::KernelSource::default_source()))
@@ -56,6 +57,11 @@ fn setup(f: &Flash, p: &KvCacheProblem, dt: DType, device_lens: &[i32], device_t
 }
 
 fn run(f: &Flash, p: &KvCacheProblem, dt: DType, d: &mut Dev, splits: Option<usize>, host: Option<(&[i32], &[i32])>) -> usize {
+    run_merged(f, p, dt, d, splits, host, None)
+}
+
+/// `run` with the plan's split merge replaced by `merge` (None: the plan's).
+fn run_merged(f: &Flash, p: &KvCacheProblem, dt: DType, d: &mut Dev, splits: Option<usize>, host: Option<(&[i32], &[i32])>, merge: Option<SplitMerge>) -> usize {
     let (b, hq, hkv, dd, nq, nn) = (p.batch, p.heads, p.kv_heads, p.d_qk, p.n_q, p.n_new);
     let (cache, paging) = match &p.storage {
         CacheStorage::Contiguous { capacity } => (Layout::bshd(b, hkv, *capacity, dd), None),
@@ -78,7 +84,14 @@ fn run(f: &Flash, p: &KvCacheProblem, dt: DType, d: &mut Dev, splits: Option<usi
         sm_scale: None,
         num_splits: splits,
     };
-    let r = f.attention_with_kvcache(call, f.own_stream()).unwrap();
+    let r = match merge {
+        None => f.attention_with_kvcache(call, f.own_stream()).unwrap(),
+        Some(merge) => {
+            let g = DecodeGeometry::of(&call).unwrap();
+            let plan = f.decode_plan(dt, &g, call.causal, call.window, call.softcap.is_some()).unwrap();
+            f.attention_with_kvcache_plan(&DecodePlan { merge, ..plan }, call, f.own_stream()).unwrap()
+        }
+    };
     f.gpu.stream.synchronize().expect("the decode kernels ran without a fault");
     r.splits
 }
@@ -136,6 +149,38 @@ fn decode_matches_the_reference_and_appends() {
         println!("{} d{d} page {paged_size} splits {used}: O {eo:.2e} LSE {el:.2e}", dt.name());
         assert!(eo <= 1e-2 && el <= 1e-3, "O {eo:e} LSE {el:e}");
         assert!(down(&dev.kc) == kc && down(&dev.vc) == vc, "the caches are the reference's append");
+    }
+}
+
+/// The split merge in the decode kernel (the last split of each row tile, through the split counters) and
+/// decode_combine's give the same bits, and the counters are back to 0 after each call (a second call in the
+/// kernel gives the same bits again): batch 1 and a ragged batch, one query and three (row tiles).
+#[test]
+#[ignore = "needs a GPU: run on the device machine with --ignored"]
+fn split_merges_agree_on_the_gpu() {
+    let f = flash();
+    for (lens, nq, splits) in [(vec![8191], 1, Some(32)), (vec![0, 1000, 4097, 33], 1, Some(7)), (vec![3000, 17], 3, Some(5))] {
+        let p = problem(lens.clone(), 32, 8, 128, nq, nq, CacheStorage::Contiguous { capacity: 8192 });
+        let dl: Vec<i32> = lens.iter().map(|&l| l as i32).collect();
+        let tb = table_i32(&p);
+        let mut outs = Vec::new();
+        for merge in [SplitMerge::Combine, SplitMerge::InKernel, SplitMerge::InKernel] {
+            // fresh caches each time: the call appends its new tokens
+            let (h, mut dev) = setup(&f, &p, DType::Bf16, &dl, &tb, 11);
+            let used = run_merged(&f, &p, DType::Bf16, &mut dev, splits, Some((&dl, &tb)), Some(merge));
+            assert_eq!(Some(used), splits);
+            let o: Vec<u16> = f.gpu.stream.clone_dtoh(&dev.o).unwrap();
+            let lse: Vec<f32> = f.gpu.stream.clone_dtoh(&dev.lse).unwrap();
+            let x = KvCacheInputs { q: &h.q, k_cache: &h.kc, v_cache: &h.vc, k_new: &h.kn, v_new: &h.vn };
+            let want = reference::decode(&p, &x);
+            let of: Vec<f32> = o.iter().map(|&b| from_bits(DType::Bf16, b)).collect();
+            let (eo, el) = (relative_error(&of, &want.o), relative_error_lse(&lse, &want.lse));
+            println!("lens {lens:?} N_q {nq} splits {used} {merge:?}: O {eo:.2e} LSE {el:.2e}");
+            assert!(eo <= 1e-2 && el <= 1e-3, "{merge:?}: O {eo:e} LSE {el:e}");
+            outs.push((o, lse.iter().map(|x| x.to_bits()).collect::<Vec<u32>>()));
+        }
+        assert!(outs[1] == outs[0], "lens {lens:?}: the merge in the kernel differs from decode_combine's");
+        assert!(outs[2] == outs[1], "lens {lens:?}: a second call merged in the kernel differs (counters not reset?)");
     }
 }
 
