@@ -11,7 +11,9 @@
 //! Split-KV: each sequence's keys are split over NUM_SPLITS programs so that every SM works even at batch 1
 //! (`flashgen::plan::decode_splits`, from the shape, the SM count and the programs the driver fits per SM;
 //! or the caller's count); the splits write f32 partials that `decode_combine` merges by their
-//! log-sum-exps in a fixed order (deterministic). One split writes O and the LSE directly.
+//! log-sum-exps in a fixed order (deterministic), or, where the plan says (`SplitMerge::InKernel`: no
+//! overlapped launch for the combine), the last split of each row tile merges them itself, counted through
+//! the stream's zeroed split counters. One split writes O and the LSE directly.
 //!
 //! Tensors are [Z, H, N, D] views, as everywhere in this runtime: FlashAttention's [B, N, H, D] memory is
 //! `Layout::bshd(B, H, N, D)`; a page pool [pages, page_size, H_kv, D] is `Layout::bshd(pages, H_kv,

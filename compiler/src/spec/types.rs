@@ -60,9 +60,10 @@ pub enum KernelKind {
     /// heads (BLOCK_M rows, padded to m16 tiles), so K/V is read once; the cache (contiguous or paged: a
     /// block table into a pool, a runtime switch) streams through a cp.async ring of BLOCK_N-key blocks whose
     /// keys the warps share out; new K/V tokens are read from their own tensors and appended to the cache.
-    /// One split writes O and the natural-log LSE; more write f32 partials that `decode_combine` merges.
+    /// One split writes O and the natural-log LSE; more write f32 partials that `decode_combine` merges, or
+    /// the last split of each row tile itself (SPLIT_COUNTERS).
     Decode,
-    /// The split-KV merge of `decode`'s partials (one program per query row): O = Σ_s exp2(M_s − M)·O_s / Σ_s
+    /// The split-KV merge of `decode`'s partials (a warp per query row): O = Σ_s exp2(M_s − M)·O_s / Σ_s
     /// exp2(M_s − M), in a fixed order (deterministic); writes O and the natural-log LSE.
     DecodeCombine,
 }
