@@ -170,7 +170,7 @@ fn run_case(tools: &simt::Tools, c: &Case, x: &KvCacheInputs<'_>, merge: SplitMe
     }
     simt::run(tools, &launches, &mut bufs).unwrap();
     let dec = |b: &[u8]| u16s(b).into_iter().map(|v| value(dt, v)).collect::<Vec<f32>>();
-    Ran { o: dec(&bufs[OUT]), lse: f32s(&bufs[LSE]), k_cache: dec(&bufs[KC]), v_cache: dec(&bufs[VC]), partial_lse: f32s(&bufs[LP]), counters: f32s(&bufs[COUNTERS]).into_iter().map(f32::to_bits).collect() }
+    Ran { o: dec(&bufs[OUT]), lse: f32s(&bufs[LSE]), k_cache: dec(&bufs[KC]), v_cache: dec(&bufs[VC]), partial_lse: f32s(&bufs[LP]), counters: bufs[COUNTERS].chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect() }
 }
 
 /// WINDOW_LEFT and WINDOW_RIGHT of the problem's window as the runtime passes them (its kernel's: causal

@@ -107,8 +107,6 @@ impl Buffers {
     }
 }
 
-/// The variants a shape is timed with: the default plan with the heuristic's splits, `--decode-splits`
-/// counts, and `--decode-configs` tiles ("bn,warps,stages").
 /// `--decode-merge`: the plan's merge, or the one the flag names.
 fn merge_of(a: &BenchArgs, plan: DecodePlan) -> Result<DecodePlan, String> {
     let merge = match a.decode_merge.as_deref() {
@@ -120,6 +118,8 @@ fn merge_of(a: &BenchArgs, plan: DecodePlan) -> Result<DecodePlan, String> {
     Ok(DecodePlan { merge, ..plan })
 }
 
+/// The variants a shape is timed with: the default plan (its merge as `--decode-merge` says) with the
+/// heuristic's splits, `--decode-splits` counts, and `--decode-configs` tiles ("bn,warps,stages").
 fn variants(a: &BenchArgs, default: &DecodePlan) -> Result<Vec<(String, DecodePlan, Option<usize>)>, String> {
     let default = &merge_of(a, *default)?;
     let mut out = vec![("default".to_string(), *default, None)];
