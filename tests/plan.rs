@@ -317,18 +317,37 @@ fn windows_and_softcap_plan_their_kernels_and_refuse_the_others() {
             // a window guards rows without keys (a tile's first block may hold none of its later rows' keys)
             assert_eq!(fwd.features().empty_rows, !window.is_unbounded());
             assert_eq!(planned.forward_without_tma, fwd, "no kernel without TMA takes them");
+            assert!(bwd.preprocess.features().is_none(), "Δ is row by row");
+            assert!(fwd.name().contains(if softcap { "_softcap" } else { "_window" }), "{}", fwd.name());
+            if causal && !softcap && d == 128 {
+                // a causal window alone runs fused where the table runs bwd_fused_up without it (HEAD_DIM
+                // 128 from 1024 tokens), unfolded, in one chain; the pair where TMA cannot read Q or dO
+                assert_eq!((bwd.dkdv.kind(), bwd.dq), (KernelKind::BwdFusedUp, None), "{p:?}");
+                assert_eq!(bwd.dkdv.features(), fwd.features());
+                assert!(!bwd.dkdv.fold_key_blocks() && planned.dq_chains == 1);
+                let pair = planned.backward_without_tma.expect("the pair without TMA");
+                assert_eq!((pair.dkdv.kind(), pair.dkdv.features()), (KernelKind::BwdDkdvWgmma, fwd.features()));
+                for (backward, fused) in [(BackwardPath::Fused, true), (BackwardPath::Split, false), (BackwardPath::FusedAtomic, false)] {
+                    let b = plan(Arch::Sm90a, &p, &PlanOptions { backward, ..options }, &NoTuning).unwrap().backward;
+                    assert_eq!(b == bwd, fused, "{backward:?}");
+                    assert_eq!(b.dkdv.kind() == KernelKind::BwdDkdvWgmma, !fused, "{backward:?}");
+                }
+                continue;
+            }
             assert_eq!((bwd.dkdv.kind(), bwd.dq.map(|s| s.kind())), (KernelKind::BwdDkdvWgmma, Some(KernelKind::BwdDqWgmma)));
             assert!(bwd.dkdv.features() == fwd.features() && bwd.dq.unwrap().features() == fwd.features());
-            assert!(bwd.preprocess.features().is_none(), "Δ is row by row");
             assert!(planned.backward_without_tma.is_none());
-            assert!(fwd.name().contains(if softcap { "_softcap" } else { "_window" }), "{}", fwd.name());
             if softcap {
                 assert!(bwd.dkdv.programs_per_sm() <= 2 && bwd.dq.unwrap().programs_per_sm() <= 2, "softcap's registers");
             }
-            // every backward path asks for the same pair
+            // every backward path asks for the same pair, but the fused path for a causal window alone
             for backward in BackwardPath::ALL {
                 let b = plan(Arch::Sm90a, &p, &PlanOptions { backward, ..options }, &NoTuning).unwrap().backward;
-                assert_eq!(b, bwd, "{backward:?}");
+                if causal && !softcap && backward == BackwardPath::Fused {
+                    assert_eq!((b.dkdv.kind(), b.dkdv.features()), (KernelKind::BwdFusedUp, fwd.features()));
+                } else {
+                    assert_eq!(b, bwd, "{backward:?}");
+                }
             }
         }
     }
@@ -349,6 +368,25 @@ fn windows_and_softcap_plan_their_kernels_and_refuse_the_others() {
     assert!(e.contains("sm_90a") && e.contains("sm_80"), "{e}");
     let e = plan(Arch::Sm90a, &p, &PlanOptions { wgmma: false, ..options }, &NoTuning).unwrap_err().to_string();
     assert!(e.contains("wgmma off"), "{e}");
+    // the fused backward's window: both alignments, not on packed sequences; the fold's order is refused
+    // by name
+    let fused = |p: Problem| plan(Arch::Sm90a, &p, &options, &NoTuning).unwrap().backward.dkdv.kind();
+    let windowed = |nq: usize, nkv: usize, bottom_right: bool| Problem { seqlen_k: nkv, bottom_right, ..problem(128, true, nq) }.with_window(w(Some(300), None), false);
+    assert_eq!(fused(windowed(4096, 2048, true)), KernelKind::BwdFusedUp);
+    assert_eq!(fused(windowed(2048, 4096, false)), KernelKind::BwdFusedUp);
+    assert_eq!(fused(windowed(4096, 2048, false)), KernelKind::BwdFusedUp);
+    assert_eq!(fused(Problem { varlen: true, ..windowed(4096, 4096, true) }), KernelKind::BwdDkdvWgmma);
+    assert_eq!(fused(problem(128, true, 512).with_window(w(Some(300), None), false)), KernelKind::BwdDkdvWgmma, "the table's pair below 1024");
+    let up = defaults::spec(KernelKind::BwdFusedUp, Arch::Sm90a, DType::Bf16, 128, true, 4096).unwrap();
+    assert!(up.fold_key_blocks());
+    let fold_on = ScheduleOverrides { fold_key_blocks: Some(true), ..ScheduleOverrides::NONE };
+    let window = flashgen::Features { window: true, ..flashgen::Features::NONE };
+    let e = KernelSpec::with_features(*up.params(), fold_on, window).unwrap_err().to_string();
+    assert!(e.contains("fold_key_blocks=on with a sliding window"), "{e}");
+    assert!(KernelSpec::with_features(*up.params(), fold_on, flashgen::Features::NONE).is_ok());
+    let e = KernelSpec::with_features(*up.params(), ScheduleOverrides::NONE, flashgen::Features { varlen: true, ..window }).unwrap_err().to_string();
+    assert!(e.contains("a sliding window") && e.contains("on packed sequences"), "{e}");
+    assert_eq!(flashgen::plan::dq_chains(&flashgen::plan::with_features(&up, window).unwrap(), Some(4)), 1);
     // the kinds that do not take them refuse them by name
     let features = flashgen::Features { window: true, ..flashgen::Features::NONE };
     for kind in [KernelKind::FwdWsPersistent, KernelKind::BwdFused, KernelKind::Fwd] {

@@ -53,6 +53,13 @@ impl Problem {
         Features { varlen: self.varlen, empty_rows: starved, window, softcap: self.softcap, modifiers: self.modifiers, value_dim }
     }
 
+    /// Whether bwd_fused_up can run this problem's window: a causal window alone (no softcap or modifiers)
+    /// on fixed lengths.
+    pub fn window_fuses(&self) -> bool {
+        let alone = !self.window.is_unbounded() && !self.softcap && self.modifiers.is_none();
+        alone && self.causal && !self.varlen
+    }
+
     /// The problem with a window (and softcap) as its kernels take it (`kernel_window`): the causal flag
     /// is the kernel's.
     pub fn with_window(self, window: Window, softcap: bool) -> Problem {
@@ -200,7 +207,15 @@ pub fn forward_kind(arch: Arch, problem: &Problem, options: &PlanOptions) -> Res
 fn backward_kinds(arch: Arch, problem: &Problem, options: &PlanOptions) -> Result<&'static [KernelKind], SpecError> {
     use KernelKind::*;
     if problem.modified() {
-        // (windows and softcap: the separate wgmma pair, whatever the path asked for)
+        // (a causal window alone: bwd_fused_up where the path would run it without the window; other
+        // windows, softcap and modifiers: the separate wgmma pair, whatever the path asked for)
+        if hopper(arch, options) && problem.window_fuses() {
+            let unwindowed = Problem { window: Window::UNBOUNDED, ..*problem };
+            let kinds = backward_kinds(arch, &unwindowed, options)?;
+            if kinds == [BwdFusedUp] {
+                return Ok(kinds);
+            }
+        }
         return match hopper(arch, options) {
             true => Ok(&[BwdDkdvWgmma, BwdDqWgmma]),
             false => Err(SpecError(format!("sliding windows, softcap, score_mod and mask_mod run on sm_90a's wgmma kernels only so far, not on {}: use an H100/H200 with the Hopper kernels on", arch.name()))),
@@ -262,11 +277,12 @@ pub fn without_tma(forward: &KernelSpec, problem: &Problem) -> Result<KernelSpec
 }
 
 /// The chains the fused kernel `spec` adds dQ in, given the caller's choice (see `Plan::dq_chains`): one for
-/// bwd_fused_atomic and for a bwd_fused_up that folds its key blocks (`KernelSpec::fold_key_blocks`: its
-/// order of additions is one chain), whatever the choice.
+/// bwd_fused_atomic, for a bwd_fused_up that folds its key blocks (`KernelSpec::fold_key_blocks`: its
+/// order of additions is one chain) and for one with a window (the dQ sum pass reads the chains of the
+/// programs 0 .. a block's highest; a window's blocks meet fewer), whatever the choice.
 pub fn dq_chains(spec: &KernelSpec, chosen: Option<u32>) -> u32 {
     let kind = spec.kind();
-    match (kind.dq_atomics() || spec.fold_key_blocks(), chosen) {
+    match (kind.dq_atomics() || spec.fold_key_blocks() || spec.features().window, chosen) {
         (true, _) => 1,
         (false, Some(c)) => c,
         (false, None) if kind.dq_up() => 1,
@@ -281,7 +297,8 @@ pub fn plan(arch: Arch, problem: &Problem, options: &PlanOptions, tuned: &dyn Tu
     }
     let forward = chosen(forward_kind(arch, problem, options)?, arch, problem, tuned)?;
     let backward = backward_specs(backward_kinds(arch, problem, options)?, arch, problem, tuned)?;
-    let backward_without_tma = if backward.dkdv.kind().fuses_dq() && options.backward == BackwardPath::Default && !problem.modified() {
+    // (a fused backward is planned with modifiers only for a window it takes, which the pair takes too)
+    let backward_without_tma = if backward.dkdv.kind().fuses_dq() && options.backward == BackwardPath::Default {
         Some(backward_specs(&[KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma], arch, problem, tuned)?)
     } else {
         None

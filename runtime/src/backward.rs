@@ -132,10 +132,10 @@ impl BackwardKernels<'_> {
             check_problem(&k.spec, &g, &queries, &keys, &rows, Some(a.sm_scale))?;
         }
         if let Some(f) = &a.fused {
-            let one_chain = self.dkdv.spec.kind().dq_atomics() || self.dkdv.spec.fold_key_blocks();
+            let one_chain = flashgen::plan::dq_chains(&self.dkdv.spec, Some(2)) == 1;
             if f.chains == 0 || (f.chains > 1 && one_chain) {
                 return Err(RuntimeError::Argument(format!(
-                    "{}: {} chains; it adds dQ in one (bwd_fused_atomic, and bwd_fused_up with fold_key_blocks: flashgen::plan::dq_chains)",
+                    "{}: {} chains; it adds dQ in one (bwd_fused_atomic, and bwd_fused_up with fold_key_blocks or a window: flashgen::plan::dq_chains)",
                     self.dkdv.spec.name(),
                     f.chains
                 )));

@@ -93,6 +93,7 @@ fn cases(a: &CheckArgs, seed: u64, hopper: bool) -> Vec<Case> {
             }
             if hopper {
                 window_cases(&mut push, dtype, d, causal, long, &lq);
+                fused_window_cases(&mut push, dtype, causal);
                 modifier_cases(&mut modified, dtype, d, causal, &lq);
             }
         }
@@ -178,6 +179,30 @@ fn window_cases(push: &mut impl FnMut(String, DType, RefProblem), dtype: DType, 
     }
     let p = RefProblem::new(2, 4, 900, d).window(w(Some(100), None)).softcap(1.0).causal(causal).order(TensorOrder::Bshd);
     push("softcap 1 window N900 left 100".into(), dtype, p);
+}
+
+/// Causal windows where the backward runs fused (bwd_fused_up: HEAD_DIM 128 from 1024 tokens, `plan`): left
+/// bounds inside a key block and across several, a bounded right side (the shifted diagonal), GQA and
+/// unequal lengths in both alignments (top-left with more queries leaves query blocks past every key:
+/// their dQ is 0).
+fn fused_window_cases(push: &mut impl FnMut(String, DType, RefProblem), dtype: DType, causal: bool) {
+    let w = |left: Option<usize>, right: Option<usize>| Window { left, right };
+    let d = 128;
+    if !causal {
+        let p = RefProblem::new(1, 4, 1200, d).window(w(Some(200), Some(64))).order(TensorOrder::Bshd);
+        push("window-fused N1200 (200, 64)".into(), dtype, p);
+        return;
+    }
+    for (n, left) in [(1500, 100), (2048, 1000)] {
+        let p = RefProblem::new(2, 4, n, d).window(w(Some(left), None)).causal(true).order(TensorOrder::Bshd);
+        push(format!("window-fused N{n} left {left}"), dtype, p);
+    }
+    let p = RefProblem::new(1, 16, 1200, d).kv_heads(4).window(w(Some(300), None)).causal(true).order(TensorOrder::Bshd);
+    push("window-fused gqa H16/4 N1200 left 300".into(), dtype, p);
+    for (nq, nkv, align) in [(1100, 1500, Alignment::BottomRight), (1500, 1100, Alignment::BottomRight), (1100, 1500, Alignment::TopLeft), (1500, 1100, Alignment::TopLeft)] {
+        let p = RefProblem::new(2, 4, nq, d).kv_heads(2).seqlens(nq, nkv).window(w(Some(250), None)).causal(true).alignment(align).order(TensorOrder::Bshd);
+        push(format!("window-fused N_q {nq} N_kv {nkv} {align:?} left 250"), dtype, p);
+    }
 }
 
 /// The f64 forward with its rows split over all cores.

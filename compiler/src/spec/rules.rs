@@ -74,10 +74,21 @@ impl KernelSpec {
         // windows and softcap live in the ping-pong consumer (lib/pingpong.ll.tera) of the warp-specialized
         // forward and in the separate wgmma backward pair so far
         let takes_them = (p.kind == KernelKind::FwdWs && spec.ping_pong()) || matches!(p.kind, KernelKind::BwdDkdvWgmma | KernelKind::BwdDqWgmma);
-        for (on, what) in [(features.window, "a sliding window"), (features.softcap, "softcap")] {
-            rule(!on || takes_them || p.kind == KernelKind::Decode, || {
-                format!("{what} is built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3), the backward's bwd_dkdv_wgmma / bwd_dq_wgmma and decode only, not into {} with NUM_STAGES={}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
+        // (bwd_fused_up takes a causal window: its key blocks visit the window's query blocks, `seq::q_blocks`)
+        let window_fused = p.kind == KernelKind::BwdFusedUp && p.stage == 3 && !features.varlen;
+        for (on, what, also) in [(features.window, "a sliding window", window_fused), (features.softcap, "softcap", false)] {
+            rule(!on || takes_them || also || p.kind == KernelKind::Decode, || {
+                format!("{what} is built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3), the backward's bwd_dkdv_wgmma / bwd_dq_wgmma, decode and (a causal window on fixed lengths) bwd_fused_up only, not into {} with NUM_STAGES={}{}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages, if features.varlen { " on packed sequences" } else { "" })
             })?;
+        }
+        if features.window && spec.schedule.fold_key_blocks {
+            // (a folded grid's order of dQ additions counts on every program from 0 to a block's highest
+            // meeting it; a window's blocks meet only the programs of their keys)
+            // (the caller's switches: one equal to the derived value is dropped from the spec's)
+            rule(overrides.fold_key_blocks != Some(true), || {
+                format!("{}: fold_key_blocks=on with a sliding window: the folded order of dQ additions needs every key block up to the diagonal to meet a query block; use fold_key_blocks=off", p.kind.name())
+            })?;
+            spec.schedule.fold_key_blocks = false;
         }
         if p.kind.decodes() {
             rule(features.modifiers.is_none() && !features.varlen && (p.kind == KernelKind::Decode || features.is_none()), || {
