@@ -10,7 +10,7 @@
 #   table       every default forward and backward, PASSES (2) passes of ours on the anchors' timer with the
 #               anchors between them: anchor_bench.py (Triton's seed FA2, SDPA FA2, cuDNN) and FA4
 #               (fa4_bench.py, FA4_MODES=table); a table of ours (min-max over passes) and ratios last
-#   modes       fa4_bench.py's gqa, varlen and decode shapes: ours (flashgen bench --heads/--varlen/--decode) and FA4's
+#   modes       fa4_bench.py's gqa, varlen, decode and window shapes (MODES): ours (flashgen bench) and FA4's
 #   checks      the first call (cold, then warm), `flashgen check`, the mma.sync path, Triton parity, the GPU
 #               tests (`cargo test` binary with --ignored), the prebuilt path (no LLVM)
 #   sanitizers  compute-sanitizer memcheck and racecheck over `flashgen check --quick` on the default kernels
@@ -183,7 +183,7 @@ record_env() {
     echo "gpu      $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader 2>/dev/null || echo unknown)"
     echo "profiles $*"
     for v in BIN D N CAUSAL PASSES BACKWARD SCHEDULE BENCH_CONFIGS BENCH_ARGS WARMUP_MS CHECK_ARGS SANITIZE_RUNS SANITIZE_TESTS \
-      TUNE_KERNELS VARIANTS ROUNDS NCU_RUNS ANCHORS FA4 FA4_MODES SMI_MS; do
+      TUNE_KERNELS VARIANTS ROUNDS NCU_RUNS ANCHORS FA4 MODES FA4_MODES SMI_MS; do
       if [ -n "${!v:-}" ]; then
         echo "$v=${!v}"
       fi
@@ -278,19 +278,35 @@ anchors_between() {
 # ---- table: ours, anchors, ours ----
 # modes: fa4_bench.py's other shapes, ours and FA4's in one call: gqa (B 1, 64 query heads on 8 K/V heads, D 128,
 # N 4096/16384), varlen (its seed-0 batch, H 16, D 128) forward and backward, decode (flashgen bench --decode),
-# then FA4 with FA4_MODES [gqa,varlen,decode] (and cuDNN's GQA rows, which fa4_bench.py times beside FA4's)
+# window (window 1024 causal, D 128, N 16384, H 16: forward, the backward on its default and the pair;
+# softcap 30 forward), then FA4 in the same modes (and cuDNN's GQA rows, which fa4_bench.py times beside FA4's).
+# MODES [gqa,varlen,decode] picks them; FA4_MODES [MODES] FA4's alone.
 profile_modes() {
   need_bin
   bench_extra
   fa4_prepare
-  step ours_gqa "${BENCH_TIMEOUT:-150}" "$B" bench --heads 64 --kv-heads 8 --batch 1 --d 128 --n 4096,16384 --backward \
-    --timing do-bench --json "$WORK/ours_gqa.jsonl" "${EXTRA[@]}"
-  step ours_varlen "${BENCH_TIMEOUT:-150}" "$B" bench --varlen 0 --heads 16 --d 128 --backward \
-    --timing do-bench --json "$WORK/ours_varlen.jsonl" "${EXTRA[@]}"
-  step ours_decode "${BENCH_TIMEOUT:-150}" "$B" bench --decode --timing do-bench --json "$WORK/ours_decode.jsonl"
+  local modes=",${MODES:-gqa,varlen,decode},"
+  if [[ $modes == *,gqa,* ]]; then
+    step ours_gqa "${BENCH_TIMEOUT:-150}" "$B" bench --heads 64 --kv-heads 8 --batch 1 --d 128 --n 4096,16384 --backward \
+      --timing do-bench --json "$WORK/ours_gqa.jsonl" "${EXTRA[@]}"
+  fi
+  if [[ $modes == *,varlen,* ]]; then
+    step ours_varlen "${BENCH_TIMEOUT:-150}" "$B" bench --varlen 0 --heads 16 --d 128 --backward \
+      --timing do-bench --json "$WORK/ours_varlen.jsonl" "${EXTRA[@]}"
+  fi
+  if [[ $modes == *,decode,* ]]; then
+    step ours_decode "${BENCH_TIMEOUT:-150}" "$B" bench --decode --timing do-bench --json "$WORK/ours_decode.jsonl"
+  fi
+  if [[ $modes == *,window,* ]]; then
+    # fa4_bench.py's window mode: window 1024 causal (the backward also on the pair: --fused's split), softcap 30
+    step ours_window "${BENCH_TIMEOUT:-150}" "$B" bench --heads 16 --batch 1 --d 128 --n 16384 --causal 1 --window-left 1024 \
+      --backward --fused --timing do-bench --json "$WORK/ours_window.jsonl" "${EXTRA[@]}"
+    step ours_softcap "${BENCH_TIMEOUT:-150}" "$B" bench --heads 16 --batch 1 --d 128 --n 16384 --causal 1 --softcap 30 \
+      --timing do-bench --json "$WORK/ours_softcap.jsonl" "${EXTRA[@]}"
+  fi
   if [ "$FA4_OK" = 1 ]; then
     step fa4_modes "${FA4_TIMEOUT:-240}" env PYTHONPATH="/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}" \
-      PYTHONWARNINGS=ignore FA4_MODES="${FA4_MODES:-gqa,varlen,decode}" python3 .carry/fa4_bench.py
+      PYTHONWARNINGS=ignore FA4_MODES="${FA4_MODES:-${MODES:-gqa,varlen,decode}}" python3 .carry/fa4_bench.py
   fi
   python3 bench/report.py modes "$WORK" >> "$WORK/summary.txt"
 }

@@ -134,11 +134,15 @@ def autotune(work):
 
 
 def modes(work):
-    """fa4_bench.py's gqa, varlen and decode shapes: ours (ours_gqa, ours_varlen, ours_decode) against FA4
+    """fa4_bench.py's gqa, varlen, decode and window shapes: ours (ours_gqa, ours_varlen, ours_decode,
+    ours_window, ours_softcap) against FA4
     and cuDNN from the same call (logs/fa4_modes.log), matched on every field that names a shape."""
     shape = lambda r: (r["kind"], r.get("B"), r.get("H"), r.get("HKV"), r.get("N"), r.get("NK"), r.get("D"),
-                       int(bool(r.get("causal"))), bool(r.get("varlen")), bool(r.get("paged")))
-    ours = {shape(r): r for src in ("ours_gqa", "ours_varlen", "ours_decode") for r in rows(f"{work}/{src}.jsonl")}
+                       int(bool(r.get("causal"))), bool(r.get("varlen")), bool(r.get("paged")),
+                       r.get("window_left") or 0, r.get("softcap") or 0)
+    sources = ("ours_gqa", "ours_varlen", "ours_decode", "ours_window", "ours_softcap")
+    # (a row per shape and config: the window's backward is timed on its default and on the pair, --fused)
+    ours = {shape(r) + (r.get("config", "default"),): r for src in sources for r in rows(f"{work}/{src}.jsonl")}
     theirs = {}
     for r in rows(f"{work}/logs/fa4_modes.log"):
         if r.get("kind") in ("fwd", "bwd", "decode"):
@@ -146,13 +150,13 @@ def modes(work):
     if not ours:
         print("modes: no rows of ours")
         return
-    print("\nkind  B  H HKV     N  D c varlen |  ours TFLOP/s |   fa4 ratio    | cudnn ratio")
+    print("\nkind  B  H HKV     N  D c varlen window cap config   |  ours TFLOP/s |   fa4 ratio    | cudnn ratio")
     for k, r in sorted((k, r) for k, r in ours.items() if k[0] in ("fwd", "bwd")):
         cells = []
         for impl in ("fa4-cute", "sdpa-cudnn"):
-            a = theirs.get((impl,) + k)
+            a = theirs.get((impl,) + k[:-1])
             cells.append(f"{a['tflops']:6.1f} {r['tflops'] / a['tflops']:.3f}" if a and "tflops" in a else " " * 12)
-        print(f"{k[0]:4} {k[1]:2} {k[2]:2} {k[3] or k[2]:3} {k[4]:5} {k[6]:3} {k[7]} {str(k[8]):6} | {r['tflops']:13.1f} | " + " | ".join(cells))
+        print(f"{k[0]:4} {k[1]:2} {k[2]:2} {k[3] or k[2]:3} {k[4]:5} {k[6]:3} {k[7]} {str(k[8]):6} {k[10]:6} {k[11]:3g} {k[12][:8]:8} | {r['tflops']:13.1f} | " + " | ".join(cells))
     print("\ndecode B  H HKV    NK paged |  ours GB/s   ms      |  fa4 GB/s  ratio")
     for k, r in sorted((k, r) for k, r in ours.items() if k[0] == "decode"):
         a = theirs.get(("fa4-cute",) + k)

@@ -465,11 +465,14 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     variants.push(("mma.sync".to_string(), family(BwdDkdv)?));
                 }
                 if a.fused && gpu.arch.has_wgmma() {
-                    variants.push(("split".to_string(), family(BwdDkdvWgmma)?));
-                    variants.push(("fused".to_string(), family(BwdFused)?));
-                    variants.push(("fused-atomic".to_string(), family(BwdFusedAtomic)?));
-                    if causal {
-                        variants.push(("fused-up".to_string(), family(BwdFusedUp)?));
+                    // (the kinds that cannot take the problem's features, a window's or softcap's, are left out)
+                    let kinds = [("split", BwdDkdvWgmma, true), ("fused", BwdFused, true), ("fused-atomic", BwdFusedAtomic, true), ("fused-up", BwdFusedUp, causal)];
+                    for (label, kind, _) in kinds.into_iter().filter(|k| k.2) {
+                        match family(kind) {
+                            Ok(specs) => variants.push((label.to_string(), specs)),
+                            Err(e) if problem.modified() => println!("skip {label}: {e}"),
+                            Err(e) => return Err(e),
+                        }
                     }
                     for c in a.dq_chains.as_deref().map(list).transpose()?.unwrap_or_default() {
                         chained.push((format!("fused-c{c}"), c));
