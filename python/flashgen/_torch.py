@@ -175,26 +175,39 @@ def _backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: T
     return dq, dk, dv
 
 
+class _Call:
+    """What FlashAttnFunc takes besides q, k, v, as one argument (Function.apply inspects each of its arguments:
+    one object rather than eight), and the row statistics it hands back beside its one output."""
+    __slots__ = ("scale", "causal", "window_size", "softcap", "alibi_slopes", "deterministic", "varlen", "mods", "lse")
+
+    def __init__(self, scale, causal, window_size, softcap, alibi_slopes, deterministic, varlen, mods):
+        self.scale, self.causal, self.window_size, self.softcap = scale, causal, window_size, softcap
+        self.alibi_slopes, self.deterministic, self.varlen, self.mods = alibi_slopes, deterministic, varlen, mods
+        self.lse = None
+
+
 class FlashAttnFunc(torch.autograd.Function):
-    """(out, m) = attention(q, k, v); m: the rows' base-2 log-sum-exp, (B, H, N_q) or packed (H, total_q) f32, which
-    the backward takes. `varlen`: packed sequences' (cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k), or None."""
+    """out = attention(q, k, v) under autograd; `call` (_Call) holds the other arguments, and after the forward
+    call.lse, the rows' base-2 log-sum-exp, (B, H, N_q) or packed (H, total_q) f32, which the backward takes.
+    The statistics are saved, not returned: an output autograd marks non-differentiable costs the host more
+    than the attribute (a small call's host time, python/tools/timing.py overhead)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, varlen=None, mods=None):
-        out, lse = _forward(q, k, v, softmax_scale, causal, window_size, softcap, alibi_slopes, varlen, mods=mods)
-        cu_q, cu_k, ctx.max_seqlens = (varlen[0], varlen[1], varlen[2:]) if varlen is not None else (None, None, None)
-        ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
-        ctx.args = (softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic)
-        ctx.mods = mods
-        ctx.mark_non_differentiable(lse)
-        return out, lse
+    def forward(ctx, q, k, v, call):
+        out, lse = _forward(q, k, v, call.scale, call.causal, call.window_size, call.softcap, call.alibi_slopes, call.varlen,
+                            mods=call.mods)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.call = call
+        call.lse = lse
+        return out
 
     @staticmethod
-    def backward(ctx, dout, _dlse):
-        q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
-        varlen = (cu_q, cu_k, *ctx.max_seqlens) if ctx.max_seqlens is not None else None
-        dq, dk, dv = _backward(dout, q, k, v, out, lse, *ctx.args, varlen, mods=ctx.mods)
-        return dq, dk, dv, None, None, None, None, None, None, None, None
+    def backward(ctx, dout):
+        q, k, v, out, lse = ctx.saved_tensors
+        c = ctx.call
+        dq, dk, dv = _backward(dout, q, k, v, out, lse, c.scale, c.causal, c.window_size, c.softcap, c.alibi_slopes,
+                               c.deterministic, c.varlen, mods=c.mods)
+        return dq, dk, dv, None
 
 
 # --- torch.compile: the same calls as custom ops -------------------------------------------------------------
@@ -288,8 +301,9 @@ def _attention(q: Tensor, k: Tensor, v: Tensor, varlen: VarLen, dropout_p, softm
         out, lse = torch.ops.flashgen.fwd(q, k, v, scale, bool(causal), window_size[0], window_size[1], float(softcap),
                                           alibi_slopes, bool(deterministic), *packed, *op_mods)
     elif torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-        out, lse = FlashAttnFunc.apply(q, k, v, scale, bool(causal), window_size, float(softcap), alibi_slopes, bool(deterministic), varlen,
-                                       mods)
+        call = _Call(scale, bool(causal), window_size, float(softcap), alibi_slopes, bool(deterministic), varlen, mods)
+        out = FlashAttnFunc.apply(q, k, v, call)
+        lse = call.lse
     else:
         # nothing to differentiate (inference, torch.no_grad): the autograd.Function's few microseconds are skipped,
         # and without return_lse the statistics' allocation too

@@ -168,6 +168,33 @@ def overhead(args, out):
             "part: torch.no_grad context": no_grad_alone,
             "part: _native.forward, capsules per call": caps_then_call,
         })
+    if args.parts:
+        # the autograd.Function's own cost, in the form FlashAttnFunc had until 2026-12-03 (eleven arguments, two
+        # outputs, one marked non-differentiable, seven saved) and in its form now (q, k, v and one object, one
+        # output, five saved): the same two allocations, no GPU work
+        class Before(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, q, k, v, *rest):
+                out, lse = torch.empty_like(q), q.new_empty((b, h, n), dtype=torch.float32)
+                ctx.save_for_backward(q, k, v, out, lse, None, None)
+                ctx.args = rest
+                ctx.mark_non_differentiable(lse)
+                return out, lse
+
+        class Now(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, q, k, v, call):
+                out, lse = torch.empty_like(q), q.new_empty((b, h, n), dtype=torch.float32)
+                ctx.save_for_backward(q, k, v, out, lse)
+                ctx.call = call
+                call.lse = lse
+                return out
+
+        call = ft._Call(0.125, False, (-1, -1), 0.0, None, False, None, None)
+        paths.update({
+            "part: Function before (11 args, 2 outputs)": lambda: Before.apply(qg, kg, vg, 0.125, False, (-1, -1), 0.0, None, False, None, None),
+            "part: Function now (4 args, 1 output)": lambda: Now.apply(qg, kg, vg, call),
+        })
     calls = args.calls
     for name, f in paths.items():
         for _ in range(50):  # compile, load, allocator warm
