@@ -412,3 +412,79 @@ fn views_of_a_packed_qkv_on_a_callers_stream_match_the_owned_api() {
     let e = TensorView::of_slice("Q", &qkv, 1, DType::Bf16, Layout::contiguous(1, 1, 64, 64)).unwrap_err();
     assert!(e.to_string().contains("not 16-byte aligned"), "{e}");
 }
+
+/// Views on a thread with no CUDA context current (PyTorch runs the backward on its autograd engine's device
+/// thread) still run the TMA kernels, the same bits as the owned API: the driver encodes TMA descriptors in
+/// the thread's current context, which the runtime binds first. Unbound, the descriptors failed
+/// (CUDA_ERROR_INVALID_CONTEXT) and every D128 backward through Python ran the three-kernel pass at 0.64-0.72×
+/// the fused kernel's speed (bench/results/2026-12-03-python-v3).
+#[test]
+#[ignore = "needs a GPU: run on the device machine with --ignored"]
+fn views_on_a_thread_without_a_context_run_the_tma_kernels() {
+    use flashgen_runtime::{BackwardCall, BufferView, BufferViewMut, ForwardCall, StatsIn, StatsOut, TensorViewMut};
+    let f = flash();
+    if !f.gpu.arch.has_wgmma() {
+        panic!("the TMA kernels need sm_90a; this GPU is {}", f.gpu.arch);
+    }
+    let s = Shape { z: 1, h: 2, n: 1024, d: 128 };
+    let (_, [q, k, v, d_o]) = backward_inputs(&f, &mut SplitMix(34), DType::Bf16, s);
+    assert!(f.backward_specs(&q, true).unwrap().dkdv.kind().fuses_dq(), "the fused backward at D128 N 1024 causal");
+    // the owned API on this thread first: it loads the kernels (which binds the context here, not there)
+    let want = f.attention_forward(&q, &k, &v, true, None).unwrap();
+    let want_g = f.attention_backward(&q, &k, &v, &want.o, RowStats::M(&want.m), &d_o, true, None).unwrap();
+    let len = s.len();
+    let mut out: Vec<_> = (0..4).map(|_| f.gpu.stream.alloc_zeros::<u16>(len).unwrap()).collect();
+    let mut m = f.gpu.stream.alloc_zeros::<f32>(s.z * s.h * s.n).unwrap();
+    f.gpu.stream.synchronize().unwrap();
+    let layout = q.layout;
+    // a stream of the caller's, made here (making one binds the context on the thread that makes it)
+    let theirs = f.gpu.ctx.new_stream().unwrap();
+    let stream = unsafe { flashgen_runtime::Stream::from_raw(theirs.cu_stream()) };
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let [o, dq, dk, dv] = &mut out[..] else { unreachable!() };
+                let fwd = ForwardCall {
+                    q: q.view("Q").unwrap(),
+                    k: k.view("K").unwrap(),
+                    v: v.view("V").unwrap(),
+                    o: TensorViewMut::of_slice("O", o, 0, DType::Bf16, layout).unwrap(),
+                    stats: StatsOut::M(BufferViewMut::of(&mut m)),
+                    causal: true,
+                    align: flashgen_runtime::CausalAlign::BottomRight,
+                    sm_scale: None,
+                    varlen: None,
+                    window: flashgen_runtime::Window::UNBOUNDED,
+                    softcap: None,
+                    modifiers: None,
+                };
+                f.forward(fwd, stream).unwrap();
+                let bwd = BackwardCall {
+                    q: q.view("Q").unwrap(),
+                    k: k.view("K").unwrap(),
+                    v: v.view("V").unwrap(),
+                    o: flashgen_runtime::TensorView::of_slice("O", o, 0, DType::Bf16, layout).unwrap(),
+                    d_o: d_o.view("dO").unwrap(),
+                    stats: StatsIn::M(BufferView::of(&m)),
+                    dq: TensorViewMut::of_slice("dQ", dq, 0, DType::Bf16, layout).unwrap(),
+                    dk: TensorViewMut::of_slice("dK", dk, 0, DType::Bf16, layout).unwrap(),
+                    dv: TensorViewMut::of_slice("dV", dv, 0, DType::Bf16, layout).unwrap(),
+                    causal: true,
+                    align: flashgen_runtime::CausalAlign::BottomRight,
+                    sm_scale: None,
+                    varlen: None,
+                    window: flashgen_runtime::Window::UNBOUNDED,
+                    softcap: None,
+                    modifiers: None,
+                };
+                f.backward(bwd, stream).unwrap();
+            })
+            .join()
+            .unwrap()
+    });
+    theirs.synchronize().unwrap();
+    assert!(f.cache.warnings().is_empty(), "a fallback ran: {:?}", f.cache.warnings());
+    for (name, got, want) in [("O", &out[0], &want.o), ("dQ", &out[1], &want_g.dq), ("dK", &out[2], &want_g.dk), ("dV", &out[3], &want_g.dv)] {
+        assert_eq!(f.gpu.stream.clone_dtoh(got).unwrap(), f.gpu.stream.clone_dtoh(&want.data).unwrap(), "{name} on the other thread");
+    }
+}

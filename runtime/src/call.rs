@@ -218,7 +218,9 @@ impl Flash {
             return Ok(()); // an empty batch, head count or sequence: nothing to compute, nothing to launch
         }
         // fwd_ws reads Q, K and V through TMA descriptors; a layout the driver cannot describe (a stride of 0
-        // for a broadcast head, say) runs the same tiles on fwd_wgmma's cp.async loads instead
+        // for a broadcast head, say) runs the same tiles on fwd_wgmma's cp.async loads instead. The driver
+        // encodes them in the thread's current context: a caller's thread may have none bound
+        self.gpu.ctx.bind_to_thread()?;
         let (spec, maps) = match spec.kind() {
             kind if kind.warp_specialized_forward() => match crate::tma::forward_maps(spec, &q, &k, &v) {
                 Ok(maps) => (*spec, Some(maps)),
@@ -267,6 +269,10 @@ impl Flash {
         self.check_backward_env()?;
         let plan = self.backward_plan(&call)?;
         let mut specs = plan.backward;
+        // (the driver encodes TMA descriptors in the thread's current context, and a caller's thread may have
+        // none bound: PyTorch runs the backward on its autograd engine's device thread. Unbound, every layout
+        // read as one TMA cannot describe, and the fused backward fell to the three kernels: python-v3)
+        self.gpu.ctx.bind_to_thread()?;
         if let Some(split) = plan.backward_without_tma {
             if let Err(why) = crate::tma::fused_backward_maps(&specs.dkdv, &call.q, &call.d_o) {
                 self.cache.warn(format!("{}: {why}; running the three-kernel backward instead", specs.dkdv.name()));
