@@ -55,7 +55,7 @@ fn bad_arguments_are_errors_not_crashes() {
     let k = Tensor::from_f32(&f.gpu, &x[..2 * 32 * 64], DType::Bf16, short).unwrap();
     f.attention_forward(&q, &k, &k, true, None).unwrap();
     let e = f.attention_forward(&q, &k, &q, false, None).err().unwrap().to_string();
-    assert!(e.contains("K and V must have one shape"), "{e}");
+    assert!(e.contains("K and V must have one batch, head count and length"), "{e}");
     let three = Tensor::from_f32(&f.gpu, &vec![0.5f32; 3 * 64 * 64], DType::Bf16, Layout::contiguous(1, 3, 64, 64)).unwrap();
     let e = f.attention_forward(&q, &three, &three, false, None).err().unwrap().to_string();
     assert!(e.contains("multiple of the K/V heads"), "{e}");
@@ -436,7 +436,9 @@ fn views_on_a_thread_without_a_context_run_the_tma_kernels() {
     let mut out: Vec<_> = (0..4).map(|_| f.gpu.stream.alloc_zeros::<u16>(len).unwrap()).collect();
     let mut m = f.gpu.stream.alloc_zeros::<f32>(s.z * s.h * s.n).unwrap();
     f.gpu.stream.synchronize().unwrap();
-    let layout = q.layout;
+    // (each output in the layout the owned API gave it, so that the bits compare)
+    let o_layout = want.o.layout;
+    let [dq_layout, dk_layout, dv_layout] = [want_g.dq.layout, want_g.dk.layout, want_g.dv.layout];
     // a stream of the caller's, made here (making one binds the context on the thread that makes it)
     let theirs = f.gpu.ctx.new_stream().unwrap();
     let stream = unsafe { flashgen_runtime::Stream::from_raw(theirs.cu_stream()) };
@@ -448,7 +450,7 @@ fn views_on_a_thread_without_a_context_run_the_tma_kernels() {
                     q: q.view("Q").unwrap(),
                     k: k.view("K").unwrap(),
                     v: v.view("V").unwrap(),
-                    o: TensorViewMut::of_slice("O", o, 0, DType::Bf16, layout).unwrap(),
+                    o: TensorViewMut::of_slice("O", o, 0, DType::Bf16, o_layout).unwrap(),
                     stats: StatsOut::M(BufferViewMut::of(&mut m)),
                     causal: true,
                     align: flashgen_runtime::CausalAlign::BottomRight,
@@ -463,12 +465,12 @@ fn views_on_a_thread_without_a_context_run_the_tma_kernels() {
                     q: q.view("Q").unwrap(),
                     k: k.view("K").unwrap(),
                     v: v.view("V").unwrap(),
-                    o: flashgen_runtime::TensorView::of_slice("O", o, 0, DType::Bf16, layout).unwrap(),
+                    o: flashgen_runtime::TensorView::of_slice("O", o, 0, DType::Bf16, o_layout).unwrap(),
                     d_o: d_o.view("dO").unwrap(),
                     stats: StatsIn::M(BufferView::of(&m)),
-                    dq: TensorViewMut::of_slice("dQ", dq, 0, DType::Bf16, layout).unwrap(),
-                    dk: TensorViewMut::of_slice("dK", dk, 0, DType::Bf16, layout).unwrap(),
-                    dv: TensorViewMut::of_slice("dV", dv, 0, DType::Bf16, layout).unwrap(),
+                    dq: TensorViewMut::of_slice("dQ", dq, 0, DType::Bf16, dq_layout).unwrap(),
+                    dk: TensorViewMut::of_slice("dK", dk, 0, DType::Bf16, dk_layout).unwrap(),
+                    dv: TensorViewMut::of_slice("dV", dv, 0, DType::Bf16, dv_layout).unwrap(),
                     causal: true,
                     align: flashgen_runtime::CausalAlign::BottomRight,
                     sm_scale: None,

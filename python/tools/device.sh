@@ -45,7 +45,8 @@ for what in "${@:-tests}"; do
       # through Python, alternating (ROUNDS, default 2); then each row's means over the rounds compared
       rounds=${ROUNDS:-2}; rust=(); python=()
       for ((r = 1; r <= rounds; r++)); do
-        timeout 150 /tmp/flashgen-cli bench --backward --timing do-bench --json "$OUT/rust$r.jsonl" > "$OUT/rust$r.log" 2>&1
+        # (in Python's layout, (B, N, H, D): the comparison is of the paths, not of two layouts' kernels)
+        timeout 150 /tmp/flashgen-cli bench --backward --bshd --timing do-bench --json "$OUT/rust$r.jsonl" > "$OUT/rust$r.log" 2>&1
         status=$((status | $?)); tail -3 "$OUT/rust$r.log"
         timeout 150 python3 python/tools/timing.py table --rust "$OUT/rust$r.jsonl" --out "$OUT/python$r.jsonl" > "$OUT/python_table$r.log" 2>&1
         status=$((status | $?)); tail -1 "$OUT/python_table$r.log"

@@ -132,6 +132,10 @@ pub struct BenchArgs {
     /// Softcap (fa4_bench.py's window mode: 30); rows carry softcap.
     #[arg(long)]
     softcap: Option<f32>,
+    /// The table's rows in flash-attn's layout, (B, N, H, D), as Python callers and the anchors hold their
+    /// tensors (the table's own: (B, H, N, D); the --heads and --varlen rows are (B, N, H, D) already).
+    #[arg(long)]
+    bshd: bool,
     /// Forward rows with score_mod / mask_mod besides the default ones (labelled mods:NAME): `alibi` (the
     /// score_mod score + slope[h]·(kv_idx − q_idx), causal or not), `causal-mask` (causal written as the
     /// mask_mod kv_idx <= q_idx on a non-causal call; on the causal rows, to compare with the built-in
@@ -334,6 +338,7 @@ fn workloads(a: &BenchArgs) -> Result<Vec<Workload>, String> {
     }
     for w in &mut out {
         (w.window_left, w.softcap) = (a.window_left, a.softcap);
+        w.bshd |= a.bshd;
         w.dv = a.dv.unwrap_or(w.d);
         // (fa4_bench.py's window rows carry no HKV: only its gqa rows do)
         if w.window_left.is_some() || w.softcap.is_some() {
