@@ -417,7 +417,7 @@ fn views_of_a_packed_qkv_on_a_callers_stream_match_the_owned_api() {
 /// thread) still run the TMA kernels, the same bits as the owned API: the driver encodes TMA descriptors in
 /// the thread's current context, which the runtime binds first. Unbound, the descriptors failed
 /// (CUDA_ERROR_INVALID_CONTEXT) and every D128 backward through Python ran the three-kernel pass at 0.64-0.72×
-/// the fused kernel's speed (bench/results/2026-12-03-python-v3).
+/// the fused kernel's speed (bench/results/2026-12-03-python-v5).
 #[test]
 #[ignore = "needs a GPU: run on the device machine with --ignored"]
 fn views_on_a_thread_without_a_context_run_the_tma_kernels() {

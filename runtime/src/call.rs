@@ -271,7 +271,7 @@ impl Flash {
         let mut specs = plan.backward;
         // (the driver encodes TMA descriptors in the thread's current context, and a caller's thread may have
         // none bound: PyTorch runs the backward on its autograd engine's device thread. Unbound, every layout
-        // read as one TMA cannot describe, and the fused backward fell to the three kernels: python-v3)
+        // read as one TMA cannot describe, and the fused backward fell to the three kernels: 2026-12-03-python-v5)
         self.gpu.ctx.bind_to_thread()?;
         if let Some(split) = plan.backward_without_tma {
             if let Err(why) = crate::tma::fused_backward_maps(&specs.dkdv, &call.q, &call.d_o) {
