@@ -1198,3 +1198,67 @@ fn visible_query_ranges_are_the_fully_kept_queries() {
     let r = window.render_visible_query_range(&pro_of(&window), "%k0", "%k1", "v").unwrap();
     assert!(r.q_lo.is_some() && r.q_hi.is_some(), "{r:?}");
 }
+
+/// Whether key `kv` is in `w` around query `q`'s top-left diagonal (the kernels' window, ALIGN 0).
+fn in_window(w: &flashgen::reference::Window, q: i64, kv: i64) -> bool {
+    w.left.is_none_or(|l| kv >= q - l as i64) && w.right.is_none_or(|r| kv <= q + r as i64)
+}
+
+#[test]
+fn masks_that_are_windows_are_found_and_keep_what_the_window_keeps() {
+    use flashgen::reference::Window;
+    let w = |left: Option<usize>, right: Option<usize>| Window { left, right };
+    // FlexAttention's causal, bands, shifted diagonals, builtins, and spellings the bounds normalize
+    let windows = [
+        ("kv_idx <= q_idx", w(None, Some(0))),
+        ("q_idx >= kv_idx", w(None, Some(0))),
+        ("kv_idx <= q_idx && q_idx - kv_idx < 256", w(Some(255), Some(0))),
+        ("q_idx - kv_idx <= 100 && kv_idx - q_idx <= 7", w(Some(100), Some(7))),
+        ("!(kv_idx > q_idx + 3)", w(None, Some(3))),
+        ("kv_idx >= q_idx - 5", w(Some(5), None)),
+        ("kv_idx == q_idx", w(Some(0), Some(0))),
+        ("kv_idx + 1 <= q_idx + 1 && true", w(None, Some(0))),
+    ];
+    for (text, want) in windows {
+        let m = MaskMod::parse(text, &[]).unwrap();
+        assert_eq!(m.as_window(), Some(want), "{text}");
+    }
+    for (l, r, offset) in [(Some(64), Some(0), 0), (None, Some(0), 30), (Some(10), Some(20), 5), (Some(3), None, 0)] {
+        let m = builtins::sliding_window(l, r, offset).unwrap();
+        let want = w(l.map(|l| (l as i64 - offset) as usize), r.map(|r| (r as i64 + offset) as usize));
+        assert_eq!(m.as_window(), Some(want), "sliding_window({l:?}, {r:?}, {offset})");
+    }
+    // not windows: strictly below the diagonal or a lower bound right of it (the kernels' window sides are
+    // unsigned), other slopes, per-element conditions, tensors, per-head widths, unions, nothing bounded
+    let decl = [TensorDecl::per_head("win", Scalar::I32)];
+    for text in [
+        "kv_idx < q_idx",
+        "kv_idx >= q_idx + 1",
+        "kv_idx <= 2 * q_idx",
+        "kv_idx <= q_idx && kv_idx % 2 == 0",
+        "kv_idx <= q_idx && q_idx - kv_idx < win[h]",
+        "kv_idx <= q_idx || kv_idx >= q_idx + 64",
+        "q_idx // 128 >= kv_idx // 128",
+        "kv_idx >= 0",
+        "q_idx >= 3",
+        "kv_idx != q_idx",
+    ] {
+        let m = MaskMod::parse(text, &decl).unwrap();
+        assert_eq!(m.as_window(), None, "{text}");
+    }
+    // wherever a mask (random ones too) is a window, it keeps exactly the window's keys
+    let mut found = 0;
+    for m in random_masks(77, 400).iter().chain(windows.iter().map(|(t, _)| MaskMod::parse(t, &[]).unwrap()).collect::<Vec<_>>().iter()) {
+        let Some(win) = m.as_window() else { continue };
+        found += 1;
+        let t = tensors();
+        for q in 0..48 {
+            for kv in 0..48 {
+                for (b, h) in [(0, 0), (1, 2), (3, 3)] {
+                    assert_eq!(m.eval_mask(b, h, q, kv, &t), in_window(&win, q, kv), "`{}` at q {q} kv {kv} (b {b} h {h}): window {win:?}", m.text());
+                }
+            }
+        }
+    }
+    assert!(found >= windows.len(), "{found} windows checked");
+}

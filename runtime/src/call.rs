@@ -133,8 +133,8 @@ fn forward_problem(dtype: flashgen::DType, g: &Geometry, align: CausalAlign, (ca
 }
 
 /// The problem of a forward call whose rules joined its modifiers (`modifiers::fold`).
-fn modified_problem(dtype: flashgen::DType, g: &Geometry, align: CausalAlign, km: &KernelModifiers) -> flashgen::Problem {
-    flashgen::Problem { modifiers: km.modifiers, ..forward_problem(dtype, g, align, (km.causal, km.window, km.softcap)) }
+fn modified_problem(dtype: flashgen::DType, g: &Geometry, km: &KernelModifiers) -> flashgen::Problem {
+    flashgen::Problem { modifiers: km.modifiers, ..forward_problem(dtype, g, km.align, (km.causal, km.window, km.softcap)) }
 }
 
 /// A kernel computes a call's rules and modifiers exactly when it has the features for them.
@@ -197,7 +197,7 @@ impl Flash {
         let g = Geometry::of(&call.q, &call.k, &call.v, call.varlen.as_ref())?;
         let rules = kernel_rules(call.causal, call.window, call.softcap)?;
         let km = modifiers::fold(call.modifiers.as_ref(), rules, &g, call.align)?;
-        Ok(self.plan_problem(&modified_problem(call.q.dtype, &g, call.align, &km), g.batch * g.heads)?.forward)
+        Ok(self.plan_problem(&modified_problem(call.q.dtype, &g, &km), g.batch * g.heads)?.forward)
     }
 
     /// The forward on `stream` with an explicit kernel.
@@ -206,7 +206,7 @@ impl Flash {
         let g = Geometry::of(&q, &k, &v, varlen.as_ref())?;
         let km = modifiers::fold(modifiers.as_ref(), kernel_rules(causal, window, softcap)?, &g, align)?;
         check_modified(spec, &km)?;
-        let (causal, window, softcap) = (km.causal, km.window, km.softcap);
+        let (causal, window, softcap, align) = (km.causal, km.window, km.softcap, km.align);
         same_dtype(&q, &[("K", k.dtype), ("V", v.dtype), ("O", o.dtype)], "all four must share one dtype")?;
         let [z, h, n, _] = q.layout.shape;
         if o.layout.shape != [z, h, n, g.head_dim_v] {
@@ -288,7 +288,7 @@ impl Flash {
         let g = Geometry::of(&call.q, &call.k, &call.v, call.varlen.as_ref())?;
         let rules = kernel_rules(call.causal, call.window, call.softcap)?;
         let km = modifiers::fold(call.modifiers.as_ref(), rules, &g, call.align)?;
-        self.plan_problem(&modified_problem(call.q.dtype, &g, call.align, &km), g.batch * g.heads)
+        self.plan_problem(&modified_problem(call.q.dtype, &g, &km), g.batch * g.heads)
     }
 
     /// The backward on `stream` with explicit kernels.
@@ -299,7 +299,7 @@ impl Flash {
         for spec in [Some(specs.dkdv), specs.dq].into_iter().flatten() {
             check_modified(&spec, &km)?;
         }
-        let (causal, window, softcap) = (km.causal, km.window, km.softcap);
+        let (causal, window, softcap, align) = (km.causal, km.window, km.softcap, km.align);
         // (O, dO as wide as V: its head dim may be narrower than Q's)
         let (q_shape, v_shape) = (q.layout.shape, v.layout.shape);
         let o_shape = [q_shape[0], q_shape[1], q_shape[2], v_shape[3]];

@@ -56,6 +56,8 @@ pub(crate) struct KernelModifiers {
     pub causal: bool,
     pub window: Window,
     pub softcap: Option<f32>,
+    /// The causal diagonal's alignment: the call's, or top-left where a mask_mod became the diagonal.
+    pub align: CausalAlign,
     pub tensors: [u64; MOD_TENSORS],
 }
 
@@ -68,14 +70,15 @@ fn err(msg: String) -> RuntimeError {
 /// stays causal or not (a window becomes a mask_mod); a softcap goes before the score_mod (it caps the
 /// scaled score, as FlashAttention's does, and the score_mod takes the capped score); with a mask_mod
 /// the causal diagonal and the window join it (aligned as the call aligns them: fixed lengths only, as
-/// packed sequences would need a diagonal per sequence).
+/// packed sequences would need a diagonal per sequence). A mask that is then exactly a diagonal or a window
+/// (`MaskMod::as_window`) leaves the modifiers as the built-in rules, aligned top-left.
 pub(crate) fn fold(
     m: Option<&CallModifiers<'_>>,
     (causal, window, softcap): (bool, Window, Option<f32>),
     g: &Geometry,
     align: CausalAlign,
 ) -> Result<KernelModifiers, RuntimeError> {
-    let none = KernelModifiers { modifiers: None, causal, window, softcap, tensors: [0; MOD_TENSORS] };
+    let none = KernelModifiers { modifiers: None, causal, window, softcap, align, tensors: [0; MOD_TENSORS] };
     let Some(m) = m else { return Ok(none) };
     let text = |e: flashgen::mods::ModError| err(e.to_string());
     let mut score = m.score.clone().filter(|s| !s.is_identity());
@@ -84,15 +87,7 @@ pub(crate) fn fold(
         check_unused(m)?;
         return Ok(none);
     }
-    if let Some(cap) = softcap {
-        // (softcap first, on the scaled score, as FlashAttention applies it before ALiBi and the masks)
-        let cap_mod = builtins::softcap(cap as f64).map_err(text)?;
-        score = Some(match score {
-            Some(s) => cap_mod.then(&s).map_err(text)?,
-            None => cap_mod,
-        });
-    }
-    let (mut causal, mut window) = (causal, window);
+    let (mut causal, mut window, mut align) = (causal, window, align);
     // (a mask_mod takes the causal diagonal and the window with it; a window, which the kernel cannot take
     // beside modifiers, becomes one)
     let bounded = !window.is_unbounded();
@@ -116,6 +111,27 @@ pub(crate) fn fold(
         });
         causal = false;
         window = Window::UNBOUNDED;
+    }
+    // a mask that is exactly a causal diagonal or a window (FlexAttention's causal mask_mod, a band) runs
+    // as one, top-left: the built-in kernels (the fused backward among them), which the kernel can take
+    // beside a score_mod only without a window
+    if let Some(rule) = mask.as_ref().and_then(|x| x.as_window()) {
+        let (rule_causal, rule_window) = flashgen::plan::kernel_window(false, rule);
+        if score.is_none() || rule_window.is_unbounded() {
+            (mask, causal, window, align) = (None, rule_causal, rule_window, CausalAlign::TopLeft);
+            if score.is_none() {
+                check_unused(m)?;
+                return Ok(KernelModifiers { modifiers: None, causal, window, softcap, align, tensors: [0; MOD_TENSORS] });
+            }
+        }
+    }
+    if let Some(cap) = softcap {
+        // (softcap first, on the scaled score, as FlashAttention applies it before ALiBi and the masks)
+        let cap_mod = builtins::softcap(cap as f64).map_err(text)?;
+        score = Some(match score {
+            Some(s) => cap_mod.then(&s).map_err(text)?,
+            None => cap_mod,
+        });
     }
     let modifiers = Modifiers::new(score.as_ref(), mask.as_ref()).map_err(text)?;
     let mut tensors = [0u64; MOD_TENSORS];
@@ -148,7 +164,7 @@ pub(crate) fn fold(
             }
         }
     }
-    Ok(KernelModifiers { modifiers, causal, window, softcap: if modifiers.is_some() { None } else { softcap }, tensors })
+    Ok(KernelModifiers { modifiers, causal, window, softcap: if modifiers.is_some() { None } else { softcap }, align, tensors })
 }
 
 fn check_unused(m: &CallModifiers<'_>) -> Result<(), RuntimeError> {
@@ -187,6 +203,42 @@ mod tests {
         assert!(mods.score().unwrap().text().starts_with("30.0 * tanh(score / 30.0) +"), "{}", mods.key());
         // packed sequences cannot take a diagonal with a mask_mod
         assert!(fold(Some(&call), (true, Window::UNBOUNDED, None), &geometry(true), CausalAlign::BottomRight).is_err());
+    }
+
+    #[test]
+    fn masks_that_are_a_diagonal_or_a_window_run_as_the_built_in_rules() {
+        let slope = [0.5f32; 4];
+        let view = unsafe { BufferView::from_raw_parts(0x1000, slope.len()) };
+        let mask = |text: &str| MaskMod::parse(text, &[]).unwrap();
+        let g = geometry(false);
+        let fold_mask = |m: &str, score: Option<ScoreMod>, rules: (bool, Window, Option<f32>), align| {
+            let tensors = if score.is_some() { vec![("slope", ModTensor::F32(view))] } else { vec![] };
+            fold(Some(&CallModifiers { score, mask: Some(mask(m)), tensors }), rules, &g, align).unwrap()
+        };
+        let plain = (false, Window::UNBOUNDED, None);
+        // FlexAttention's causal mask_mod: the causal kernels, top-left, no modifiers
+        let k = fold_mask("kv_idx <= q_idx", None, plain, CausalAlign::BottomRight);
+        assert!(k.modifiers.is_none() && k.causal && k.window.is_unbounded() && k.align == CausalAlign::TopLeft);
+        // a band: the causal window; with softcap, the built-in softcap beside it
+        let k = fold_mask("kv_idx <= q_idx && q_idx - kv_idx < 256", None, (false, Window::UNBOUNDED, Some(30.0)), CausalAlign::TopLeft);
+        assert!(k.modifiers.is_none() && k.causal && k.window == Window { left: Some(255), right: Some(0) } && k.softcap == Some(30.0));
+        // the call's causal flag, bottom-right (offset 30), joined by a band: the diagonal shifted by 30, top-left
+        let k = fold_mask("kv_idx >= q_idx - 70", None, (true, Window::UNBOUNDED, None), CausalAlign::BottomRight);
+        assert!(k.modifiers.is_none() && k.causal && k.window == Window { left: Some(70), right: Some(30) } && k.align == CausalAlign::TopLeft);
+        // with a score_mod: the diagonal alone becomes the causal flag, a window stays a mask
+        let alibi = builtins::alibi("slope").unwrap();
+        let k = fold_mask("kv_idx <= q_idx", Some(alibi.clone()), plain, CausalAlign::BottomRight);
+        let mods = k.modifiers.unwrap();
+        assert!(mods.mask().is_none() && mods.score().is_some() && k.causal && k.align == CausalAlign::TopLeft);
+        assert_eq!(k.tensors[0], 0x1000);
+        let k = fold_mask("kv_idx <= q_idx && q_idx - kv_idx < 256", Some(alibi), plain, CausalAlign::BottomRight);
+        assert!(k.modifiers.unwrap().mask().is_some() && !k.causal && k.align == CausalAlign::BottomRight);
+        // a mask that is no window stays one; a tensor only the mask read is then unused
+        let k = fold_mask("kv_idx <= q_idx && kv_idx % 2 == 0", None, plain, CausalAlign::BottomRight);
+        assert!(k.modifiers.unwrap().mask().is_some() && !k.causal);
+        let call = CallModifiers { score: None, mask: Some(mask("kv_idx <= q_idx")), tensors: vec![("slope", ModTensor::F32(view))] };
+        let e = fold(Some(&call), plain, &g, CausalAlign::BottomRight).err().unwrap().to_string();
+        assert!(e.contains("no modifier reads it"), "{e}");
     }
 
     #[test]

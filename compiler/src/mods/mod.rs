@@ -72,6 +72,7 @@ pub use verify::{compile_ptx, verify_ir};
 
 use check::Checker;
 use sha2::{Digest, Sha256};
+use crate::reference::Window;
 
 /// A checked expression with its canonical text.
 #[derive(Clone, Debug)]
@@ -345,6 +346,36 @@ impl MaskMod {
             }
         }
         out
+    }
+
+    /// The sliding window (FlashAttention's, around the top-left diagonal: query i keeps key j iff
+    /// i - left <= j <= i + right, an absent side unbounded) that this mask is exactly, where it is one:
+    /// its key bounds proved exact (the keys needed are the keys visible) and each side q_idx plus a
+    /// constant, left of the diagonal or on it for the lower bound, right of it or on it for the upper.
+    /// Such a mask runs as the built-in causal diagonal and window (`kernel_window`), whose kernels skip
+    /// blocks and mask their edges without evaluating it per element, and whose backward runs fused.
+    pub fn as_window(&self) -> Option<Window> {
+        let KvBounds { needed, visible } = &self.bounds;
+        let KvSet::Range { lo, hi } = needed else { return None };
+        // (the bounds are sound: needed ⊇ kept ⊇ visible, so equal ones are the kept set itself)
+        if needed != visible || (lo.is_none() && hi.is_none()) {
+            return None;
+        }
+        // a side as q_idx + c, c within what a kernel's i32 window takes
+        let offset = |b: &Bound| match b {
+            Bound::Affine(Affine { q_coef: 1, rest }) => match rest.node {
+                Node::Int(c) if c.unsigned_abs() <= MAX_POSITION as u64 => Some(c),
+                _ => None,
+            },
+            _ => None,
+        };
+        let side = |b: &Option<Bound>, sign: i64| -> Option<Option<usize>> {
+            match b {
+                None => Some(None),
+                Some(b) => usize::try_from(sign * offset(b)?).ok().map(Some),
+            }
+        };
+        Some(Window { left: side(lo, -1)?, right: side(hi, 1)? })
     }
 
     /// The closed-form key bounds (see `KvBounds`); `skips_blocks()` says whether there are any.
