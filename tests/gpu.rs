@@ -357,20 +357,8 @@ fn views_of_a_packed_qkv_on_a_callers_stream_match_the_owned_api() {
         let mut lse = f.gpu.stream.alloc_zeros::<f32>(z * h * n).unwrap();
         f.gpu.stream.synchronize().unwrap();
         let o_layout = Layout::bshd(z, h, n, d);
-        let call = ForwardCall {
-            q: part(0),
-            k: part(1),
-            v: part(2),
-            o: TensorViewMut::of_slice("O", &mut o, 0, DType::Bf16, o_layout).unwrap(),
-            stats: StatsOut::Lse(BufferViewMut::of(&mut lse)),
-            causal,
-            align: flashgen_runtime::CausalAlign::BottomRight,
-            sm_scale: None,
-            varlen: None,
-            window: flashgen_runtime::Window::UNBOUNDED,
-            softcap: None,
-            modifiers: None,
-        };
+        let o_view = TensorViewMut::of_slice("O", &mut o, 0, DType::Bf16, o_layout).unwrap();
+        let call = ForwardCall { causal, ..ForwardCall::new(part(0), part(1), part(2), o_view, StatsOut::Lse(BufferViewMut::of(&mut lse))) };
         f.forward(call, stream).unwrap();
         theirs.synchronize().unwrap();
         let got_o = flashgen_runtime::tensor::decode(&f.gpu.stream.clone_dtoh(&o).unwrap(), DType::Bf16, o_layout);
@@ -383,24 +371,10 @@ fn views_of_a_packed_qkv_on_a_callers_stream_match_the_owned_api() {
         let mut grads: Vec<_> = (0..3).map(|_| f.gpu.stream.alloc_zeros::<u16>(z * h * n * d).unwrap()).collect();
         f.gpu.stream.synchronize().unwrap();
         let [gq, gk, gv] = &mut grads[..] else { unreachable!() };
-        let call = BackwardCall {
-            q: part(0),
-            k: part(1),
-            v: part(2),
-            o: TensorView::of_slice("O", &o, 0, DType::Bf16, o_layout).unwrap(),
-            d_o: d_o.view("dO").unwrap(),
-            stats: StatsIn::Lse(BufferView::of(&lse)),
-            dq: TensorViewMut::of_slice("dQ", gq, 0, DType::Bf16, Layout::contiguous(z, h, n, d)).unwrap(),
-            dk: TensorViewMut::of_slice("dK", gk, 0, DType::Bf16, Layout::contiguous(z, h, n, d)).unwrap(),
-            dv: TensorViewMut::of_slice("dV", gv, 0, DType::Bf16, Layout::contiguous(z, h, n, d)).unwrap(),
-            causal,
-            align: flashgen_runtime::CausalAlign::BottomRight,
-            sm_scale: None,
-            varlen: None,
-            window: flashgen_runtime::Window::UNBOUNDED,
-            softcap: None,
-            modifiers: None,
-        };
+        let grad = |name, g| TensorViewMut::of_slice(name, g, 0, DType::Bf16, Layout::contiguous(z, h, n, d)).unwrap();
+        let o_view = TensorView::of_slice("O", &o, 0, DType::Bf16, o_layout).unwrap();
+        let views = (grad("dQ", gq), grad("dK", gk), grad("dV", gv));
+        let call = BackwardCall { causal, ..BackwardCall::new(part(0), part(1), part(2), o_view, d_o.view("dO").unwrap(), StatsIn::Lse(BufferView::of(&lse)), views) };
         f.backward(call, stream).unwrap();
         theirs.synchronize().unwrap();
         for (got, want) in grads.iter().zip([&g.dq, &g.dk, &g.dv]) {
@@ -446,39 +420,15 @@ fn views_on_a_thread_without_a_context_run_the_tma_kernels() {
         scope
             .spawn(|| {
                 let [o, dq, dk, dv] = &mut out[..] else { unreachable!() };
-                let fwd = ForwardCall {
-                    q: q.view("Q").unwrap(),
-                    k: k.view("K").unwrap(),
-                    v: v.view("V").unwrap(),
-                    o: TensorViewMut::of_slice("O", o, 0, DType::Bf16, o_layout).unwrap(),
-                    stats: StatsOut::M(BufferViewMut::of(&mut m)),
-                    causal: true,
-                    align: flashgen_runtime::CausalAlign::BottomRight,
-                    sm_scale: None,
-                    varlen: None,
-                    window: flashgen_runtime::Window::UNBOUNDED,
-                    softcap: None,
-                    modifiers: None,
-                };
+                let (qv, kv, vv) = (q.view("Q").unwrap(), k.view("K").unwrap(), v.view("V").unwrap());
+                let o_view = TensorViewMut::of_slice("O", o, 0, DType::Bf16, o_layout).unwrap();
+                let fwd = ForwardCall { causal: true, ..ForwardCall::new(qv, kv, vv, o_view, StatsOut::M(BufferViewMut::of(&mut m))) };
                 f.forward(fwd, stream).unwrap();
-                let bwd = BackwardCall {
-                    q: q.view("Q").unwrap(),
-                    k: k.view("K").unwrap(),
-                    v: v.view("V").unwrap(),
-                    o: flashgen_runtime::TensorView::of_slice("O", o, 0, DType::Bf16, o_layout).unwrap(),
-                    d_o: d_o.view("dO").unwrap(),
-                    stats: StatsIn::M(BufferView::of(&m)),
-                    dq: TensorViewMut::of_slice("dQ", dq, 0, DType::Bf16, dq_layout).unwrap(),
-                    dk: TensorViewMut::of_slice("dK", dk, 0, DType::Bf16, dk_layout).unwrap(),
-                    dv: TensorViewMut::of_slice("dV", dv, 0, DType::Bf16, dv_layout).unwrap(),
-                    causal: true,
-                    align: flashgen_runtime::CausalAlign::BottomRight,
-                    sm_scale: None,
-                    varlen: None,
-                    window: flashgen_runtime::Window::UNBOUNDED,
-                    softcap: None,
-                    modifiers: None,
-                };
+                let view = |name, t, layout| TensorViewMut::of_slice(name, t, 0, DType::Bf16, layout).unwrap();
+                let grads = (view("dQ", dq, dq_layout), view("dK", dk, dk_layout), view("dV", dv, dv_layout));
+                let o_view = flashgen_runtime::TensorView::of_slice("O", o, 0, DType::Bf16, o_layout).unwrap();
+                let (qv, kv, vv) = (q.view("Q").unwrap(), k.view("K").unwrap(), v.view("V").unwrap());
+                let bwd = BackwardCall { causal: true, ..BackwardCall::new(qv, kv, vv, o_view, d_o.view("dO").unwrap(), StatsIn::M(BufferView::of(&m)), grads) };
                 f.backward(bwd, stream).unwrap();
             })
             .join()

@@ -4,7 +4,7 @@
 
 use flashgen::mods::{Expr, MaskMod, Scalar, ScoreMod, TensorDecl, Var};
 use flashgen::DType;
-use flashgen_runtime::{BufferView, CallModifiers, CausalAlign, Flash, ForwardCall, Layout, ModTensor, StatsOut, Tensor, Window};
+use flashgen_runtime::{BufferView, CallModifiers, Flash, ForwardCall, Layout, ModTensor, StatsOut, Tensor};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let flash = Flash::open()?;
@@ -29,20 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         mask: Some(docs),
         tensors: vec![("slope", ModTensor::F32(BufferView::of(&slopes))), ("doc_end", ModTensor::I32(BufferView::of(&doc_end)))],
     };
-    let call = ForwardCall {
-        q: q.view("Q")?,
-        k: k.view("K")?,
-        v: v.view("V")?,
-        o: o.view_mut("O")?,
-        stats: StatsOut::Discard,
-        causal: false,
-        align: CausalAlign::BottomRight,
-        sm_scale: None,
-        varlen: None,
-        window: Window::UNBOUNDED,
-        softcap: None,
-        modifiers: Some(modifiers),
-    };
+    let call = ForwardCall { modifiers: Some(modifiers), ..ForwardCall::new(q.view("Q")?, k.view("K")?, v.view("V")?, o.view_mut("O")?, StatsOut::Discard) };
     println!("kernel: {}", flash.forward_kernel(&call)?.name());
     flash.forward(call, flash.own_stream())?;
     let out = o.to_f32(&flash.gpu)?;

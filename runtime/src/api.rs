@@ -6,7 +6,7 @@ use crate::call::{BackwardCall, ForwardCall, StatsIn, StatsOut};
 use crate::kernel::LoadedKernel;
 use crate::stream::ScratchPool;
 use crate::view::{BufferView, BufferViewMut};
-use crate::{CausalAlign, Geometry, Gpu, Layout, RuntimeError, Tensor, Window};
+use crate::{CausalAlign, Geometry, Gpu, Layout, RuntimeError, Tensor};
 use cudarc::driver::{CudaFunction, CudaSlice};
 use flashgen::plan::{NoTuning, Tuned};
 use flashgen::{Arch, BackwardPath, BackwardSpecs, DType, KernelKind, KernelSpec, Plan, PlanOptions, Problem};
@@ -320,7 +320,7 @@ impl Flash {
     /// Launch into caller-provided outputs (O of any valid layout, M of Z·H·N floats) on the Flash's stream.
     /// Every check of the operands happens before anything is compiled or launched (`forward_with`).
     pub fn forward_into(&self, spec: &KernelSpec, q: &Tensor, k: &Tensor, v: &Tensor, sm_scale: Option<f32>, o: &mut Tensor, m: &mut CudaSlice<f32>) -> Result<(), RuntimeError> {
-        let call = ForwardCall { q: q.view("Q")?, k: k.view("K")?, v: v.view("V")?, o: o.view_mut("O")?, stats: StatsOut::M(BufferViewMut::of(m)), causal: spec.causal(), align: CausalAlign::BottomRight, sm_scale, varlen: None, window: Window::UNBOUNDED, softcap: None, modifiers: None };
+        let call = ForwardCall { causal: spec.causal(), sm_scale, ..ForwardCall::new(q.view("Q")?, k.view("K")?, v.view("V")?, o.view_mut("O")?, StatsOut::M(BufferViewMut::of(m))) };
         self.forward_with(spec, call, self.own_stream())
     }
 
@@ -350,24 +350,8 @@ impl Flash {
         // dQ shaped like Q; dK and dV like K and V (fewer heads with GQA, another length)
         let alloc = |[z, h, n, d]: [usize; 4]| -> Result<Tensor, RuntimeError> { Ok(Tensor { data: self.gpu.stream.alloc_zeros::<u16>((z * h * n * d).max(1))?, dtype: q.dtype, layout: Layout::contiguous(z, h, n, d) }) };
         let mut g = Gradients { dq: alloc(q.layout.shape)?, dk: alloc(k.layout.shape)?, dv: alloc(v.layout.shape)? };
-        let call = BackwardCall {
-            q: q.view("Q")?,
-            k: k.view("K")?,
-            v: v.view("V")?,
-            o: o.view("O")?,
-            d_o: d_o.view("dO")?,
-            stats: stats.view(),
-            dq: g.dq.view_mut("dQ")?,
-            dk: g.dk.view_mut("dK")?,
-            dv: g.dv.view_mut("dV")?,
-            causal,
-            align: CausalAlign::BottomRight,
-            sm_scale,
-            varlen: None,
-            window: Window::UNBOUNDED,
-            softcap: None,
-            modifiers: None,
-        };
+        let grads = (g.dq.view_mut("dQ")?, g.dk.view_mut("dK")?, g.dv.view_mut("dV")?);
+        let call = BackwardCall { causal, sm_scale, ..BackwardCall::new(q.view("Q")?, k.view("K")?, v.view("V")?, o.view("O")?, d_o.view("dO")?, stats.view(), grads) };
         self.backward(call, self.own_stream())?;
         Ok(g)
     }
@@ -377,24 +361,8 @@ impl Flash {
     #[allow(clippy::too_many_arguments)]
     pub fn backward_into(&self, specs: &BackwardSpecs, q: &Tensor, k: &Tensor, v: &Tensor, o: &Tensor, stats: RowStats<'_>, d_o: &Tensor, sm_scale: Option<f32>, g: &mut Gradients) -> Result<(), RuntimeError> {
         let Gradients { dq, dk, dv } = g;
-        let call = BackwardCall {
-            q: q.view("Q")?,
-            k: k.view("K")?,
-            v: v.view("V")?,
-            o: o.view("O")?,
-            d_o: d_o.view("dO")?,
-            stats: stats.view(),
-            dq: dq.view_mut("dQ")?,
-            dk: dk.view_mut("dK")?,
-            dv: dv.view_mut("dV")?,
-            causal: specs.dkdv.causal(),
-            align: CausalAlign::BottomRight,
-            sm_scale,
-            varlen: None,
-            window: Window::UNBOUNDED,
-            softcap: None,
-            modifiers: None,
-        };
+        let grads = (dq.view_mut("dQ")?, dk.view_mut("dK")?, dv.view_mut("dV")?);
+        let call = BackwardCall { causal: specs.dkdv.causal(), sm_scale, ..BackwardCall::new(q.view("Q")?, k.view("K")?, v.view("V")?, o.view("O")?, d_o.view("dO")?, stats.view(), grads) };
         self.backward_with(specs, call, self.own_stream())
     }
 

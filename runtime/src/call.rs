@@ -57,6 +57,15 @@ pub struct ForwardCall<'a> {
     pub modifiers: Option<CallModifiers<'a>>,
 }
 
+impl<'a> ForwardCall<'a> {
+    /// Plain attention into `o` and `stats`: not causal, the diagonal bottom-right where it matters, the
+    /// default scale, fixed lengths, no window, softcap or modifiers. The rest by struct update:
+    /// `ForwardCall { causal: true, ..ForwardCall::new(q, k, v, o, stats) }`.
+    pub fn new(q: TensorView<'a>, k: TensorView<'a>, v: TensorView<'a>, o: TensorViewMut<'a>, stats: StatsOut<'a>) -> ForwardCall<'a> {
+        ForwardCall { q, k, v, o, stats, causal: false, align: CausalAlign::BottomRight, sm_scale: None, varlen: None, window: Window::UNBOUNDED, softcap: None, modifiers: None }
+    }
+}
+
 /// One backward call: dQ, dK, dV of the forward with these inputs, its O and statistics, and dO (dQ shaped
 /// like Q, dK and dV like K and V: the gradients of each K/V head summed over its query heads).
 pub struct BackwardCall<'a> {
@@ -78,6 +87,14 @@ pub struct BackwardCall<'a> {
     pub window: Window,
     pub softcap: Option<f32>,
     pub modifiers: Option<CallModifiers<'a>>,
+}
+
+impl<'a> BackwardCall<'a> {
+    /// The backward of plain attention (`ForwardCall::new`'s rules) into (dQ, dK, dV); the rest by struct
+    /// update, as the forward's.
+    pub fn new(q: TensorView<'a>, k: TensorView<'a>, v: TensorView<'a>, o: TensorView<'a>, d_o: TensorView<'a>, stats: StatsIn<'a>, (dq, dk, dv): (TensorViewMut<'a>, TensorViewMut<'a>, TensorViewMut<'a>)) -> BackwardCall<'a> {
+        BackwardCall { q, k, v, o, d_o, stats, dq, dk, dv, causal: false, align: CausalAlign::BottomRight, sm_scale: None, varlen: None, window: Window::UNBOUNDED, softcap: None, modifiers: None }
+    }
 }
 
 fn same_dtype(q: &TensorView<'_>, others: &[(&str, flashgen::DType)], what: &str) -> Result<(), RuntimeError> {
