@@ -471,8 +471,11 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 }
                 if a.fused && gpu.arch.has_wgmma() {
                     // (the kinds that cannot take the problem's features, a window's or softcap's, are left out)
-                    let kinds = [("split", BwdDkdvWgmma, true), ("fused", BwdFused, true), ("fused-atomic", BwdFusedAtomic, true), ("fused-up", BwdFusedUp, causal)];
-                    for (label, kind, _) in kinds.into_iter().filter(|k| k.2) {
+                    let mut kinds = vec![("split", BwdDkdvWgmma), ("fused", BwdFused), ("fused-atomic", BwdFusedAtomic)];
+                    if causal {
+                        kinds.push(("fused-up", BwdFusedUp));
+                    }
+                    for (label, kind) in kinds {
                         match family(kind) {
                             Ok(specs) => variants.push((label.to_string(), specs)),
                             Err(e) if problem.modified() => println!("skip {label}: {e}"),

@@ -76,9 +76,11 @@ impl KernelSpec {
         let takes_them = (p.kind == KernelKind::FwdWs && spec.ping_pong()) || matches!(p.kind, KernelKind::BwdDkdvWgmma | KernelKind::BwdDqWgmma);
         // (bwd_fused_up takes a causal window: its key blocks visit the window's query blocks, `seq::q_blocks`)
         let window_fused = p.kind == KernelKind::BwdFusedUp && p.stage == 3 && !features.varlen;
-        for (on, what, also) in [(features.window, "a sliding window", window_fused), (features.softcap, "softcap", false)] {
+        // (bwd_fused_up refuses a window on packed sequences: the message says so where that is the reason)
+        let packed = if features.varlen && p.kind == KernelKind::BwdFusedUp { " on packed sequences" } else { "" };
+        for (on, what, also, why) in [(features.window, "a sliding window", window_fused, packed), (features.softcap, "softcap", false, "")] {
             rule(!on || takes_them || also || p.kind == KernelKind::Decode, || {
-                format!("{what} is built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3), the backward's bwd_dkdv_wgmma / bwd_dq_wgmma, decode and (a causal window on fixed lengths) bwd_fused_up only, not into {} with NUM_STAGES={}{}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages, if features.varlen { " on packed sequences" } else { "" })
+                format!("{what} is built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3), the backward's bwd_dkdv_wgmma / bwd_dq_wgmma, decode and (a causal window on fixed lengths) bwd_fused_up only, not into {} with NUM_STAGES={}{why}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
             })?;
         }
         if features.window && spec.schedule.fold_key_blocks {
