@@ -202,30 +202,32 @@ fn packed_offsets_are_clamped_to_the_tensor() {
     }
 }
 
-/// The fused backward's dQ pieces of packed sequences (dq_fused `piece_block`): sequence b's blocks
-/// h·(total/64 + B) + cu[b]/64 + b + i, i < cdiv(len_b, 64), never meet another sequence's or head's, and
-/// stay below H·(total/64 + B) (`FusedScratch::blocks`).
+/// The fused backward's dQ blocks of packed sequences (dq_fused `piece_block`, blocks of M = BLOCK_M rows:
+/// 64, or 128 at HEAD_DIM 64): sequence b's blocks h·(total/M + B) + cu[b]/M + b + i, i < cdiv(len_b, M),
+/// never meet another sequence's or head's, and stay below H·(total/M + B) (`FusedScratch::blocks`).
 #[test]
 fn packed_dq_pieces_do_not_overlap() {
     let mut rng = flashgen::reference::SplitMix(7);
-    for _ in 0..2000 {
-        let b = 1 + (rng.next_u64() % 9) as usize;
-        let lens: Vec<usize> = (0..b).map(|_| if rng.next_u64() % 4 == 0 { 0 } else { (rng.next_u64() % 300) as usize }).collect();
-        let mut cu = vec![0usize];
-        for l in &lens {
-            cu.push(cu.last().unwrap() + l);
-        }
-        let total = cu[b] + (rng.next_u64() % 70) as usize;
-        let heads = 3;
-        let per_head = total / 64 + b;
-        let mut owner = vec![None; heads * per_head];
-        for h in 0..heads {
-            for s in 0..b {
-                for i in 0..lens[s].div_ceil(64) {
-                    let piece = h * per_head + cu[s] / 64 + s + i;
-                    assert!(piece < heads * per_head, "lens {lens:?}: piece {piece}");
-                    assert!(owner[piece].is_none(), "lens {lens:?}: piece {piece} of ({h}, {s}) and {:?}", owner[piece]);
-                    owner[piece] = Some((h, s));
+    for m in [64, 128] {
+        for _ in 0..2000 {
+            let b = 1 + (rng.next_u64() % 9) as usize;
+            let lens: Vec<usize> = (0..b).map(|_| if rng.next_u64() % 4 == 0 { 0 } else { (rng.next_u64() % 300) as usize }).collect();
+            let mut cu = vec![0usize];
+            for l in &lens {
+                cu.push(cu.last().unwrap() + l);
+            }
+            let total = cu[b] + (rng.next_u64() % 70) as usize;
+            let heads = 3;
+            let per_head = total / m + b;
+            let mut owner = vec![None; heads * per_head];
+            for h in 0..heads {
+                for s in 0..b {
+                    for i in 0..lens[s].div_ceil(m) {
+                        let piece = h * per_head + cu[s] / m + s + i;
+                        assert!(piece < heads * per_head, "M {m}, lens {lens:?}: piece {piece}");
+                        assert!(owner[piece].is_none(), "M {m}, lens {lens:?}: piece {piece} of ({h}, {s}) and {:?}", owner[piece]);
+                        owner[piece] = Some((h, s));
+                    }
                 }
             }
         }

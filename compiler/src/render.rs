@@ -416,7 +416,8 @@ struct Wgmma {
 }
 
 /// bwd_fused: dQ inside dK/dV (lib/dq_fused.ll.tera): MMA_WARPGROUPS, warpgroup w computes dQ's columns
-/// w·DQ_PANEL_COLUMNS .. (64: one K panel), one lock each; then the writer warpgroup.
+/// w·DQ_PANEL_COLUMNS .. (64: one K panel) of a block, or its rows 64w .. (DQ_SPLITS_ROWS), one lock each;
+/// then the writer warpgroup.
 #[derive(Serialize)]
 #[allow(non_snake_case)]
 struct FusedDq {
@@ -428,6 +429,9 @@ struct FusedDq {
     /// folded the grid (`KernelSpec::fold_key_blocks`, `KernelSpec::folds`).
     FOLD_KEY_BLOCKS: bool,
     MMA_WARPGROUPS: u32,
+    /// Warpgroup w's piece of a block of dQ: its rows 64w .. (HEAD_DIM 64, BLOCK_M 128:
+    /// `KernelSpec::dq_splits_rows`), else its columns 64w ..
+    DQ_SPLITS_ROWS: bool,
     DQ_PANEL_COLUMNS: u32,
     /// The dSᵀ tile's offset from the tiles (after the ring), the staging buffers' (after it) and the
     /// ring's mbarriers' (after them).
@@ -583,6 +587,7 @@ impl KernelConstants {
                 DQ_UP: kind.dq_up(),
                 FOLD_KEY_BLOCKS: spec.fold_key_blocks(),
                 MMA_WARPGROUPS: (spec.mma_warps() / 4).max(1),
+                DQ_SPLITS_ROWS: spec.dq_splits_rows(),
                 DQ_PANEL_COLUMNS: 64,
                 DS_TILE_OFFSET: layout.ds_tile,
                 DQ_STAGING_OFFSET: layout.staging,

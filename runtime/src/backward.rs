@@ -16,10 +16,11 @@ pub struct BackwardKernels<'a> {
     pub dq: Option<&'a LoadedKernel>,
 }
 
-/// bwd_fused's scratch: per chain, the f32 partial sums of dQ (per block of 64 query rows of a head,
-/// `FusedScratch::blocks` of them: [chains][blocks][D / 64] pieces of 64×64 in the kernel's fragment order;
-/// bwd_fused's first addition to a piece stores it, so only bwd_fused_atomic's is zeroed by the launch) and
-/// one lock per block, 64 columns of dQ and chain ([blocks][D / 64][chains]), zeroed by the launch of the
+/// bwd_fused's scratch: per chain, the f32 partial sums of dQ (per block of BLOCK_M query rows of a head,
+/// `FusedScratch::blocks` of them: [chains][blocks][BLOCK_M·D / 4096] pieces of 64×64 in the kernel's
+/// fragment order, one per MMA warpgroup; bwd_fused's first addition to a piece stores it, so only
+/// bwd_fused_atomic's is zeroed by the launch) and one lock per piece and chain
+/// ([blocks][BLOCK_M·D / 4096][chains]), zeroed by the launch of the
 /// ordered kinds (the atomic kind uses none). `chains` (≥ 1) independent orders of addition shorten the
 /// wait of bwd_fused's programs (docs/ABI.md); bwd_fused_atomic has one.
 pub struct FusedScratch<'a> {
@@ -29,25 +30,26 @@ pub struct FusedScratch<'a> {
 }
 
 impl FusedScratch<'_> {
-    /// The blocks of 64 query rows whose dQ a geometry's pieces hold: Z·H·cdiv(N_q, 64) for fixed lengths
-    /// (block i of head row z·H + h at (z·H + h)·cdiv(N_q, 64) + i); packed sequences H·(total_q / 64 + B)
-    /// (block i of head h of sequence b at h·(total_q / 64 + B) + cu_seqlens_q[b] / 64 + b + i: each
-    /// sequence's cdiv(len, 64) blocks lie after its predecessors').
-    pub fn blocks(g: &KernelGeometry) -> usize {
+    /// The blocks of M = BLOCK_M query rows whose dQ a geometry's pieces hold: Z·H·cdiv(N_q, M) for fixed
+    /// lengths (block i of head row z·H + h at (z·H + h)·cdiv(N_q, M) + i); packed sequences
+    /// H·(total_q / M + B) (block i of head h of sequence b at h·(total_q / M + B) + cu_seqlens_q[b] / M +
+    /// b + i: each sequence's cdiv(len, M) blocks lie after its predecessors').
+    pub fn blocks(spec: &flashgen::KernelSpec, g: &KernelGeometry) -> usize {
+        let m = spec.block_m() as usize;
         if g.is_packed() {
-            g.heads * (g.total_q / 64 + g.batch)
+            g.heads * (g.total_q / m + g.batch)
         } else {
-            g.batch * g.heads * g.seqlen_q.div_ceil(64)
+            g.batch * g.heads * g.seqlen_q.div_ceil(m)
         }
     }
 
     /// The lengths a problem needs: (f32 partial sums, locks).
     pub fn lengths(spec: &flashgen::KernelSpec, g: &KernelGeometry, chains: u32) -> (usize, usize) {
-        let blocks = FusedScratch::blocks(g);
+        let blocks = FusedScratch::blocks(spec, g);
         // (the kernel's dQ parts span its tiles' width: HEAD_DIM padded to whole 64-column panels)
-        let d = spec.params().tile_dim() as usize;
+        let block = spec.block_m() as usize * spec.params().tile_dim() as usize;
         let chains = chains.max(1) as usize;
-        (chains * blocks * 64 * d, blocks * (d / 64) * chains)
+        (chains * blocks * block, blocks * (block / 4096) * chains)
     }
 }
 
@@ -142,9 +144,9 @@ impl BackwardKernels<'_> {
             }
             let (partial, locks) = FusedScratch::lengths(&self.dkdv.spec, &g, f.chains);
             // the kernel's piece and lock indices, and its buffer's rows, are 32-bit
-            let blocks = FusedScratch::blocks(&g);
-            if blocks * 64 > i32::MAX as usize || locks > i32::MAX as usize {
-                return Err(crate::LayoutError { tensor: "dQ", rule: format!("{blocks} blocks of 64 rows overflow bwd_fused's 32-bit row indices: use the three-kernel backward") }.into());
+            let (blocks, block_m) = (FusedScratch::blocks(&self.dkdv.spec, &g), self.dkdv.spec.block_m() as usize);
+            if blocks * block_m > i32::MAX as usize || locks > i32::MAX as usize {
+                return Err(crate::LayoutError { tensor: "dQ", rule: format!("{blocks} blocks of {block_m} rows overflow bwd_fused's 32-bit row indices: use the three-kernel backward") }.into());
             }
             if f.dq_partial.len() < partial || f.locks.len() < locks {
                 return Err(crate::LayoutError {
@@ -217,8 +219,8 @@ impl BackwardKernels<'_> {
             let mut args = KernelArgs::new();
             args.f32s("DQ_PARTIAL", &partial).tensor_mut("DQ", &mut a.dq).f32("sm_scale", a.sm_scale).i32("CHAINS", chains).geometry(&g);
             let entry = k.spec.dq_sum_entry().unwrap_or_default();
-            // one CTA per block of 64 query rows (packed: of the longest sequence) and query head
-            let grid = (g.seqlen_q.div_ceil(64) as u32, (g.batch * g.heads) as u32, 1);
+            // one CTA per block of BLOCK_M query rows (packed: of the longest sequence) and query head
+            let grid = (g.seqlen_q.div_ceil(k.spec.block_m() as usize) as u32, (g.batch * g.heads) as u32, 1);
             // # Safety
             // 1. The arguments are the dQ sum pass's parameter list (flashgen::abi, its `define` line's
             //    source; docs/ABI.md) in its order, each of its parameter's type: the f32 partial sums, dQ,

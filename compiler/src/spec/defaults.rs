@@ -84,7 +84,9 @@ use KernelKind::*;
 ///   fit at 256; 128×32 on 4 read 0.96-1.04×); the backward on the wgmma pair, dK/dV on 16-row query blocks at
 ///   192, whose accumulators fit unsplit (1.52-1.60× the 32-row blocks in 3 column slices), in two slices at 256.
 /// - the fused backward: query blocks of 64 rows, one MMA warpgroup per 64 key rows and dQ columns, two
-///   stages (the writer's double-buffered staging leaves no room for a third at HEAD_DIM 128).
+///   stages (the writer's double-buffered staging leaves no room for a third at HEAD_DIM 128); at HEAD_DIM
+///   64 FA3's 128×128 tile: two MMA warpgroups of 64 keys on 128-row query blocks, each 64 rows of dQ (one
+///   warpgroup of 64 keys and 64 queries left the tensor cores idle: 0.53-0.92× the pair, bwd64-sweep).
 pub static TILES: &[TileRow] = &[
     row(Fwd, on(EVERY, D64, None, ANY), t(128, 64, 4, 3), "fwd-mma-v5"),
     row(Fwd, on(&[Arch::Sm86, Arch::Sm89], D128, None, ANY), t(128, 32, 4, 3), "fwd-mma-v5"),
@@ -120,11 +122,11 @@ pub static TILES: &[TileRow] = &[
     row(BwdDqWgmma, on(HOPPER, D128, Some(true), ANY), t(64, 64, 4, 2), "hopper-v2"),
     row(BwdDqWgmma, on(HOPPER, D128, Some(false), ANY), t(128, 64, 8, 3), "hopper-v2"),
     row(BwdDqWgmma, on(HOPPER, &[192, 256], None, ANY), t(64, 32, 4, 2), "hdim-v1"),
-    row(BwdFused, on(HOPPER, D64, None, ANY), t(64, 64, 8, 2), "fused-tma-v2"),
+    row(BwdFused, on(HOPPER, D64, None, ANY), t(128, 128, 12, 2), "fused64-v1"),
     row(BwdFused, on(HOPPER, D128, None, ANY), t(64, 128, 12, 2), "fused-tma-v2"),
-    row(BwdFusedAtomic, on(HOPPER, D64, None, ANY), t(64, 64, 8, 2), "fused-tma-v2"),
+    row(BwdFusedAtomic, on(HOPPER, D64, None, ANY), t(128, 128, 12, 2), "fused64-v1"),
     row(BwdFusedAtomic, on(HOPPER, D128, None, ANY), t(64, 128, 12, 2), "fused-tma-v2"),
-    row(BwdFusedUp, on(HOPPER, D64, Some(true), ANY), t(64, 64, 8, 2), "up-v1"),
+    row(BwdFusedUp, on(HOPPER, D64, Some(true), ANY), t(128, 128, 12, 2), "fused64-v1"),
     row(BwdFusedUp, on(HOPPER, D128, Some(true), ANY), t(64, 128, 12, 2), "up-v1"),
 ];
 

@@ -229,6 +229,12 @@ impl KernelSpec {
         self.params.num_warps - self.params.kind.helper_warps()
     }
 
+    /// The fused backward's MMA warpgroups split dQ = dS·K by query rows (BLOCK_M 128 at HEAD_DIM 64: each
+    /// warpgroup 64 rows, every column) rather than by columns (BLOCK_M 64: each warpgroup 64 columns).
+    pub fn dq_splits_rows(&self) -> bool {
+        self.params.kind.fuses_dq() && self.params.block_m > 64
+    }
+
     /// Whether fwd_ws's consumers take turns on the tensor cores (FA3's ping-pong) with a software-pipelined
     /// loop: each turn issues S_j and then P_{j-1}·V_{j-1}, and the softmax of block j runs while that
     /// product does. Block j-1's slot is then held one step longer, so this needs 3+ stages (with 2 the

@@ -119,14 +119,16 @@ impl KernelSpec {
         let row = self.params.tile_dim() * self.params.dtype.bytes();
         let (res, ns) = (self.resident_rows(), self.params.num_stages);
         let ds_tile = 2 * res * row + ns * self.slot_bytes();
-        let staging = ds_tile + res * 128;
-        let mbarriers = staging + buffers * (self.params.tile_dim() / 64) * 16384;
+        // dSᵀ: a 128-byte row per key for every 64 queries (128B-swizzle panels of the block's queries)
+        let staging = ds_tile + res * self.streamed_rows() * self.params.dtype.bytes();
+        // a 64×64 f32 piece per MMA warpgroup (its part of dQ's block)
+        let mbarriers = staging + buffers * self.params.block_m * self.params.tile_dim() / 4096 * 16384;
         FusedLayout { ds_tile, staging, mbarriers, end: mbarriers + 8 * ns }
     }
 
     /// The fused backward's shared memory, in bytes from the 1024-aligned tile base: the resident K and V,
-    /// the ring, the dSᵀ tile (one 128-byte row of 64 queries per key row), per staging buffer a 64×64 f32
-    /// piece per 64 columns of dQ (the bulk reductions' source), and the Q/dO ring's mbarriers
+    /// the ring, the dSᵀ tile (one 128-byte row of 64 queries per key row and 64 queries), per staging buffer
+    /// a 64×64 f32 piece per MMA warpgroup (its part of a block of dQ: the bulk reductions' source), and the Q/dO ring's mbarriers
     /// (lib/tma.ll.tera, `ring_*`), one per slot.
     pub fn fused_layout(&self) -> FusedLayout {
         self.fused_layout_with(self.staging_buffers())
@@ -172,7 +174,7 @@ impl KernelSpec {
             KernelKind::Fwd if self.params.kind.persistent() => format!("{} × Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}", self.q_buffers()),
             KernelKind::Fwd => format!("Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
             KernelKind::BwdDq => format!("Q and dO {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
-            KernelKind::BwdDkdv if self.params.kind.fuses_dq() => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm}) + dSᵀ {res}×{strm} + dQ staging 2 × 64×{d} f32"),
+            KernelKind::BwdDkdv if self.params.kind.fuses_dq() => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm}) + dSᵀ {res}×{strm} + dQ staging 2 × {strm}×{d} f32"),
             KernelKind::BwdDkdv => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm})"),
             _ => "none".into(),
         }

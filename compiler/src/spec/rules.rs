@@ -83,6 +83,11 @@ impl KernelSpec {
                 format!("{what} is built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3), the backward's bwd_dkdv_wgmma / bwd_dq_wgmma, decode and (a causal window on fixed lengths) bwd_fused_up only, not into {} with NUM_STAGES={}{why}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
             })?;
         }
+        // (bwd_fused, causal, on packed sequences at HEAD_DIM 64's 128-row query blocks: ptxas spills 8 B of
+        // its MMA registers; the plan runs causal on bwd_fused_up, which does not)
+        rule(!(p.kind == KernelKind::BwdFused && p.stage == 3 && features.varlen && spec.dq_splits_rows()), || {
+            format!("{}: causal packed sequences on 128-row query blocks (HEAD_DIM 64) spill its registers: use bwd_fused_up (the plan's causal fused kernel) or BLOCK_M=64", p.kind.name())
+        })?;
         if features.window && spec.schedule.fold_key_blocks {
             // (a folded grid's order of dQ additions counts on every program from 0 to a block's highest
             // meeting it; a window's blocks meet only the programs of their keys)
@@ -249,8 +254,9 @@ impl KernelSpec {
     }
 
     /// The rules of the fused backward (bwd_fused, bwd_fused_atomic; after the common ones on HEAD_DIM and
-    /// STAGE): 1 or 2 MMA warpgroups of 64 key rows, each computing 64 of dQ's columns, plus the dQ writer
-    /// warpgroup (lib/dq_fused.ll.tera); query blocks of 64 rows by TMA; shared memory; and the registers each
+    /// STAGE): 1 or 2 MMA warpgroups of 64 key rows, each computing a 64×64 piece of dQ (64 of its columns
+    /// of a 64-row query block, or at HEAD_DIM 64 with two, 64 of the rows of a 128-row block), plus the dQ
+    /// writer warpgroup (lib/dq_fused.ll.tera); query blocks by TMA; shared memory; and the registers each
     /// MMA thread needs within what setmaxnreg gives it.
     fn new_fused(p: SpecParams, overrides: ScheduleOverrides) -> Result<KernelSpec, SpecError> {
         let SpecParams { head_dim: d, block_m: bm, block_n: bn, num_warps: w, num_stages: ns, .. } = p;
@@ -262,11 +268,18 @@ impl KernelSpec {
         })?;
         let mma_groups = (w - 4) / 4;
         rule(bn == 64 * mma_groups, || format!("{kind}: BLOCK_N={bn} must be 64 × the {mma_groups} MMA warpgroups of num_warps={w} = {} (64 key rows each)", 64 * mma_groups))?;
-        rule(p.tile_dim() == 64 * mma_groups, || {
-            let t = p.tile_dim();
-            format!("{kind}: HEAD_DIM={d} needs {} MMA warpgroup(s) (each computes 64 of dQ's columns, one wgmma chain): use num_warps={} and BLOCK_N={t}", t / 64, 4 * (t / 64 + 1))
+        // dQ = dS·K is one wgmma chain of 64 query rows × 64 columns per MMA warpgroup: the warpgroups split
+        // its columns (BLOCK_M 64, HEAD_DIM 64 per warpgroup) or, at HEAD_DIM 64 with two, its rows (BLOCK_M 128)
+        let t = p.tile_dim();
+        let splits_columns = bm == 64 && t == 64 * mma_groups;
+        let splits_rows = bm == 64 * mma_groups && t == 64 && mma_groups == 2;
+        rule(splits_columns || splits_rows, || {
+            format!(
+                "{kind}: BLOCK_M={bm} with HEAD_DIM={d} on {mma_groups} MMA warpgroup(s): dQ = dS·K gives each warpgroup 64 query rows × 64 columns: use BLOCK_M=64 with num_warps={} and BLOCK_N={} (a warpgroup per 64 columns), or at HEAD_DIM 64 BLOCK_M=128, BLOCK_N=128, num_warps=12 (a warpgroup per 64 query rows)",
+                4 * (t / 64 + 1),
+                t
+            )
         })?;
-        rule(bm == 64, || format!("{kind}: BLOCK_M={bm} must be 64 (dQ = dS·K is one wgmma of 64 query rows per block)"))?;
         rule(NUM_STAGES.contains(&ns), || format!("num_stages={ns} must be in {}..={} (the depth of the TMA ring of Q/dO blocks)", NUM_STAGES.start(), NUM_STAGES.end()))?;
         let spec = KernelSpec::scheduled(p, &overrides)?;
         spec.fits_shared_memory("lower num_stages")?;
