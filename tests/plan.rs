@@ -83,8 +83,8 @@ fn the_plan_follows_the_tables_and_the_options() {
         assert!(p.backward_without_tma.is_none());
     }
     assert_eq!(forward_kind(ampere, &problem(64, false, 1024), &default).unwrap(), KernelKind::Fwd);
-    // the backward: fused at HEAD_DIM 128 from 1024 tokens (causal: in the order of the visits), with the
-    // three wgmma kernels for layouts TMA cannot describe; three kernels below and at HEAD_DIM 64
+    // the backward: fused at HEAD_DIM 64 and 128 from 1024 tokens (causal: in the order of the visits), with
+    // the three wgmma kernels for layouts TMA cannot describe; three kernels below
     let long = at(hopper, 128, true, 1024, &default);
     assert_eq!((long.backward.dkdv.kind(), long.backward.dq), (KernelKind::BwdFusedUp, None));
     assert_eq!(long.backward_without_tma.unwrap(), backward_family(KernelKind::BwdDkdvWgmma, hopper, &problem(128, true, 1024)).unwrap());
@@ -92,7 +92,12 @@ fn the_plan_follows_the_tables_and_the_options() {
     assert_eq!(at(hopper, 128, false, 1024, &default).backward.dkdv.kind(), KernelKind::BwdFused);
     assert_eq!(at(hopper, 128, false, 1024, &default).dq_chains, 2);
     assert_eq!(at(hopper, 128, false, 1023, &default).backward.dkdv.kind(), KernelKind::BwdDkdvWgmma);
-    assert_eq!(at(hopper, 64, false, 16384, &default).backward.dkdv.kind(), KernelKind::BwdDkdvWgmma);
+    // (HEAD_DIM 64 on its 128×128 tile: two MMA warpgroups, each 64 rows of a 128-row block of dQ)
+    let d64 = at(hopper, 64, false, 16384, &default).backward.dkdv;
+    assert_eq!((d64.kind(), d64.block_m(), d64.block_n(), d64.dq_splits_rows()), (KernelKind::BwdFused, 128, 128, true));
+    assert_eq!(at(hopper, 64, true, 1024, &default).backward.dkdv.kind(), KernelKind::BwdFusedUp);
+    assert_eq!(at(hopper, 64, true, 1023, &default).backward.dkdv.kind(), KernelKind::BwdDkdvWgmma);
+    assert_eq!(at(hopper, 32, false, 16384, &default).backward.dkdv.kind(), KernelKind::BwdDkdvWgmma);
     // explicit paths: no fallback (a layout TMA cannot describe is then an error)
     for (path, causal, kind) in [
         (BackwardPath::Split, false, KernelKind::BwdDkdvWgmma),
@@ -319,9 +324,9 @@ fn windows_and_softcap_plan_their_kernels_and_refuse_the_others() {
             assert_eq!(planned.forward_without_tma, fwd, "no kernel without TMA takes them");
             assert!(bwd.preprocess.features().is_none(), "Δ is row by row");
             assert!(fwd.name().contains(if softcap { "_softcap" } else { "_window" }), "{}", fwd.name());
-            if causal && !softcap && d == 128 {
+            if causal && !softcap {
                 // a causal window alone runs fused where the table runs bwd_fused_up without it (HEAD_DIM
-                // 128 from 1024 tokens), unfolded, in one chain; the pair where TMA cannot read Q or dO
+                // 64 and 128 from 1024 tokens), unfolded, in one chain; the pair where TMA cannot read Q or dO
                 assert_eq!((bwd.dkdv.kind(), bwd.dq), (KernelKind::BwdFusedUp, None), "{p:?}");
                 assert_eq!(bwd.dkdv.features(), fwd.features());
                 assert!(!bwd.dkdv.fold_key_blocks() && planned.dq_chains == 1);

@@ -157,8 +157,9 @@ pub static FORWARD_KINDS: &[KindRow] = &[
 
 /// The default backward on Hopper (after Δ): at HEAD_DIM 128 from 1024 tokens the fused kernel (dQ inside
 /// dK/dV; causal bwd_fused_up, whose programs add in the order they visit), 1.30-1.62× the three wgmma
-/// kernels (landed-v2, sumpass-v1); at HEAD_DIM 64 the fused one reached 0.53-0.92× (bwd64-sweep), so the
-/// three-kernel pass stays there, as below 1024 tokens.
+/// kernels (landed-v2, sumpass-v1); at HEAD_DIM 64 from 1024 tokens too, on its 128×128 tile (two MMA
+/// warpgroups on 128-row query blocks): 1.05-1.38× the pair (fused64-v1; its first tile, one warpgroup of
+/// 64 keys, reached 0.53-0.92×, bwd64-sweep). Below 1024 tokens the three-kernel pass.
 /// HEAD_DIM 96 (128's tiles, padded) as 128: bwd_fused / bwd_fused_up 1.41-1.58× the pair at 4096 and 16384
 /// tokens (hdim-v3; 1024-4095 follow 128's rows unmeasured); at 32 (64's tiles) they read 0.52-0.75× of it,
 /// so 32 stays on the pair, as 64.
@@ -167,8 +168,11 @@ pub static BACKWARD_KINDS: &[KindRow] = &[
     kinds(on(HOPPER, &[96], Some(false), 1024..=usize::MAX), &[BwdFused], "hdim-v3"),
     kinds(on(HOPPER, &[128], Some(true), 1024..=usize::MAX), &[BwdFusedUp], "sumpass-v1"),
     kinds(on(HOPPER, &[96], Some(true), 1024..=usize::MAX), &[BwdFusedUp], "hdim-v3"),
+    kinds(on(HOPPER, &[64], Some(false), 1024..=usize::MAX), &[BwdFused], "fused64-v1"),
+    kinds(on(HOPPER, &[64], Some(true), 1024..=usize::MAX), &[BwdFusedUp], "fused64-v1"),
     kinds(on(HOPPER, D128, None, 0..=1023), &[BwdDkdvWgmma, BwdDqWgmma], "hopper-v2"),
-    kinds(on(HOPPER, D64, None, ANY), &[BwdDkdvWgmma, BwdDqWgmma], "bwd64-sweep"),
+    kinds(on(HOPPER, &[64], None, 0..=1023), &[BwdDkdvWgmma, BwdDqWgmma], "bwd64-sweep"),
+    kinds(on(HOPPER, &[32], None, ANY), &[BwdDkdvWgmma, BwdDqWgmma], "hdim-v3"),
     kinds(on(HOPPER, &[192, 256], None, ANY), &[BwdDkdvWgmma, BwdDqWgmma], "hdim-v1"),
 ];
 
