@@ -280,9 +280,9 @@ fn backward_defaults_fit_every_target() {
                     assert_eq!((b.preprocess.kind(), b.dkdv.causal()), (KernelKind::BwdPre, causal));
                     // the Hopper kernels where the target runs them, mma.sync elsewhere (and on request)
                     assert_eq!(b.dkdv.kind().uses_wgmma(), arch.has_wgmma());
-                    // on sm_90a at HEAD_DIM 128, dQ inside the dK/dV kernel, added in program order
+                    // on sm_90a (HEAD_DIM 64 and 128), dQ inside the dK/dV kernel, added in program order
                     // (deterministic; causal in the order of the visits); otherwise three kernels
-                    let fused = arch.has_wgmma() && d == 128;
+                    let fused = arch.has_wgmma();
                     let ordered = if causal { KernelKind::BwdFusedUp } else { KernelKind::BwdFused };
                     assert_eq!(b.dkdv.kind() == ordered, fused, "{}", b.dkdv.name());
                     assert_eq!(b.dq.is_none(), fused);
@@ -522,28 +522,33 @@ fn fused_backward_is_a_dkdv_kernel_with_dq() {
             }
             assert_eq!(SpecParams { kind: k, ..*a.dkdv.params() }, *b.dkdv.params(), "the same tiles, atomics aside");
             assert_eq!(b.kernels(), vec![b.preprocess, b.dkdv]);
-            assert_eq!((b.dkdv.streamed_rows(), b.dkdv.resident_rows()), (64, if d == 128 { 128 } else { 64 }));
-            // one MMA warpgroup per 64 key rows (and 64 of dQ's columns), then the dQ writer warpgroup
-            assert_eq!((b.dkdv.num_warps(), b.dkdv.mma_warps(), b.dkdv.threads()), (4 * (d / 64 + 1), 4 * (d / 64), 128 * (d / 64 + 1)));
-            assert_eq!((b.dkdv.rows_per_warp(), b.dkdv.consumer_warpgroups()), (16, d / 64));
-            // the resident K and V, the ring, the dSᵀ tile (one 128-byte row per key), the staging buffers
-            // (a 64×64 f32 piece per 64 columns of dQ each; two at the defaults) and the ring's mbarriers;
-            // all within the SM's 227 KB
+            // 128 keys on two MMA warpgroups of 64 (then the dQ writer warpgroup), each a 64×64 piece of dQ's
+            // block: at 128 64 of its columns of a 64-row block, at 64 64 of the rows of a 128-row block
+            let strm = if d == 128 { 64 } else { 128 };
+            assert_eq!((b.dkdv.streamed_rows(), b.dkdv.resident_rows(), b.dkdv.dq_splits_rows()), (strm, 128, d == 64));
+            assert_eq!((b.dkdv.num_warps(), b.dkdv.mma_warps(), b.dkdv.threads()), (12, 8, 384));
+            assert_eq!((b.dkdv.rows_per_warp(), b.dkdv.consumer_warpgroups()), (16, 2));
+            // the resident K and V, the ring, the dSᵀ tile (a 128-byte row per key and 64 queries), the
+            // staging buffers (a 64×64 f32 piece per MMA warpgroup each; two at the defaults) and the ring's
+            // mbarriers; all within the SM's 227 KB
             let (res, ns) = (b.dkdv.resident_rows(), b.dkdv.num_stages());
             assert_eq!(b.dkdv.staging_buffers(), 2, "{}", b.dkdv.name());
-            assert_eq!(b.dkdv.shared_memory_bytes(), 2 * res * d * 2 + ns * b.dkdv.slot_bytes() + 1024 + res * 128 + 2 * (d / 64) * 16384 + 8 * ns);
+            assert_eq!(b.dkdv.shared_memory_bytes(), 2 * res * d * 2 + ns * b.dkdv.slot_bytes() + 1024 + res * strm * 2 + 2 * 2 * 16384 + 8 * ns);
             assert!(b.dkdv.shared_memory_bytes() <= 227 * 1024, "{}", b.dkdv.name());
             assert!(b.dkdv.register_estimate() <= b.dkdv.registers().consumer);
         }
     }
     let p = *flashgen_tests::family(flashgen::KernelKind::BwdFused, Arch::Sm90a, DType::Bf16, 128, false).dkdv.params();
     let e = |q: SpecParams| KernelSpec::new(q).unwrap_err().to_string();
-    assert!(e(SpecParams { block_m: 32, ..p }).contains("bwd_fused: BLOCK_M=32 must be 64"));
+    assert!(e(SpecParams { block_m: 32, ..p }).contains("bwd_fused: BLOCK_M=32 with HEAD_DIM=128 on 2 MMA warpgroup(s)"));
+    assert!(e(SpecParams { block_m: 128, ..p }).contains("or at HEAD_DIM 64 BLOCK_M=128"));
     assert!(e(SpecParams { arch: Arch::Sm80, ..p }).contains("bwd_fused needs sm_90a"));
     assert!(e(SpecParams { num_warps: 4, block_n: 64, ..p }).contains("num_warps=4 is not supported"));
-    assert!(e(SpecParams { num_warps: 8, block_n: 64, ..p }).contains("HEAD_DIM=128 needs 2 MMA warpgroup(s)"));
+    assert!(e(SpecParams { num_warps: 8, block_n: 64, ..p }).contains("BLOCK_M=64 with HEAD_DIM=128 on 1 MMA warpgroup(s)"));
     assert!(e(SpecParams { block_n: 64, ..p }).contains("BLOCK_N=64 must be 64 × the 2 MMA warpgroups"));
-    assert!(e(SpecParams { head_dim: 64, ..p }).contains("HEAD_DIM=64 needs 1 MMA warpgroup(s)"));
+    assert!(e(SpecParams { head_dim: 64, ..p }).contains("BLOCK_M=64 with HEAD_DIM=64 on 2 MMA warpgroup(s)"));
+    // (HEAD_DIM 64 with two warpgroups splits dQ's rows: 128-row blocks)
+    assert!(KernelSpec::new(SpecParams { head_dim: 64, block_m: 128, ..p }).unwrap().dq_splits_rows());
     // three stages at HEAD_DIM 128 fit with one staging buffer; four do not fit at all
     let three = KernelSpec::new(SpecParams { num_stages: 3, ..p }).unwrap();
     assert_eq!(three.staging_buffers(), 1);
