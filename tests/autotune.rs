@@ -282,21 +282,22 @@ fn backward_spaces_own_and_stream_the_right_rows() {
     }
     // dK/dV owns BLOCK_N key rows: its space puts the owned sizes in BLOCK_N
     assert!(config_space_for(KernelKind::BwdDkdv).iter().all(|c| [64, 128, 256].contains(&c.block_n)));
-    // the fused backward: 64-row query blocks; at HEAD_DIM 128 two MMA warpgroups of 64 key rows, at 64
-    // one, each beside the dQ writer warpgroup; 2-4 stages where they fit, the default among them
+    // the fused backward: at HEAD_DIM 128 two MMA warpgroups of 64 key rows on 64-row query blocks; at 64
+    // one on 64-row blocks, or two on 128-row blocks (each 64 rows of dQ); each beside the dQ writer
+    // warpgroup; 2-4 stages where they fit, the default among them
     for kind in [KernelKind::BwdFused, KernelKind::BwdFusedAtomic, KernelKind::BwdFusedUp] {
-        for (d, warps) in [(128, vec![12]), (64, vec![8])] {
+        for (d, tiles) in [(128, vec![(12, 64)]), (64, vec![(8, 64), (12, 128)])] {
             let k = TuneKey::for_kind(kind, Arch::Sm90a, DType::Bf16, d, true, 16384);
             let (kept, _) = early_prune(&k, &config_space_for(kind));
-            let mut shapes: Vec<(u32, u32)> = kept.iter().map(|(c, _)| (c.num_warps, c.num_stages)).collect();
+            let mut shapes: Vec<(u32, u32, u32)> = kept.iter().map(|(c, _)| (c.num_warps, c.block_m, c.num_stages)).collect();
             shapes.sort();
-            let want: Vec<(u32, u32)> = warps.iter().flat_map(|&w| [2, 3, 4].map(|ns| (w, ns))).filter(|&(w, ns)| {
+            let want: Vec<(u32, u32, u32)> = tiles.iter().flat_map(|&(w, bm)| [2, 3, 4].map(|ns| (w, bm, ns))).filter(|&(w, bm, ns)| {
                 // what fits the shared memory: 4 stages of two warpgroups do not
-                KernelSpec::new(flashgen::SpecParams { kind, dtype: DType::Bf16, head_dim: d, block_m: 64, block_n: 16 * (w - 4), stage: 3, num_warps: w, num_stages: ns, arch: Arch::Sm90a }).is_ok()
+                KernelSpec::new(flashgen::SpecParams { kind, dtype: DType::Bf16, head_dim: d, block_m: bm, block_n: 16 * (w - 4), stage: 3, num_warps: w, num_stages: ns, arch: Arch::Sm90a }).is_ok()
             }).collect();
             assert_eq!(shapes, want, "{} d{d}", kind.name());
-            assert!(warps.iter().all(|&w| shapes.contains(&(w, 2))), "{} d{d}: {shapes:?}", kind.name());
-            assert!(kept.iter().all(|(c, s)| c.block_m == 64 && s.kind() == kind));
+            assert!(tiles.iter().all(|&(w, bm)| shapes.contains(&(w, bm, 2))), "{} d{d}: {shapes:?}", kind.name());
+            assert!(kept.iter().all(|(c, s)| s.kind() == kind && c.block_n == 16 * (c.num_warps - 4)));
             assert!(kept.iter().any(|(c, _)| *c == k.default_config().unwrap()), "{} d{d}: default pruned", kind.name());
         }
     }

@@ -312,7 +312,8 @@ fn more_programs_per_sm_assemble_without_spills() {
             assert!(s.name().ends_with(&format!("_ctas{programs}")), "{}", s.name());
             specs.push(s);
         }
-        let wide = plan(Arch::Sm90a, &problem(128, causal), &Default::default(), &NoTuning).unwrap().backward_without_tma.expect("HEAD_DIM 128: the wgmma pair");
+        let wide = plan(Arch::Sm90a, &problem(128, causal), &Default::default(), &NoTuning).unwrap().backward;
+        assert_eq!(wide.dkdv.kind(), KernelKind::BwdDkdvWgmma, "HEAD_DIM 128 below 1024 tokens: the wgmma pair");
         let e = with(&wide.dkdv, 4).unwrap_err().to_string();
         assert!(e.contains("programs_per_sm=4") && e.contains("exceed an SM's") && e.contains("at most 3"), "{e}");
     }
