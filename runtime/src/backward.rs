@@ -47,9 +47,9 @@ impl FusedScratch<'_> {
     pub fn lengths(spec: &flashgen::KernelSpec, g: &KernelGeometry, chains: u32) -> (usize, usize) {
         let blocks = FusedScratch::blocks(spec, g);
         // (the kernel's dQ parts span its tiles' width: HEAD_DIM padded to whole 64-column panels)
-        let block = spec.block_m() as usize * spec.params().tile_dim() as usize;
+        let pieces = spec.dq_pieces() as usize;
         let chains = chains.max(1) as usize;
-        (chains * blocks * block, blocks * (block / 4096) * chains)
+        (chains * blocks * pieces * 4096, blocks * pieces * chains)
     }
 }
 

@@ -235,6 +235,12 @@ impl KernelSpec {
         self.params.kind.fuses_dq() && self.params.block_m > 64
     }
 
+    /// The fused backward's 64×64 f32 pieces of a block of dQ (BLOCK_M rows × the tile's width): one per MMA
+    /// warpgroup, each a staging buffer's part, a lock per chain and a bulk reduction of 16 KB.
+    pub fn dq_pieces(&self) -> u32 {
+        self.params.block_m * self.params.tile_dim() / 4096
+    }
+
     /// Whether fwd_ws's consumers take turns on the tensor cores (FA3's ping-pong) with a software-pipelined
     /// loop: each turn issues S_j and then P_{j-1}·V_{j-1}, and the softmax of block j runs while that
     /// product does. Block j-1's slot is then held one step longer, so this needs 3+ stages (with 2 the

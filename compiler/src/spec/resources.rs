@@ -122,7 +122,7 @@ impl KernelSpec {
         // dSᵀ: a 128-byte row per key for every 64 queries (128B-swizzle panels of the block's queries)
         let staging = ds_tile + res * self.streamed_rows() * self.params.dtype.bytes();
         // a 64×64 f32 piece per MMA warpgroup (its part of dQ's block)
-        let mbarriers = staging + buffers * self.params.block_m * self.params.tile_dim() / 4096 * 16384;
+        let mbarriers = staging + buffers * self.dq_pieces() * 16384;
         FusedLayout { ds_tile, staging, mbarriers, end: mbarriers + 8 * ns }
     }
 
