@@ -4,7 +4,7 @@
 
 use flashgen::abi::{self, Entry, ParamType};
 use flashgen::{Arch, DType, KernelKind, KernelSpec, SpecParams};
-use flashgen_runtime::kernel::{argument_order, ValueKind};
+use flashgen_runtime::kernel::{argument_order, remembered_order, ValueKind};
 
 /// One spec of every kind: the default set, and the opt-in kinds it lacks.
 fn one_of_each_kind() -> Vec<KernelSpec> {
@@ -117,4 +117,29 @@ fn the_runtime_pushes_in_the_lists_order() {
     twice.push(("Q", ValueKind::Tensor));
     let e = argument_order("fwd_ws_persistent", params, &twice).unwrap_err().to_string();
     assert!(e.contains("`Q` is given twice"), "{e}");
+}
+
+/// A launch's order comes from the thread's remembered orders when the same list met the same values: the
+/// same picks as the search, a reordered list of values its own picks, and a refused list refused every
+/// time (a remembered success for other values does not let it through).
+#[test]
+fn remembered_orders_are_the_searched_ones() {
+    let params = abi::kernel_parameters(KernelKind::FwdWsPersistent);
+    let all = supply(params);
+    let searched = argument_order("fwd_ws_persistent", params, &all).unwrap();
+    for _ in 0..3 {
+        assert_eq!(remembered_order("fwd_ws_persistent", params, all.clone()).unwrap(), searched);
+    }
+    let reversed: Vec<_> = all.iter().rev().copied().collect();
+    let picks = remembered_order("fwd_ws_persistent", params, reversed.clone()).unwrap();
+    assert_eq!(picks, argument_order("fwd_ws_persistent", params, &reversed).unwrap());
+    assert_ne!(picks, searched);
+    let mistyped: Vec<_> = all.iter().map(|&(n, v)| if n == "M" { (n, ValueKind::Tensor) } else { (n, v) }).collect();
+    for _ in 0..2 {
+        let e = remembered_order("fwd_ws_persistent", params, mistyped.clone()).unwrap_err().to_string();
+        assert!(e.contains("`M` takes an f32 buffer"), "{e}");
+    }
+    // the same values against another kernel's list: refused there, though remembered for this one
+    let e = remembered_order("fwd", abi::kernel_parameters(KernelKind::Fwd), all.clone()).unwrap_err().to_string();
+    assert!(e.contains("is not a parameter of this kernel"), "{e}");
 }

@@ -70,6 +70,10 @@ pub struct Flash {
     /// Kernels loaded into this context. One Flash has one device and one kernel source, so the spec alone
     /// identifies a kernel here: a launch of a loaded kernel never reaches the cache (nor hashes a key).
     loaded: Mutex<HashMap<KernelSpec, Arc<LoadedKernel>>>,
+    /// Plans already made (`plan_problem`), newest last, by problem and options: planning looks up each
+    /// kind's tuned winner, 2-3 µs of a small call's host time on the H200's host (cli/examples/hostcost.rs),
+    /// where finding a remembered plan costs a few comparisons. Forgotten when a tuning result changes.
+    plans: Mutex<Vec<(Problem, PlanOptions, Plan)>>,
     /// The M <-> LSE conversion kernel (lse.rs), loaded on first use.
     pub(crate) scale_kernel: OnceLock<Result<CudaFunction, String>>,
     /// Each stream's scratch (Δ, converted statistics, the tile counter, the fused backward's buffers),
@@ -86,6 +90,13 @@ impl Drop for Flash {
             let _ = unsafe { cudarc::driver::sys::cuCtxSynchronize() };
         }
     }
+}
+
+/// Plans a Flash remembers (`Flash::plans`): the shapes of a model's calls, and of a ragged batch's many lengths.
+const REMEMBERED_PLANS: usize = 256;
+
+fn no_kernels(problem: &Problem, e: flashgen::SpecError) -> RuntimeError {
+    RuntimeError::Argument(format!("tensor Q: no kernels for head dim {} and {}: {e}", problem.head_dim, problem.dtype.name()))
 }
 
 /// The tuning store as the plan sees it: a key's stored winner, tuned first on a miss when autotuning is on
@@ -140,6 +151,7 @@ impl Flash {
             tunes,
             tuned: Mutex::new(HashMap::new()),
             loaded: Mutex::new(HashMap::new()),
+            plans: Mutex::new(Vec::new()),
             scale_kernel: OnceLock::new(),
             scratch: ScratchPool::default(),
         }
@@ -181,6 +193,12 @@ impl Flash {
     /// Tune keys on their first call when nothing is stored for them.
     pub fn set_autotune(&mut self, on: bool) {
         self.autotune = on;
+        self.forget_plans();
+    }
+
+    /// Plans are made again from here on (a tuning result or the autotune switch changed what they choose).
+    fn forget_plans(&self) {
+        self.plans.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
     /// Use the Hopper (wgmma) kernels where the GPU runs them (sm_90a; on by default), or the mma.sync ones.
@@ -218,6 +236,7 @@ impl Flash {
             self.cache.warn(format!("tuning result for {} not saved: {e}", key.id()));
         }
         self.tuned.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), Some(result.best));
+        self.forget_plans();
         Ok(result)
     }
 
@@ -235,13 +254,24 @@ impl Flash {
 
     /// The plan of `problem`, tuning (if on) on inputs of `heads` = batch × heads.
     pub fn plan_problem(&self, problem: &Problem, heads: usize) -> Result<Plan, RuntimeError> {
+        let options = self.plan_options();
+        let remembered = |plans: &[(Problem, PlanOptions, Plan)]| plans.iter().rev().find(|(p, o, _)| p == problem && *o == options).map(|(_, _, plan)| *plan);
+        if let Some(plan) = remembered(&self.plans.lock().unwrap_or_else(|p| p.into_inner())) {
+            return Ok(plan);
+        }
+        // (`heads` only sizes an autotuning run on a miss; the plan it leads to is the same for any heads)
         let tunes = StoredTunes { flash: self, heads: Some(heads) };
-        self.plan_with(problem, &tunes)
+        let plan = flashgen::plan(self.gpu.arch, problem, &options, &tunes).map_err(|e| no_kernels(problem, e))?;
+        let mut plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
+        if plans.len() == REMEMBERED_PLANS {
+            plans.remove(0);
+        }
+        plans.push((*problem, options, plan));
+        Ok(plan)
     }
 
     fn plan_with(&self, problem: &Problem, tuned: &dyn Tuned) -> Result<Plan, RuntimeError> {
-        flashgen::plan(self.gpu.arch, problem, &self.plan_options(), tuned)
-            .map_err(|e| RuntimeError::Argument(format!("tensor Q: no kernels for head dim {} and {}: {e}", problem.head_dim, problem.dtype.name())))
+        flashgen::plan(self.gpu.arch, problem, &self.plan_options(), tuned).map_err(|e| no_kernels(problem, e))
     }
 
     /// The forward spec a call on these inputs uses (`plan`).

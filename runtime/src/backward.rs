@@ -171,7 +171,7 @@ impl BackwardKernels<'_> {
         // 2. Every element read or written lies inside its buffer: `check` ran first (layouts against their
         //    buffers, Δ holds Z·H·N floats).
         // 3. The stream belongs to the context the kernels were loaded in, bound to this thread (`launch`).
-        unsafe { args.launch(stream, &k.function, &k.spec.name(), abi::kernel_parameters(k.spec.kind()), launch_config(k, &g)) }
+        unsafe { args.launch(stream, &k.function, &k.name, abi::kernel_parameters(k.spec.kind()), launch_config(k, &g)) }
     }
 
     /// dK, dV (and with bwd_fused dQ: the locks are zeroed first, on the same stream).
@@ -212,7 +212,7 @@ impl BackwardKernels<'_> {
         //    descriptors of Q and dO (built here over those same buffers and layouts) after it.
         // 2. As for the preprocess; block size and dynamic shared memory are the spec's own, raised at load;
         //    the scratch buffers hold `FusedScratch::lengths` (checked), the locks are zero.
-        unsafe { args.launch(stream, &k.function, &k.spec.name(), abi::kernel_parameters(k.spec.kind()), launch_config(k, &g)) }?;
+        unsafe { args.launch(stream, &k.function, &k.name, abi::kernel_parameters(k.spec.kind()), launch_config(k, &g)) }?;
         drop(args);
         if let (Some(sum), Some(f)) = (&k.dq_sum, a.fused.as_mut()) {
             let partial = f.dq_partial.as_view();
@@ -247,6 +247,6 @@ impl BackwardKernels<'_> {
         //    docs/ABI.md) in its order, each of its parameter's type (`launch_args` checks): Q, K, V,
         //    sm_scale, SOFTCAP, dO, dQ, M, Delta, 20 i64 strides, the geometry group.
         // 2. As for the preprocess.
-        unsafe { args.launch(stream, &dq.function, &dq.spec.name(), abi::kernel_parameters(dq.spec.kind()), launch_config(dq, &g)) }
+        unsafe { args.launch(stream, &dq.function, &dq.name, abi::kernel_parameters(dq.spec.kind()), launch_config(dq, &g)) }
     }
 }

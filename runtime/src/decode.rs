@@ -434,7 +434,7 @@ impl Flash {
             //    B·max_pages entries; the kernel clamps every index it reads from them (the module's doc).
             // 3. Block size and dynamic shared memory are the spec's own, raised on the function at load; the
             //    stream belongs to this context, bound above.
-            unsafe { args.launch(stream.raw(), &kernel.function, &spec.name(), abi::kernel_parameters(KernelKind::Decode), cfg) }?;
+            unsafe { args.launch(stream.raw(), &kernel.function, &kernel.name, abi::kernel_parameters(KernelKind::Decode), cfg) }?;
         }
         if let (Some(combine), Some(partial_o), Some(partial_m)) = (combine, partial_o, partial_m) {
             let (po, pm) = (partial_o.as_view(), partial_m.as_view());
@@ -450,7 +450,7 @@ impl Flash {
             // 4. With the overlapped launch (sm_90), the combine waits for the decode kernel in
             //    griddepcontrol.wait before its first access (templates/fa2_decode_combine.ll.tera).
             let after = if comb.decode_programmatic_combine() { After::Trigger } else { After::Completion };
-            unsafe { args.launch_after(stream.raw(), &combine.function, &comb.name(), abi::kernel_parameters(KernelKind::DecodeCombine), cfg, after) }?;
+            unsafe { args.launch_after(stream.raw(), &combine.function, &combine.name, abi::kernel_parameters(KernelKind::DecodeCombine), cfg, after) }?;
         }
         Ok(DecodeRun { plan: *plan, splits })
     }

@@ -69,6 +69,6 @@ impl LoadedKernel {
         //    clamped by the kernel to TOTAL_Q / TOTAL_K, the tensors' rows, and to the longest lengths.
         // 3. Block size and dynamic shared memory are the spec's own, raised on the function at load; the
         //    stream belongs to `gpu`'s context, bound to this thread above.
-        unsafe { args.launch(stream, &self.function, &self.spec.name(), abi::kernel_parameters(kind), cfg) }
+        unsafe { args.launch(stream, &self.function, &self.name, abi::kernel_parameters(kind), cfg) }
     }
 }
