@@ -152,9 +152,12 @@ def _forward(q: Tensor, k: Tensor, v: Tensor, softmax_scale: float, causal: bool
     # out as wide as v (its head dim may be narrower than q's: DeepSeek's 192/128)
     out = torch.empty_like(q, memory_format=torch.contiguous_format) if v.shape[-1] == q.shape[-1] else q.new_empty(_out_shape(q, v))
     lse = q.new_empty(_lse_shape(q, varlen), dtype=torch.float32) if want_lse else None
-    _native.forward(_to_dlpack(q), _to_dlpack(k), _to_dlpack(v), _to_dlpack(out), None if lse is None else _to_dlpack(lse),
-                    softmax_scale, causal, window_size[0], window_size[1], softcap, _alibi(alibi_slopes), 0.0, _stream(q), True,
-                    **_native_varlen(varlen), **_native_mods(mods))
+    args = (_to_dlpack(q), _to_dlpack(k), _to_dlpack(v), _to_dlpack(out), None if lse is None else _to_dlpack(lse),
+            softmax_scale, causal, window_size[0], window_size[1], softcap, _alibi(alibi_slopes), 0.0, _stream(q), True)
+    if varlen is None and mods is None:
+        _native.forward(*args)  # (no keyword arguments to merge: a small call's common case)
+    else:
+        _native.forward(*args, **_native_varlen(varlen), **_native_mods(mods))
     return out, lse  # lse: base-2 M
 
 
@@ -190,24 +193,46 @@ class FlashAttnFunc(torch.autograd.Function):
     """out = attention(q, k, v) under autograd; `call` (_Call) holds the other arguments, and after the forward
     call.lse, the rows' base-2 log-sum-exp, (B, H, N_q) or packed (H, total_q) f32, which the backward takes.
     The statistics are saved, not returned: an output autograd marks non-differentiable costs the host more
-    than the attribute (a small call's host time, python/tools/timing.py overhead)."""
+    than the attribute (a small call's host time, python/tools/timing.py overhead). They stay in `call`, not
+    among the saved tensors: autograd neither differentiates nor version-checks them (no caller sees them
+    before the backward but through return_lse, which converts a copy), and each saved tensor costs the host."""
 
     @staticmethod
     def forward(ctx, q, k, v, call):
         out, lse = _forward(q, k, v, call.scale, call.causal, call.window_size, call.softcap, call.alibi_slopes, call.varlen,
                             mods=call.mods)
-        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.save_for_backward(q, k, v, out)
         ctx.call = call
         call.lse = lse
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        q, k, v, out, lse = ctx.saved_tensors
+        q, k, v, out = ctx.saved_tensors
         c = ctx.call
-        dq, dk, dv = _backward(dout, q, k, v, out, lse, c.scale, c.causal, c.window_size, c.softcap, c.alibi_slopes,
+        dq, dk, dv = _backward(dout, q, k, v, out, c.lse, c.scale, c.causal, c.window_size, c.softcap, c.alibi_slopes,
                                c.deterministic, c.varlen, mods=c.mods)
         return dq, dk, dv, None
+
+
+def _c_apply_of(function):
+    """`function.apply` without its Python wrapper (torch/autograd/function.py), or None where this torch lacks
+    the C entry: outside functorch's transforms the wrapper only checks for them and unwraps dead wrappers (a
+    no-op there) before calling the C apply, 1-2 us of a small call's host time."""
+    base = getattr(torch._C, "_FunctionBase", None)
+    entry = None if base is None else base.__dict__.get("apply")
+    if entry is None or not hasattr(torch._C, "_are_functorch_transforms_active"):
+        return None
+    return entry.__get__(None, function)
+
+
+_flash_attn_apply = _c_apply_of(FlashAttnFunc)
+
+
+def _apply_flash_attn(q: Tensor, k: Tensor, v: Tensor, call: _Call) -> Tensor:
+    if _flash_attn_apply is not None and not torch._C._are_functorch_transforms_active():
+        return _flash_attn_apply(q, k, v, call)
+    return FlashAttnFunc.apply(q, k, v, call)
 
 
 # --- torch.compile: the same calls as custom ops -------------------------------------------------------------
@@ -294,7 +319,8 @@ def _attention(q: Tensor, k: Tensor, v: Tensor, varlen: VarLen, dropout_p, softm
         # (under torch.compile the lengths may be symbolic: they go to the op as they are)
         varlen = (varlen[0], varlen[1], int(varlen[2]), int(varlen[3]))
     scale = float(softmax_scale) if softmax_scale is not None else q.shape[-1] ** -0.5
-    mods = _mods_of(score_mod, mask_mod, *_split_mod_tensors(mod_tensors))
+    mods = None if score_mod is None and mask_mod is None and not mod_tensors else \
+        _mods_of(score_mod, mask_mod, *_split_mod_tensors(mod_tensors))
     if compiling:
         packed = varlen if varlen is not None else (None, None, 0, 0)
         op_mods = (mods[0], mods[1], _joined(mods[2]), *_four(mods[3])) if mods is not None else (None,) * 7
@@ -302,7 +328,7 @@ def _attention(q: Tensor, k: Tensor, v: Tensor, varlen: VarLen, dropout_p, softm
                                           alibi_slopes, bool(deterministic), *packed, *op_mods)
     elif torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         call = _Call(scale, bool(causal), window_size, float(softcap), alibi_slopes, bool(deterministic), varlen, mods)
-        out = FlashAttnFunc.apply(q, k, v, call)
+        out = _apply_flash_attn(q, k, v, call)
         lse = call.lse
     else:
         # nothing to differentiate (inference, torch.no_grad): the autograd.Function's few microseconds are skipped,

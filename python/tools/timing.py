@@ -171,7 +171,7 @@ def overhead(args, out):
     if args.parts:
         # the autograd.Function's own cost, in the form FlashAttnFunc had until 2026-12-03 (eleven arguments, two
         # outputs, one marked non-differentiable, seven saved) and in its form now (q, k, v and one object, one
-        # output, five saved): the same two allocations, no GPU work
+        # output, four saved, the statistics in the object): the same two allocations, no GPU work
         class Before(torch.autograd.Function):
             @staticmethod
             def forward(ctx, q, k, v, *rest):
@@ -185,7 +185,7 @@ def overhead(args, out):
             @staticmethod
             def forward(ctx, q, k, v, call):
                 out, lse = torch.empty_like(q), q.new_empty((b, h, n), dtype=torch.float32)
-                ctx.save_for_backward(q, k, v, out, lse)
+                ctx.save_for_backward(q, k, v, out)
                 ctx.call = call
                 call.lse = lse
                 return out
@@ -195,6 +195,10 @@ def overhead(args, out):
             "part: Function before (11 args, 2 outputs)": lambda: Before.apply(qg, kg, vg, 0.125, False, (-1, -1), 0.0, None, False, None, None),
             "part: Function now (4 args, 1 output)": lambda: Now.apply(qg, kg, vg, call),
         })
+        now_c = ft._c_apply_of(Now)
+        if now_c is not None:
+            # the same Function through the C apply alone (`_apply_flash_attn`, outside functorch's transforms)
+            paths["part: Function now, C apply"] = lambda: now_c(qg, kg, vg, call)
     calls = args.calls
     for name, f in paths.items():
         for _ in range(50):  # compile, load, allocator warm
