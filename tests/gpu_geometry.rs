@@ -144,7 +144,16 @@ fn backward_families(case: &Case) -> Vec<BackwardSpecs> {
     if case.causal {
         kinds.push((KernelKind::BwdFusedUp, Arch::Sm90a));
     }
-    let mut families: Vec<BackwardSpecs> = kinds.into_iter().map(|(kind, arch)| flashgen::plan::backward_family(kind, arch, &p).unwrap()).collect();
+    let mut families: Vec<BackwardSpecs> = Vec::new();
+    for (kind, arch) in kinds {
+        match flashgen::plan::backward_family(kind, arch, &p) {
+            Ok(family) => families.push(family),
+            // bwd_fused on 128-row query blocks (HEAD_DIM 64) refuses causal packed sequences by name (8 B of
+            // spills); the plan runs them on bwd_fused_up, which this list holds for every causal case
+            Err(e) if kind == KernelKind::BwdFused && case.causal && p.varlen && e.to_string().contains("spill its registers") => {}
+            Err(e) => panic!("{kind:?} at {p:?}: {e}"),
+        }
+    }
     if let Some(up) = families.iter().find(|f| f.dkdv.fold_key_blocks()) {
         families.push(unfolded(up));
     }
