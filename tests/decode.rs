@@ -474,6 +474,11 @@ fn admitted_decode_specs_assemble_without_spills_or_local_memory() {
         for (window, softcap) in [(true, false), (false, true), (true, true)] {
             specs.push(featured(spec, window, softcap));
         }
+        // the bulk copies' variants (sm_90), plain and windowed
+        if matches!(spec.arch(), Arch::Sm90 | Arch::Sm90a) {
+            specs.push(bulk(spec));
+            specs.push(bulk(featured(spec, true, true)));
+        }
     }
     specs.dedup();
     assert!(specs.len() >= 60, "the admitted space should be a real one: {}", specs.len());
@@ -495,12 +500,35 @@ fn admitted_decode_specs_assemble_without_spills_or_local_memory() {
                         if spec.kind() == KernelKind::Decode {
                             assert!(text.contains("LDGSTS"), "{}: the cp.async ring is not LDGSTS in SASS", spec.name());
                             assert!(text.contains("HMMA"), "{}: no HMMA", spec.name());
+                            assert_eq!(text.contains("UBLKCP"), spec.decode_bulk_kv(), "{}: bulk copies (UBLKCP) in SASS iff bulk_kv", spec.name());
                         }
                     }
                 }
             });
         }
     });
+}
+
+/// bulk_kv: the decode kernel's only switch, sm_90 only; rows padded by 16 bytes, one mbarrier a slot past
+/// the merge area.
+#[test]
+fn bulk_kv_is_a_decode_switch_on_sm_90() {
+    use flashgen::spec::ScheduleOverrides;
+    let on = ScheduleOverrides { bulk_kv: Some(true), ..ScheduleOverrides::NONE };
+    let p = SpecParams { kind: KernelKind::Decode, dtype: DType::Bf16, head_dim: 128, block_m: 16, block_n: 64, stage: 1, num_warps: 4, num_stages: 3, arch: Arch::Sm90a };
+    let s = KernelSpec::with_schedule(p, on).unwrap();
+    assert_eq!(s.name(), "fa2_decode_bf16_d128_st1_bm16_bn64_w4_ns3_sm90a_bulk1");
+    assert_eq!((s.decode_kv_pitch(), s.decode_slot_bytes()), (272, 2 * 64 * 272));
+    // [Q 16×128 | 3 × (K, V) 64 rows of 272 B] and 3 mbarriers past it
+    assert_eq!(s.shared_memory_bytes(), 4096 + 3 * 2 * 64 * 272 + 3 * 8);
+    assert_eq!(KernelSpec::with_schedule(p, ScheduleOverrides::NONE).unwrap().decode_kv_pitch(), 256);
+    let err = |p: SpecParams| KernelSpec::with_schedule(p, on).unwrap_err().to_string();
+    assert!(err(SpecParams { arch: Arch::Sm80, ..p }).contains("bulk_kv=on needs sm_90"));
+    assert!(err(SpecParams { kind: KernelKind::FwdWs, block_m: 128, block_n: 128, num_warps: 12, num_stages: 2, ..p }).contains("bulk_kv=on is for the decode kernel"));
+    let combine = SpecParams { kind: KernelKind::DecodeCombine, block_m: 1, block_n: 0, num_stages: 1, ..p };
+    assert!(err(combine).contains("decode_combine none"));
+    let other = ScheduleOverrides { lazy_rescale: Some(true), ..ScheduleOverrides::NONE };
+    assert!(KernelSpec::with_schedule(p, other).unwrap_err().to_string().contains("one schedule switch, bulk_kv"));
 }
 
 #[test]
@@ -633,4 +661,58 @@ fn decode_odd_pages_deep_rings_and_eight_warps_on_the_emulator() {
     // a 6-slot ring over 20 blocks in one split, fp16, 32 rows (G 8, N_q 4) at HEAD_DIM 64 (Q in registers)
     let p = problem(vec![1250], 8, 1, 64, 4, 4, true, CacheStorage::Contiguous { capacity: 1300 });
     check(&tools, "6 slots fp16 d64 32 rows", case(p, DType::F16, decode_spec(DType::F16, 64, 32, 64, true, 4, 6), 1), 13, None);
+}
+
+/// `spec` with its full K/V blocks copied by bulk copies onto per-slot mbarriers (`Schedule::bulk_kv`).
+fn bulk(spec: KernelSpec) -> KernelSpec {
+    let on = flashgen::spec::ScheduleOverrides { bulk_kv: Some(true), ..flashgen::spec::ScheduleOverrides::NONE };
+    let s = KernelSpec::with_features(*spec.params(), on, spec.features()).unwrap();
+    assert!(s.decode_bulk_kv() && s.name().contains("bulk1"), "{}", s.name());
+    s
+}
+
+/// The bulk-copy path against the reference, as the cp.async path's cases: full blocks by bulk copies
+/// (landing only when a thread waits on their slot's barrier), the edge blocks by cp.async, into rows padded
+/// by 16 bytes; contiguous and paged (a page lookup per row), appends, splits and both merges, a padded
+/// head dim (its columns zeroed once), two rows a thread (BLOCK_N 128 on 4 warps), 8 warps, column groups
+/// (whose 8 warps copy 128 rows: half the threads idle), a window, and lying lengths and tables (every bulk
+/// read bounds-checked).
+#[test]
+fn decode_bulk_copies_on_the_emulator() {
+    use flashgen::reference::Window;
+    let Some(tools) = simt::tools_or_skip() else { return };
+    let p = problem(vec![0, 137, 299], 8, 2, 128, 1, 1, true, CacheStorage::Contiguous { capacity: 300 });
+    check(&tools, "bulk contiguous bf16 d128", case(p, DType::Bf16, bulk(decode_spec(DType::Bf16, 128, 16, 64, true, 4, 4)), 3), 51, None);
+    let mut rng = SplitMix(52);
+    let lens = vec![45, 0, 100, 16];
+    let storage = paged(&mut rng, &lens, 3, 16, 8);
+    let p = problem(lens, 4, 2, 64, 3, 3, true, storage);
+    check(&tools, "bulk paged fp16 d64 bn64", case(p.clone(), DType::F16, bulk(decode_spec(DType::F16, 64, 16, 64, true, 4, 3)), 2), 53, None);
+    check(&tools, "bulk paged fp16 d64 bn128", case(p, DType::F16, bulk(decode_spec(DType::F16, 64, 16, 128, true, 4, 2)), 3), 54, None);
+    let p = problem(vec![0, 137, 299], 8, 2, 96, 1, 1, true, CacheStorage::Contiguous { capacity: 300 });
+    check(&tools, "bulk contiguous bf16 d96", case(p, DType::Bf16, bulk(decode_spec(DType::Bf16, 96, 16, 64, true, 4, 3)), 3), 55, None);
+    let p = problem(vec![70, 1, 0], 2, 2, 128, 2, 0, false, CacheStorage::Contiguous { capacity: 96 });
+    check(&tools, "bulk non-causal fp16 d128 w8", case(p, DType::F16, bulk(decode_spec(DType::F16, 128, 16, 128, false, 8, 2)), 2), 56, None);
+    let mut rng = SplitMix(57);
+    let lens = vec![70, 9];
+    let storage = paged(&mut rng, &lens, 4, 16, 8);
+    let p = problem(lens, 16, 2, 256, 4, 4, true, storage);
+    check(&tools, "bulk paged fp16 d256 32 rows", case(p, DType::F16, bulk(decode_spec(DType::F16, 256, 32, 64, true, 8, 2)), 2), 58, None);
+    let mut p = problem(vec![0, 60, 299], 8, 2, 128, 2, 2, true, CacheStorage::Contiguous { capacity: 310 });
+    p.rules.mask.window = Window { left: Some(100), right: None };
+    let spec = bulk(featured(decode_spec(DType::Bf16, 128, 16, 64, true, 4, 3), true, false));
+    check(&tools, "bulk window 100 causal bf16 d128", case(p, DType::Bf16, spec, 3), 59, None);
+    let p = problem(vec![50, 60, 70], 4, 1, 64, 1, 1, true, CacheStorage::Contiguous { capacity: 128 });
+    let mut c = case(p, DType::Bf16, bulk(decode_spec(DType::Bf16, 64, 16, 64, true, 4, 3)), 2);
+    c.device_lens = vec![50, 1_000_000, -5];
+    check(&tools, "bulk lying lengths", c, 60, Some(&[0]));
+    let mut rng = SplitMix(61);
+    let lens = vec![40, 40, 40];
+    let storage = paged(&mut rng, &lens, 1, 16, 4);
+    let p = problem(lens, 4, 1, 64, 1, 1, true, storage);
+    let mut c = case(p, DType::Bf16, bulk(decode_spec(DType::Bf16, 64, 16, 64, true, 4, 3)), 2);
+    c.device_table[4] = 1_000_000;
+    c.device_table[5] = -3;
+    c.device_lens = vec![40, 40, 5000];
+    check(&tools, "bulk lying block table", c, 62, Some(&[0]));
 }

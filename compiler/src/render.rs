@@ -639,7 +639,19 @@ struct Decode {
     /// Whether the last Q copy row can fall past BLOCK_M (then it is skipped).
     Q_COPY_GUARD: bool,
     RING_OFFSET: u32,
+    /// A ring slot's K tile, then its V tile at V_OFFSET; rows KV_PITCH bytes apart (`decode_kv_pitch`).
     V_OFFSET: u32,
+    KV_PITCH: u32,
+    KV_SLOT_BYTES: u32,
+    /// Bulk copies of the full blocks (`Schedule::bulk_kv`): the slots' mbarriers at BARS_OFFSET, each
+    /// thread copying BULK_ROWS rows of the 2·BLOCK_N K and V rows (thread t: rows t + THREADS·i), each
+    /// BULK_BYTES long (the tensor's HEAD_DIM; a padded tile's columns past it are zeroed once).
+    BULK_KV: bool,
+    BARS_OFFSET: u32,
+    BULK_ROWS: u32,
+    BULK_BYTES: u32,
+    /// The L2 cache policy the bulk copies carry: evict first (CUTLASS's CacheHintSm90::EVICT_FIRST).
+    EVICT_FIRST: u64,
     MERGE_ROW_BYTES: u32,
     MERGE_WARP_BYTES: u32,
     /// The per-warp row maxima (f32 [num_warps][BLOCK_M]) and then the row sums.
@@ -684,7 +696,14 @@ impl Decode {
             Q_COPY_ROWS: bm.div_ceil(step),
             Q_COPY_GUARD: bm % step != 0,
             RING_OFFSET: spec.decode_ring_offset(),
-            V_OFFSET: bn * d * spec.dtype().bytes(),
+            V_OFFSET: bn * spec.decode_kv_pitch(),
+            KV_PITCH: spec.decode_kv_pitch(),
+            KV_SLOT_BYTES: spec.decode_slot_bytes(),
+            BULK_KV: spec.decode_bulk_kv(),
+            BARS_OFFSET: spec.decode_barriers_offset(),
+            BULK_ROWS: (2 * bn).div_ceil(threads),
+            BULK_BYTES: spec.head_dim() * spec.dtype().bytes(),
+            EVICT_FIRST: 0x12F0_0000_0000_0000,
             MERGE_ROW_BYTES: (d + crate::spec::DECODE_MERGE_PAD) * 4,
             MERGE_WARP_BYTES: spec.decode_merge_warp_bytes(),
             STATS_OFFSET: spec.decode_stats_offset(),

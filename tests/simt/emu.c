@@ -7,6 +7,7 @@
 // memory before its wait sees stale bytes, as it could on the GPU). One CTA runs at a time.
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,6 +188,64 @@ void emu_cp_wait(int pending) {
   T_qn = keep;
 }
 
+// mbarriers with transaction counts and bulk copies (the decode kernel's Schedule::bulk_kv): a barrier is
+// its 8 bytes of shared memory, its state kept here by address (reset by mbarrier.init in each CTA); a bulk
+// copy is queued on its barrier and lands when a thread tests that barrier (so a read of the slot before the
+// wait sees stale bytes, as it could on the GPU), completing its bytes then. A phase completes when its
+// arrivals have come and its transaction count is back at 0 (it may go negative meanwhile, as on the GPU).
+typedef struct { void *addr; int count, pending, phase; long tx; } Mbar;
+typedef struct { uint8_t *dst; const uint8_t *src; int n; Mbar *bar; } Bulk;
+static Mbar M_bars[64];
+static int M_n;
+static Bulk M_q[4096];
+static int M_qn;
+static pthread_mutex_t M_mu = PTHREAD_MUTEX_INITIALIZER;
+static Mbar *mbar_of(void *addr) {
+  for (int i = 0; i < M_n; i++) if (M_bars[i].addr == addr) return &M_bars[i];
+  if (M_n == 64) { fprintf(stderr, "more than 64 mbarriers\n"); abort(); }
+  M_bars[M_n] = (Mbar){addr, 0, 0, 0, 0};
+  return &M_bars[M_n++];
+}
+static void mbar_settle(Mbar *m) {
+  if (m->pending == 0 && m->tx == 0) { m->phase ^= 1; m->pending = m->count; }
+}
+void emu_mbar_init(void *addr) {
+  pthread_mutex_lock(&M_mu);
+  Mbar *m = mbar_of(addr);
+  m->count = m->pending = 1; m->phase = 0; m->tx = 0;
+  pthread_mutex_unlock(&M_mu);
+}
+void emu_mbar_expect_tx(void *addr, int bytes) {
+  pthread_mutex_lock(&M_mu);
+  Mbar *m = mbar_of(addr);
+  m->tx += bytes;
+  m->pending -= 1;
+  mbar_settle(m);
+  pthread_mutex_unlock(&M_mu);
+}
+void emu_bulk_copy(uint8_t *dst, const uint8_t *src, int n, void *addr) {
+  check_read(src, n);
+  pthread_mutex_lock(&M_mu);
+  if (M_qn == 4096) { fprintf(stderr, "more than 4096 bulk copies in flight\n"); abort(); }
+  M_q[M_qn++] = (Bulk){dst, src, n, mbar_of(addr)};
+  pthread_mutex_unlock(&M_mu);
+}
+int emu_mbar_try_wait(void *addr, int parity) {
+  pthread_mutex_lock(&M_mu);
+  Mbar *m = mbar_of(addr);
+  int keep = 0;
+  for (int i = 0; i < M_qn; i++) {
+    Bulk b = M_q[i];
+    if (b.bar == m) { memcpy(b.dst, b.src, b.n); m->tx -= b.n; mbar_settle(m); }
+    else M_q[keep++] = b;
+  }
+  M_qn = keep;
+  int done = m->phase != parity;
+  pthread_mutex_unlock(&M_mu);
+  if (!done) sched_yield();
+  return done;
+}
+
 float emu_ex2(float x) { return exp2f(x); }
 float emu_lg2(float x) { return log2f(x); }
 float emu_rcp(float x) { return 1.0f / x; }
@@ -213,6 +272,7 @@ void emu_run_grid(int nx, int ny, int nz, int threads, Launch launch) {
     for (int y = 0; y < ny; y++)
       for (int x = 0; x < nx; x++) {
         S_cx = x; S_cy = y; S_cz = z;
+        M_n = 0; M_qn = 0;
         pthread_barrier_init(&cta_bar, NULL, threads);
         for (int w = 0; w < threads / 32; w++) pthread_barrier_init(&warps[w].bar, NULL, 32);
         for (int t = 0; t < threads; t++) pthread_create(&th[t], &attr, thread_main, (void *)(intptr_t)t);

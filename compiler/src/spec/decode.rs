@@ -52,7 +52,11 @@ impl KernelSpec {
         let kind = p.kind.name();
         // the tiles' width: 32 and 96 run on 64's and 128's tiles, their last chunks zero
         let t = p.tile_dim();
-        rule(overrides.is_empty(), || format!("{kind}: schedule `{overrides}`: the decode kernels have no schedule switches"))?;
+        let bulk = overrides.bulk_kv.unwrap_or(false) && p.kind == KernelKind::Decode;
+        rule(ScheduleOverrides { bulk_kv: None, ..overrides }.is_empty() && (p.kind == KernelKind::Decode || overrides.bulk_kv.is_none()), || {
+            format!("{kind}: schedule `{overrides}`: the decode kernel has one schedule switch, bulk_kv, and decode_combine none")
+        })?;
+        rule(!bulk || matches!(p.arch, Arch::Sm90 | Arch::Sm90a), || format!("{kind}: bulk_kv=on needs sm_90 (cp.async.bulk and mbarrier transaction counts); {} has neither", p.arch))?;
         rule(DECODE_HEAD_DIMS.contains(&d), || format!("{kind}: HEAD_DIM={d} is not supported: use one of {DECODE_HEAD_DIMS:?} (the copy lanes take whole rows of 16-byte chunks)"))?;
         if p.kind == KernelKind::DecodeCombine {
             return only_canonical(p, KernelSpec::decode_combine(p.arch, p.dtype, d), "a query row per warp", "decode_combine");
@@ -66,7 +70,8 @@ impl KernelSpec {
             format!("{kind}: BLOCK_N={bn} over {key_warps} key warps (num_warps={w} in {} column groups) gives each warp {} keys of a block: use BLOCK_N = 16 or 32 × the key warps (whole k16 steps of P·V; 32 at most, so S fits in registers)", decode_column_groups(t), bn as f64 / key_warps as f64)
         })?;
         rule(NUM_STAGES.contains(&ns), || format!("{kind}: num_stages={ns} must be in {}..={} (the depth of the cp.async ring of K/V blocks)", NUM_STAGES.start(), NUM_STAGES.end()))?;
-        let spec = KernelSpec { params: p, schedule: Schedule::PLAIN, overrides: ScheduleOverrides::NONE, features: Features::NONE };
+        let (schedule, overrides) = (Schedule { bulk_kv: bulk, ..Schedule::PLAIN }, ScheduleOverrides { bulk_kv: bulk.then_some(true), ..ScheduleOverrides::NONE });
+        let spec = KernelSpec { params: p, schedule, overrides, features: Features::NONE };
         let (threads, chunks) = (32 * w, t / 8);
         let step = threads / chunks;
         rule((bn * chunks) % threads == 0 && bn % step == 0, || format!("{kind}: BLOCK_N={bn} × the tile's {t} columns must be a multiple of 256 × num_warps={w} (each thread copies whole 16-byte chunks of every K/V tile)"))?;
@@ -117,6 +122,35 @@ impl KernelSpec {
         self.decode_m_tiles() * self.params.tile_dim() / 4 <= 32
     }
 
+    /// Whether the full K/V blocks arrive by bulk copies (`Schedule::bulk_kv`).
+    pub fn decode_bulk_kv(&self) -> bool {
+        self.schedule.bulk_kv
+    }
+
+    /// Bytes from one K or V row of a slot to the next: the tile's row, swizzled in 16-byte chunks; with
+    /// bulk copies (which cannot swizzle) 16 bytes more, which keeps ldmatrix's 8 rows on distinct banks.
+    pub fn decode_kv_pitch(&self) -> u32 {
+        self.params.tile_dim() * self.params.dtype.bytes() + if self.decode_bulk_kv() { 16 } else { 0 }
+    }
+
+    /// Bytes of one ring slot: a K tile and a V tile of BLOCK_N rows.
+    pub fn decode_slot_bytes(&self) -> u32 {
+        2 * self.params.block_n * self.decode_kv_pitch()
+    }
+
+    /// Where the bulk copies' mbarriers (8 bytes a slot) start: past everything else, so that the merge,
+    /// which reuses the ring's memory after the loop, never overwrites a barrier.
+    pub fn decode_barriers_offset(&self) -> u32 {
+        self.decode_tiles_bytes().next_multiple_of(8)
+    }
+
+    /// The larger of [Q tile | ring] and the merge area (which reuses that memory after the loop).
+    fn decode_tiles_bytes(&self) -> u32 {
+        let main = self.decode_ring_offset() + self.params.num_stages * self.decode_slot_bytes();
+        let merge = self.decode_stats_offset() + 2 * self.decode_key_warps() * self.params.block_m * 4;
+        main.max(merge)
+    }
+
     /// Bytes of the Q tile, and where the ring starts.
     pub fn decode_ring_offset(&self) -> u32 {
         self.params.block_m * self.params.tile_dim() * self.params.dtype.bytes()
@@ -134,11 +168,8 @@ impl KernelSpec {
     /// Dynamic shared memory of the decode kinds: the larger of [Q tile | ring] and the merge area.
     pub(crate) fn decode_shared_memory_bytes(&self) -> u32 {
         match self.params.kind {
-            KernelKind::Decode => {
-                let main = self.decode_ring_offset() + self.params.num_stages * self.slot_bytes();
-                let merge = self.decode_stats_offset() + 2 * self.decode_key_warps() * self.params.block_m * 4;
-                main.max(merge)
-            }
+            KernelKind::Decode if self.decode_bulk_kv() => self.decode_barriers_offset() + 8 * self.params.num_stages,
+            KernelKind::Decode => self.decode_tiles_bytes(),
             // a warp a row, in registers
             _ => 0,
         }

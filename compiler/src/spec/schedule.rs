@@ -80,6 +80,13 @@ pub struct Schedule {
     /// turns), and launches the grid unfolded otherwise; the kernel reads which from its grid. Derived on for
     /// bwd_fused_up (but at HEAD_DIM 128 with 3 stages, where it spills).
     pub fold_key_blocks: bool,
+    /// The decode kernel copies its full K/V blocks with the TMA unit's bulk copies (sm_90: one
+    /// cp.async.bulk per K or V row onto a per-slot mbarrier, with an EVICT_FIRST L2 hint), into rows padded
+    /// by 16 bytes instead of swizzled; the blocks that reach the new tokens keep cp.async. Under do_bench's
+    /// flush (L2 left dirty) the hint lets the stream's lines replace each other rather than the flush's:
+    /// a raw stream of batch-1 decode's 33.5 MB took 14.80 µs so against cp.async's 15.84
+    /// (2026-12-04-decode-l2-probe). Off by default until measured in the kernel.
+    pub bulk_kv: bool,
 }
 
 /// Which switches a caller sets explicitly; `None` takes the derived value. Written and parsed as
@@ -110,6 +117,8 @@ pub struct ScheduleOverrides {
     pub column_splits: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fold_key_blocks: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bulk_kv: Option<bool>,
 }
 
 /// One switch: its name (the field's, on the CLI), its tag in kernel names, and how to read and write it.
@@ -121,7 +130,7 @@ struct Switch {
 }
 
 /// The switches in resolution order: a switch's derived value may depend on the ones before it.
-const SWITCHES: [Switch; 12] = [
+const SWITCHES: [Switch; 13] = [
     Switch { name: "q_from_registers", tag: "qreg", get: |o| o.q_from_registers.map(u32::from), set: |o, v| o.q_from_registers = Some(v != 0) },
     Switch { name: "lazy_rescale", tag: "lazy", get: |o| o.lazy_rescale.map(u32::from), set: |o, v| o.lazy_rescale = Some(v != 0) },
     Switch { name: "half_block_softmax", tag: "halfsm", get: |o| o.half_block_softmax.map(u32::from), set: |o, v| o.half_block_softmax = Some(v != 0) },
@@ -134,6 +143,7 @@ const SWITCHES: [Switch; 12] = [
     Switch { name: "programs_per_sm", tag: "ctas", get: |o| o.programs_per_sm, set: |o, v| o.programs_per_sm = Some(v) },
     Switch { name: "column_splits", tag: "colsplit", get: |o| o.column_splits, set: |o, v| o.column_splits = Some(v) },
     Switch { name: "fold_key_blocks", tag: "fold", get: |o| o.fold_key_blocks.map(u32::from), set: |o, v| o.fold_key_blocks = Some(v != 0) },
+    Switch { name: "bulk_kv", tag: "bulk", get: |o| o.bulk_kv.map(u32::from), set: |o, v| o.bulk_kv = Some(v != 0) },
 ];
 
 /// The switches that take a number rather than on/off.
@@ -156,6 +166,7 @@ impl ScheduleOverrides {
         programs_per_sm: None,
         column_splits: None,
         fold_key_blocks: None,
+        bulk_kv: None,
     };
 
     pub fn is_empty(&self) -> bool {
@@ -249,6 +260,7 @@ impl Schedule {
         programs_per_sm: 1,
         column_splits: 1,
         fold_key_blocks: false,
+        bulk_kv: false,
     };
 
     /// Resolve `overrides` against the derived values, switch by switch in order, checking each switch that
@@ -351,6 +363,9 @@ impl Schedule {
         decide!(fold_key_blocks, up && fold_fits);
         rule(!s.fold_key_blocks || up, || format!("{kind}: fold_key_blocks=on is for bwd_fused_up (its causal programs' order of dQ additions)"))?;
         rule(!s.fold_key_blocks || fold_fits, || format!("{kind}: fold_key_blocks=on at HEAD_DIM {} needs num_stages=2 (with {} the folded kernel's registers spill)", p.tile_dim(), p.num_stages))?;
+
+        decide!(bulk_kv, false);
+        rule(!s.bulk_kv, || format!("{kind}: bulk_kv=on is for the decode kernel (its K/V copies)"))?;
         Ok((s, canonical))
     }
 }
