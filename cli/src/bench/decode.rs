@@ -118,11 +118,19 @@ fn merge_of(a: &BenchArgs, plan: DecodePlan) -> Result<DecodePlan, String> {
     Ok(DecodePlan { merge, ..plan })
 }
 
+/// `--decode-schedule`, parsed.
+fn schedule_of(a: &BenchArgs) -> Result<Option<flashgen::ScheduleOverrides>, String> {
+    a.decode_schedule.as_deref().map(flashgen::ScheduleOverrides::parse).transpose().map_err(|e| format!("--decode-schedule: {e}"))
+}
+
 /// The variants a shape is timed with: the default plan (its merge as `--decode-merge` says) with the
 /// heuristic's splits, `--decode-splits` counts, and `--decode-configs` tiles ("bn,warps,stages").
-fn variants(a: &BenchArgs, default: &DecodePlan) -> Result<Vec<(String, DecodePlan, Option<usize>)>, String> {
+fn variants(a: &BenchArgs, default: &DecodePlan, problem: &flashgen::plan::DecodeProblem) -> Result<Vec<(String, DecodePlan, Option<usize>)>, String> {
     let default = &merge_of(a, *default)?;
     let mut out = vec![("default".to_string(), *default, None)];
+    if let Some(schedule) = schedule_of(a)? {
+        out.push((format!("@{schedule}"), merge_of(a, default.with_schedule(problem, schedule).map_err(|e| e.to_string())?)?, None));
+    }
     for s in a.decode_splits.as_deref().map(list).transpose()?.unwrap_or_default() {
         out.push((format!("splits={s}"), *default, Some(s as usize)));
     }
@@ -166,7 +174,7 @@ fn back_to_back(gpu: &Gpu, stream: &std::sync::Arc<cudarc::driver::CudaStream>, 
 }
 
 /// The latency row: batch 1, cache 8192 (8191 cached + 1 appended), contiguous.
-fn latency(flash: &Flash, a: &BenchArgs, s: &Shape, bufs: &mut Buffers, json: &mut Option<std::fs::File>) -> Result<(), String> {
+fn latency(flash: &Flash, a: &BenchArgs, s: &Shape, bufs: &mut Buffers, schedule: Option<flashgen::ScheduleOverrides>, json: &mut Option<std::fs::File>) -> Result<(), String> {
     let rt = |x: RuntimeError| x.to_string();
     let dr = |x: cudarc::driver::DriverError| x.to_string();
     let gpu = &flash.gpu;
@@ -175,8 +183,12 @@ fn latency(flash: &Flash, a: &BenchArgs, s: &Shape, bufs: &mut Buffers, json: &m
     let mut step = |stream: Stream| -> Result<flashgen_runtime::DecodeRun, String> {
         let call = bufs.call(s, false, true, None)?;
         let g = flashgen_runtime::DecodeGeometry::of(&call).map_err(rt)?;
-        let plan = merge_of(a, flash.decode_plan(DType::Bf16, &g, false, flashgen_runtime::Window::UNBOUNDED, false).map_err(rt)?)?;
-        flash.attention_with_kvcache_plan(&plan, call, stream).map_err(rt)
+        let plan = flash.decode_plan(DType::Bf16, &g, false, flashgen_runtime::Window::UNBOUNDED, false).map_err(rt)?;
+        let plan = match schedule {
+            Some(schedule) => plan.with_schedule(&g.problem(DType::Bf16, false, flashgen_runtime::Window::UNBOUNDED, false), schedule).map_err(|e| e.to_string())?,
+            None => plan,
+        };
+        flash.attention_with_kvcache_plan(&merge_of(a, plan)?, call, stream).map_err(rt)
     };
     let run = step(own)?;
     // the bench's timer (do-bench: each step after an L2 flush)
@@ -199,8 +211,8 @@ fn latency(flash: &Flash, a: &BenchArgs, s: &Shape, bufs: &mut Buffers, json: &m
     graph.upload().map_err(dr)?;
     let graph_us = back_to_back(gpu, &side, 1000, || graph.launch().map_err(dr))?;
     let line = format!(
-        "{{\"kind\": \"decode_latency\", \"impl\": \"flashgen\", \"B\": {}, \"H\": {}, \"HKV\": {}, \"N\": 1, \"NK\": {}, \"D\": {}, \"append\": 1, \"paged\": false, \"splits\": {}, \"spec\": \"{}{}\", \"merge\": \"{:?}\", \"us\": {:.2}, \"timing\": \"{}\", \"us_back_to_back\": {stream_us:.2}, \"us_graph\": {graph_us:.2}, \"us_host_enqueue\": {host_us:.2}}}",
-        s.b, s.h, s.hkv, s.nk, s.d, run.splits, run.plan.kernel.name(), if run.splits > 1 && run.plan.merge == SplitMerge::Combine { format!("+{}", run.plan.combine.name()) } else { String::new() }, run.plan.merge, timed.ms * 1e3, a.timing
+        "{{\"kind\": \"decode_latency\", \"impl\": \"flashgen\", \"B\": {}, \"H\": {}, \"HKV\": {}, \"N\": 1, \"NK\": {}, \"D\": {}, \"append\": 1, \"paged\": false, \"splits\": {}, \"spec\": \"{}{}\", \"merge\": \"{:?}\", \"config\": \"{}\", \"us\": {:.2}, \"timing\": \"{}\", \"us_back_to_back\": {stream_us:.2}, \"us_graph\": {graph_us:.2}, \"us_host_enqueue\": {host_us:.2}}}",
+        s.b, s.h, s.hkv, s.nk, s.d, run.splits, run.plan.kernel.name(), if run.splits > 1 && run.plan.merge == SplitMerge::Combine { format!("+{}", run.plan.combine.name()) } else { String::new() }, run.plan.merge, schedule.map_or("default".to_string(), |s| format!("@{s}")), timed.ms * 1e3, a.timing
     );
     emit(line, json)
 }
@@ -227,7 +239,8 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 for paged in [false, true] {
                     let g = flashgen_runtime::DecodeGeometry::of(&bufs.call(&s, paged, false, None)?).map_err(rt)?;
                     let default = flash.decode_plan(DType::Bf16, &g, false, flashgen_runtime::Window::UNBOUNDED, false).map_err(rt)?;
-                    for (label, plan, splits) in variants(a, &default)? {
+                    let problem = g.problem(DType::Bf16, false, flashgen_runtime::Window::UNBOUNDED, false);
+                    for (label, plan, splits) in variants(a, &default, &problem)? {
                         let run = flash.attention_with_kvcache_plan(&plan, bufs.call(&s, paged, false, splits)?, stream).map_err(rt)?;
                         let timed = time_launches(gpu, a, || flash.attention_with_kvcache_plan(&plan, bufs.call(&s, paged, false, splits)?, stream).map(|_| ()).map_err(rt))?;
                         let (ms, t) = (timed.ms, &timed.sorted);
@@ -242,7 +255,10 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     }
                 }
                 if !a.no_latency && s.b == 1 && s.nk == 8192 {
-                    latency(&flash, a, &s, &mut bufs, &mut json)?;
+                    latency(&flash, a, &s, &mut bufs, None, &mut json)?;
+                    if let Some(schedule) = schedule_of(a)? {
+                        latency(&flash, a, &s, &mut bufs, Some(schedule), &mut json)?;
+                    }
                 }
                 let _ = bufs.host_table.len();
             }

@@ -19,7 +19,9 @@ pub struct CheckArgs {
     /// Also write inputs and outputs of the default kernels (N = 1024) to DIR for bench/triton_parity.py.
     #[arg(long)]
     pub parity_dir: Option<std::path::PathBuf>,
-    /// Only check the specs whose name contains this text (comma-separated: any of them, e.g. "_d192_,_d256_").
+    /// Only check the specs whose name contains this text (comma-separated: any of them, e.g. "_d192_,_d256_");
+    /// decode cases match as "decode <dtype> <label>" ("decode bf16", "paged", "lying"). A filter that selects
+    /// no case is an error.
     #[arg(long)]
     pub filter: Option<String>,
     /// Skip the backward checks.
@@ -42,6 +44,9 @@ pub struct CheckArgs {
     /// Only the KV-cache decode cases (issue 33).
     #[arg(long, conflicts_with = "skip_decode")]
     pub decode_only: bool,
+    /// Schedule overrides for every decode case's kernel, "switch=on|off,..." (`bulk_kv=on`: K/V by bulk copies).
+    #[arg(long)]
+    pub decode_schedule: Option<String>,
     /// Extra specs to check beside the defaults, as "[w:|ws:|wsp:]dtype,d,bm,bn,stage,warps,stages;..." (target = the GPU's; "w:" = fwd_wgmma, "ws:" = fwd_ws, "wsp:" = fwd_ws_persistent).
     #[arg(long)]
     pub specs: Option<String>,

@@ -200,7 +200,7 @@ fn reference_rows(p: &KvCacheProblem, x: &KvCacheInputs<'_>, only: &[usize], see
 }
 
 /// Run one case: (rel. err. of O, of the LSE, caches as appended, guards intact).
-fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<(f64, f64, bool, bool), String> {
+fn run_case(flash: &Flash, c: &Case, schedule: Option<&flashgen::ScheduleOverrides>, seed: u64) -> Result<(f64, f64, bool, bool), String> {
     let rt = |x: flashgen_runtime::RuntimeError| x.to_string();
     let le = |x: flashgen_runtime::LayoutError| x.to_string();
     let dr = |x: flashgen_runtime::cudarc::driver::DriverError| x.to_string();
@@ -262,7 +262,16 @@ fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<(f64, f64, bool, bool)
         sm_scale: Some(p.rules.sm_scale as f32),
         num_splits: c.splits,
     };
-    flash.attention_with_kvcache(call, flash.own_stream()).map_err(rt)?;
+    match schedule {
+        None => flash.attention_with_kvcache(call, flash.own_stream()).map_err(rt)?,
+        Some(schedule) => {
+            let g = flashgen_runtime::DecodeGeometry::of(&call).map_err(rt)?;
+            let problem = g.problem(dt, call.causal, call.window, call.softcap.is_some());
+            let plan = flash.decode_plan(dt, &g, call.causal, call.window, call.softcap.is_some()).map_err(rt)?;
+            let plan = plan.with_schedule(&problem, *schedule).map_err(|e| e.to_string())?;
+            flash.attention_with_kvcache_plan(&plan, call, flash.own_stream()).map_err(rt)?
+        }
+    };
     gpu.stream.synchronize().map_err(dr)?;
     let all_o: Vec<u16> = gpu.stream.clone_dtoh(&d_o).map_err(dr)?;
     let all_lse: Vec<f32> = gpu.stream.clone_dtoh(&d_lse).map_err(dr)?;
@@ -290,13 +299,14 @@ fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<(f64, f64, bool, bool)
 pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>) -> Result<(usize, usize), String> {
     let (mut passed, mut failed) = (0, 0);
     let mut seed = a.seed ^ 0xdec;
+    let schedule = a.decode_schedule.as_deref().map(flashgen::ScheduleOverrides::parse).transpose().map_err(|e| format!("--decode-schedule: {e}"))?;
     for c in cases(a) {
-        if !a.selects(&c.label) {
+        if !a.selects(&format!("decode {} {}", c.dtype.name(), c.label)) {
             continue;
         }
         seed = seed.wrapping_add(0x9E37_79B9);
         let d = c.p.d_qk;
-        let (result, (eo, el, appended, guards)) = match run_case(flash, &c, seed) {
+        let (result, (eo, el, appended, guards)) = match run_case(flash, &c, schedule.as_ref(), seed) {
             Ok(r) => (if r.0 <= O_TOL && r.1 <= M_TOL && r.2 && r.3 { "pass" } else { "FAIL" }, r),
             Err(why) => {
                 println!("FAIL decode {} d{d} {}: {why}", c.dtype.name(), c.label);
@@ -305,9 +315,10 @@ pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>)
         };
         if result == "pass" { passed += 1 } else { failed += 1 }
         let line = format!(
-            "{{\"kind\":\"check_decode\",\"case\":\"{}\",\"dtype\":\"{}\",\"D\":{d},\"splits\":\"{}\",\"host_copies\":{},\"rel_err_o\":{eo:.3e},\"rel_err_lse\":{el:.3e},\"caches_appended\":{appended},\"guards_intact\":{guards},\"pass\":{}}}",
+            "{{\"kind\":\"check_decode\",\"case\":\"{}\",\"dtype\":\"{}\",\"D\":{d},\"schedule\":\"{}\",\"splits\":\"{}\",\"host_copies\":{},\"rel_err_o\":{eo:.3e},\"rel_err_lse\":{el:.3e},\"caches_appended\":{appended},\"guards_intact\":{guards},\"pass\":{}}}",
             c.label,
             c.dtype.name(),
+            schedule.map_or(String::new(), |s| s.to_string()),
             c.splits.map_or("heuristic".to_string(), |s| s.to_string()),
             c.host_copies,
             result == "pass"
@@ -319,7 +330,7 @@ pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>)
             writeln!(f, "{line}").map_err(|e| e.to_string())?;
         }
     }
-    println!("decode: {passed} passed, {failed} failed");
+    println!("decode{}: {passed} passed, {failed} failed", schedule.map_or(String::new(), |s| format!(" @{s}")));
     Ok((passed, failed))
 }
 

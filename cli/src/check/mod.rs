@@ -48,6 +48,7 @@ fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
     if a.decode_only {
         let (passed, failed) = decode::gpu_check(flash, a, &mut json)?;
         println!("{passed} passed, {failed} failed");
+        ran_some(a, passed + failed)?;
         return if failed > 0 { Err(format!("{failed} decode case(s) failed")) } else { Ok(()) };
     }
     let (mut passed, mut failed) = forward::gpu_check(flash, a, &mut json)?;
@@ -67,8 +68,18 @@ fn gpu_check(flash: &Flash, a: &CheckArgs) -> Result<(), String> {
         failed += f;
     }
     println!("{passed} passed, {failed} failed");
+    ran_some(a, passed + failed)?;
     if failed > 0 {
         return Err(format!("{failed} GPU check case(s) failed (tolerances: O {:e}, M {:e}, gradients {:e})", common::O_TOL, common::M_TOL, common::GRAD_TOL));
+    }
+    Ok(())
+}
+
+/// A check that ran no case has shown nothing: an error, not a pass (a sanitizer run over a filter that
+/// matched no case once read as clean).
+fn ran_some(a: &CheckArgs, cases: usize) -> Result<(), String> {
+    if cases == 0 {
+        return Err(format!("no case ran: --filter `{}` selects none of them (filters match kernel names, and decode cases as \"decode <dtype> <label>\")", a.filter.as_deref().unwrap_or("")));
     }
     Ok(())
 }
