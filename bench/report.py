@@ -77,16 +77,15 @@ def decode_variants(work, tags):
             if r.get("kind") == "decode" and r.get("gb_s"):
                 t.setdefault((r["B"], r["NK"], bool(r.get("paged")), r.get("config", "default")), {}).setdefault(tag, []).append(r["gb_s"])
             elif r.get("kind") == "decode_latency":
-                step.setdefault(tag, []).append(r["us"])
+                step.setdefault((tag, r.get("config", "default")), []).append(r["us"])
     ref = tags[0]
     print(f"\n  B    NK paged config     | " + " | ".join(f"{x:>22}" for x in tags) + f" | (K/V GB/s min-max; ratio of means to {ref}'s)")
     for (b, nk, paged, config), x in sorted(t.items()):
         base = x.get(ref)
         cells = [(f"{min(v):7.0f}-{max(v):7.0f} {statistics.mean(v) / statistics.mean(base):.3f}" if v and base else " " * 22) for v in (x.get(tag) for tag in tags)]
         print(f"{b:3} {nk:5} {int(paged):5} {config[:10]:10} | " + " | ".join(cells))
-    for tag in tags:
-        if step.get(tag):
-            print(f"step (batch 1, cache 8192, bench's timer) {tag}: {min(step[tag]):.2f}-{max(step[tag]):.2f} us")
+    for (tag, config), us in sorted(step.items()):
+        print(f"step (batch 1, cache 8192, bench's timer) {tag} {config}: {min(us):.2f}-{max(us):.2f} us")
 
 
 def variants(work, spec, kind):
