@@ -4,7 +4,8 @@
 //! (B, H, HKV, N, NK, D, causal, paged, page) and ms, gb_s (K and V bytes read / time, its count), plus a
 //! latency row (batch 1, cache 8192, one token appended): the step's time by the bench's timer, back to back
 //! on a stream (events around 1000 calls: what a serving loop sees, host overhead included when it is
-//! the bound), replayed from a CUDA graph of the step (decode + combine), and the host's enqueue time.
+//! the bound), replayed from a CUDA graph of the step (decode + combine), back to back over 8 caches in
+//! turn (a model's layers: each step's cache out of L2, L2 clean), and the host's enqueue time.
 
 use super::timing::time_launches;
 use super::{list, BenchArgs};
@@ -124,15 +125,23 @@ fn schedule_of(a: &BenchArgs) -> Result<Option<flashgen::ScheduleOverrides>, Str
 }
 
 /// The variants a shape is timed with: the default plan (its merge as `--decode-merge` says) with the
-/// heuristic's splits, `--decode-splits` counts, and `--decode-configs` tiles ("bn,warps,stages").
+/// heuristic's splits, `--decode-schedule`'s kernel, `--decode-splits` counts (of both), and
+/// `--decode-configs` tiles ("bn,warps,stages").
 fn variants(a: &BenchArgs, default: &DecodePlan, problem: &flashgen::plan::DecodeProblem) -> Result<Vec<(String, DecodePlan, Option<usize>)>, String> {
     let default = &merge_of(a, *default)?;
     let mut out = vec![("default".to_string(), *default, None)];
-    if let Some(schedule) = schedule_of(a)? {
-        out.push((format!("@{schedule}"), merge_of(a, default.with_schedule(problem, schedule).map_err(|e| e.to_string())?)?, None));
+    let scheduled = match schedule_of(a)? {
+        Some(schedule) => Some((format!("@{schedule}"), merge_of(a, default.with_schedule(problem, schedule).map_err(|e| e.to_string())?)?)),
+        None => None,
+    };
+    if let Some((label, plan)) = &scheduled {
+        out.push((label.clone(), *plan, None));
     }
     for s in a.decode_splits.as_deref().map(list).transpose()?.unwrap_or_default() {
         out.push((format!("splits={s}"), *default, Some(s as usize)));
+        if let Some((label, plan)) = &scheduled {
+            out.push((format!("splits={s}{label}"), *plan, Some(s as usize)));
+        }
     }
     for cfg in a.decode_configs.iter().flat_map(|c| c.split(';')).filter(|c| !c.trim().is_empty()) {
         let f = list(cfg)?;
@@ -173,23 +182,30 @@ fn back_to_back(gpu: &Gpu, stream: &std::sync::Arc<cudarc::driver::CudaStream>, 
     Ok(start.elapsed_ms(&end).map_err(dr)? as f64 * 1e3 / n as f64)
 }
 
-/// The latency row: batch 1, cache 8192 (8191 cached + 1 appended), contiguous.
-fn latency(flash: &Flash, a: &BenchArgs, s: &Shape, bufs: &mut Buffers, schedule: Option<flashgen::ScheduleOverrides>, json: &mut Option<std::fs::File>) -> Result<(), String> {
+/// Caches the `us_layers` loop steps through, one after another: 8 of 33.5 MB (batch 1, cache 8192) is
+/// 5× L2, so each step finds its cache out of L2 and L2 clean, as a model's layers leave it for each other.
+const LATENCY_LAYERS: usize = 8;
+
+/// One decode step as a caller makes it on `bufs`: its plan from the call (`attention_with_kvcache`), under
+/// `schedule`'s overrides, the merge as --decode-merge says.
+fn step_on(flash: &Flash, a: &BenchArgs, s: &Shape, bufs: &mut Buffers, schedule: Option<flashgen::ScheduleOverrides>, stream: Stream) -> Result<flashgen_runtime::DecodeRun, String> {
     let rt = |x: RuntimeError| x.to_string();
+    let call = bufs.call(s, false, true, None)?;
+    let g = flashgen_runtime::DecodeGeometry::of(&call).map_err(rt)?;
+    let plan = flash.decode_plan(DType::Bf16, &g, false, flashgen_runtime::Window::UNBOUNDED, false).map_err(rt)?;
+    let plan = match schedule {
+        Some(schedule) => plan.with_schedule(&g.problem(DType::Bf16, false, flashgen_runtime::Window::UNBOUNDED, false), schedule).map_err(|e| e.to_string())?,
+        None => plan,
+    };
+    flash.attention_with_kvcache_plan(&merge_of(a, plan)?, call, stream).map_err(rt)
+}
+
+/// The latency row: batch 1, cache 8192 (8191 cached + 1 appended), contiguous.
+fn latency(flash: &Flash, a: &BenchArgs, s: &Shape, bufs: &mut Buffers, layers: &mut [Buffers], schedule: Option<flashgen::ScheduleOverrides>, json: &mut Option<std::fs::File>) -> Result<(), String> {
     let dr = |x: cudarc::driver::DriverError| x.to_string();
     let gpu = &flash.gpu;
     let own = flash.own_stream();
-    // one step as a caller makes it: its plan from the call (`attention_with_kvcache`), the merge as --decode-merge says
-    let mut step = |stream: Stream| -> Result<flashgen_runtime::DecodeRun, String> {
-        let call = bufs.call(s, false, true, None)?;
-        let g = flashgen_runtime::DecodeGeometry::of(&call).map_err(rt)?;
-        let plan = flash.decode_plan(DType::Bf16, &g, false, flashgen_runtime::Window::UNBOUNDED, false).map_err(rt)?;
-        let plan = match schedule {
-            Some(schedule) => plan.with_schedule(&g.problem(DType::Bf16, false, flashgen_runtime::Window::UNBOUNDED, false), schedule).map_err(|e| e.to_string())?,
-            None => plan,
-        };
-        flash.attention_with_kvcache_plan(&merge_of(a, plan)?, call, stream).map_err(rt)
-    };
+    let mut step = |stream: Stream| step_on(flash, a, s, bufs, schedule, stream);
     let run = step(own)?;
     // the bench's timer (do-bench: each step after an L2 flush)
     let timed = time_launches(gpu, a, || step(own).map(|_| ()))?;
@@ -210,8 +226,14 @@ fn latency(flash: &Flash, a: &BenchArgs, s: &Shape, bufs: &mut Buffers, schedule
     let graph = graph.ok_or("stream capture gave no graph")?;
     graph.upload().map_err(dr)?;
     let graph_us = back_to_back(gpu, &side, 1000, || graph.launch().map_err(dr))?;
+    // back to back over LATENCY_LAYERS caches in turn (a model's layers: no flush, no cache still in L2)
+    let mut turn = 0;
+    let layers_us = back_to_back(gpu, &gpu.stream, 1000, || {
+        turn += 1;
+        step_on(flash, a, s, &mut layers[turn % layers.len()], schedule, own).map(|_| ())
+    })?;
     let line = format!(
-        "{{\"kind\": \"decode_latency\", \"impl\": \"flashgen\", \"B\": {}, \"H\": {}, \"HKV\": {}, \"N\": 1, \"NK\": {}, \"D\": {}, \"append\": 1, \"paged\": false, \"splits\": {}, \"spec\": \"{}{}\", \"merge\": \"{:?}\", \"config\": \"{}\", \"us\": {:.2}, \"timing\": \"{}\", \"us_back_to_back\": {stream_us:.2}, \"us_graph\": {graph_us:.2}, \"us_host_enqueue\": {host_us:.2}}}",
+        "{{\"kind\": \"decode_latency\", \"impl\": \"flashgen\", \"B\": {}, \"H\": {}, \"HKV\": {}, \"N\": 1, \"NK\": {}, \"D\": {}, \"append\": 1, \"paged\": false, \"splits\": {}, \"spec\": \"{}{}\", \"merge\": \"{:?}\", \"config\": \"{}\", \"us\": {:.2}, \"timing\": \"{}\", \"us_back_to_back\": {stream_us:.2}, \"us_graph\": {graph_us:.2}, \"us_layers\": {layers_us:.2}, \"layers\": {LATENCY_LAYERS}, \"us_host_enqueue\": {host_us:.2}}}",
         s.b, s.h, s.hkv, s.nk, s.d, run.splits, run.plan.kernel.name(), if run.splits > 1 && run.plan.merge == SplitMerge::Combine { format!("+{}", run.plan.combine.name()) } else { String::new() }, run.plan.merge, schedule.map_or("default".to_string(), |s| format!("@{s}")), timed.ms * 1e3, a.timing
     );
     emit(line, json)
@@ -255,9 +277,10 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     }
                 }
                 if !a.no_latency && s.b == 1 && s.nk == 8192 {
-                    latency(&flash, a, &s, &mut bufs, None, &mut json)?;
+                    let mut layers = (0..LATENCY_LAYERS).map(|_| Buffers::new(gpu, &s, &mut rng)).collect::<Result<Vec<_>, _>>()?;
+                    latency(&flash, a, &s, &mut bufs, &mut layers, None, &mut json)?;
                     if let Some(schedule) = schedule_of(a)? {
-                        latency(&flash, a, &s, &mut bufs, Some(schedule), &mut json)?;
+                        latency(&flash, a, &s, &mut bufs, &mut layers, Some(schedule), &mut json)?;
                     }
                 }
                 let _ = bufs.host_table.len();
