@@ -4,8 +4,8 @@
 //! (B, H, HKV, N, NK, D, causal, paged, page) and ms, gb_s (K and V bytes read / time, its count), plus a
 //! latency row (batch 1, cache 8192, one token appended): the step's time by the bench's timer, back to back
 //! on a stream (events around 1000 calls: what a serving loop sees, host overhead included when it is
-//! the bound), replayed from a CUDA graph of the step (decode + combine), back to back over 8 caches in
-//! turn (a model's layers: each step's cache out of L2, L2 clean), and the host's enqueue time.
+//! the bound), replayed from a CUDA graph of the step (decode + combine), replayed from a graph of 8 steps
+//! on 8 caches (a model's layers: each step's cache out of L2, L2 clean), and the host's enqueue time.
 
 use super::timing::time_launches;
 use super::{list, BenchArgs};
@@ -182,7 +182,7 @@ fn back_to_back(gpu: &Gpu, stream: &std::sync::Arc<cudarc::driver::CudaStream>, 
     Ok(start.elapsed_ms(&end).map_err(dr)? as f64 * 1e3 / n as f64)
 }
 
-/// Caches the `us_layers` loop steps through, one after another: 8 of 33.5 MB (batch 1, cache 8192) is
+/// Caches the `us_layers` graph steps through, one after another: 8 of 33.5 MB (batch 1, cache 8192) is
 /// 5× L2, so each step finds its cache out of L2 and L2 clean, as a model's layers leave it for each other.
 const LATENCY_LAYERS: usize = 8;
 
@@ -226,12 +226,19 @@ fn latency(flash: &Flash, a: &BenchArgs, s: &Shape, bufs: &mut Buffers, layers: 
     let graph = graph.ok_or("stream capture gave no graph")?;
     graph.upload().map_err(dr)?;
     let graph_us = back_to_back(gpu, &side, 1000, || graph.launch().map_err(dr))?;
-    // back to back over LATENCY_LAYERS caches in turn (a model's layers: no flush, no cache still in L2)
-    let mut turn = 0;
-    let layers_us = back_to_back(gpu, &gpu.stream, 1000, || {
-        turn += 1;
-        step_on(flash, a, s, &mut layers[turn % layers.len()], schedule, own).map(|_| ())
-    })?;
+    // a graph of LATENCY_LAYERS steps, each on a cache of its own (a model's layers: no flush, and no cache
+    // still in L2 when its step comes), replayed back to back: µs per step
+    for layer in layers.iter_mut() {
+        step_on(flash, a, s, layer, schedule, side_raw)?;
+    }
+    side.synchronize().map_err(dr)?;
+    side.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED).map_err(dr)?;
+    let captured: Result<(), String> = layers.iter_mut().try_for_each(|layer| step_on(flash, a, s, layer, schedule, side_raw).map(|_| ()));
+    let layers_graph = side.end_capture(CUgraphInstantiate_flags(0)).map_err(dr)?;
+    captured?;
+    let layers_graph = layers_graph.ok_or("stream capture gave no graph")?;
+    layers_graph.upload().map_err(dr)?;
+    let layers_us = back_to_back(gpu, &side, 1000 / layers.len(), || layers_graph.launch().map_err(dr))? / layers.len() as f64;
     let line = format!(
         "{{\"kind\": \"decode_latency\", \"impl\": \"flashgen\", \"B\": {}, \"H\": {}, \"HKV\": {}, \"N\": 1, \"NK\": {}, \"D\": {}, \"append\": 1, \"paged\": false, \"splits\": {}, \"spec\": \"{}{}\", \"merge\": \"{:?}\", \"config\": \"{}\", \"us\": {:.2}, \"timing\": \"{}\", \"us_back_to_back\": {stream_us:.2}, \"us_graph\": {graph_us:.2}, \"us_layers\": {layers_us:.2}, \"layers\": {LATENCY_LAYERS}, \"us_host_enqueue\": {host_us:.2}}}",
         s.b, s.h, s.hkv, s.nk, s.d, run.splits, run.plan.kernel.name(), if run.splits > 1 && run.plan.merge == SplitMerge::Combine { format!("+{}", run.plan.combine.name()) } else { String::new() }, run.plan.merge, schedule.map_or("default".to_string(), |s| format!("@{s}")), timed.ms * 1e3, a.timing
