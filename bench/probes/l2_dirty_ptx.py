@@ -1,7 +1,8 @@
 """Which copy mechanism streams K/V past a dirty L2 fastest (batch-1 decode: 256 programs x 128 KB, each
 issued at once): cp.async (today's), cp.async.bulk per 256-byte row with and without an EVICT_FIRST
-cache hint, ld.global into registers with and without a createpolicy hint (ld's own .L2::evict_first needs
-256-bit loads: sm_100). Raw PTX through the driver API (ctypes), timed after do_bench's flush (a 256 MB
+cache hint, cp.async after an L2 prefetch of the same rows by the TMA unit (cp.async.bulk.prefetch.L2) with
+and without EVICT_FIRST, ld.global into registers with and without a createpolicy hint (ld's own
+.L2::evict_first needs 256-bit loads: sm_100). Raw PTX through the driver API (ctypes), timed after do_bench's flush (a 256 MB
 memset: dirty L2) and after a read of the same 256 MB (clean L2). On the H200: python3 bench/probes/l2_dirty_ptx.py
 (bench/results/2026-12-04-decode-l2-probe)."""
 import ctypes, json, sys, torch
@@ -57,6 +58,21 @@ WAIT:
   bar.sync 0;
   shl.b32 %r7, %r1, 2; add.u32 %r8, %r9, %r7; ld.shared.u32 %r99, [%r8];"""
 
+def prefetch_then_cpasync(hint):
+    """cp.async as today, each thread first asking the TMA unit to prefetch its rows into L2
+    (cp.async.bulk.prefetch.L2, 256 bytes a request as the decode's rows), with or without EVICT_FIRST."""
+    rows = PROG_BYTES // 256 // THREADS
+    op = "cp.async.bulk.prefetch.L2.global" + (".L2::cache_hint" if hint else "")
+    pol = ", %pol" if hint else ""
+    issue = "\n".join(f"  {op} [%rd{10+i}], 256{pol};" for i in range(rows))
+    addrs = "\n".join(f"  add.u64 %rd{10+i}, %rd7, {i * THREADS * 256};" for i in range(rows))
+    return f"""  mov.b64 %pol, 0x12F0000000000000;
+  mul.wide.u32 %rd8, %r1, 256; add.u64 %rd7, %rd4, %rd8;
+{addrs}
+{issue}
+""" + cpasync()
+
+
 def ld(qual, policy=False):
     per = PROG_BYTES // THREADS // 16  # 64 loads of 16 bytes
     batch = 16
@@ -76,6 +92,8 @@ VARIANTS = {
     "cp_async": cpasync(),
     "bulk": bulk(False),
     "bulk_evict_first": bulk(True),
+    "prefetch_cp_async": prefetch_then_cpasync(False),
+    "prefetch_ef_cp_async": prefetch_then_cpasync(True),
     "ld": ld(".L1::no_allocate"),
     "ld_policy": ld(".L1::no_allocate.L2::cache_hint", policy=True),
 }
