@@ -147,13 +147,15 @@ def _out_shape(q: Tensor, v: Tensor) -> Tuple[int, ...]:
 
 
 def _forward(q: Tensor, k: Tensor, v: Tensor, softmax_scale: float, causal: bool, window_size: Tuple[int, int], softcap: float,
-             alibi_slopes: Optional[Tensor], varlen: VarLen = None, want_lse: bool = True, mods: Mods = None) -> Tuple[Tensor, Optional[Tensor]]:
-    """(out, M): M the rows' base-2 statistics, or None without want_lse (the runtime's scratch takes them)."""
+             alibi_slopes: Optional[Tensor], varlen: VarLen = None, want_lse: bool = True, mods: Mods = None,
+             dropout_p: float = 0.0) -> Tuple[Tensor, Optional[Tensor]]:
+    """(out, M): M the rows' base-2 statistics, or None without want_lse (the runtime's scratch takes them).
+    dropout_p goes to the native call, which refuses any but 0 (it checks every argument)."""
     # out as wide as v (its head dim may be narrower than q's: DeepSeek's 192/128)
     out = torch.empty_like(q, memory_format=torch.contiguous_format) if v.shape[-1] == q.shape[-1] else q.new_empty(_out_shape(q, v))
     lse = q.new_empty(_lse_shape(q, varlen), dtype=torch.float32) if want_lse else None
     args = (_to_dlpack(q), _to_dlpack(k), _to_dlpack(v), _to_dlpack(out), None if lse is None else _to_dlpack(lse),
-            softmax_scale, causal, window_size[0], window_size[1], softcap, _alibi(alibi_slopes), 0.0, _stream(q), True)
+            softmax_scale, causal, window_size[0], window_size[1], softcap, _alibi(alibi_slopes), dropout_p, _stream(q), True)
     if varlen is None and mods is None:
         _native.forward(*args)  # (no keyword arguments to merge: a small call's common case)
     else:
@@ -181,12 +183,12 @@ def _backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: T
 class _Call:
     """What FlashAttnFunc takes besides q, k, v, as one argument (Function.apply inspects each of its arguments:
     one object rather than eight), and the row statistics it hands back beside its one output."""
-    __slots__ = ("scale", "causal", "window_size", "softcap", "alibi_slopes", "deterministic", "varlen", "mods", "lse")
+    __slots__ = ("scale", "causal", "window_size", "softcap", "alibi_slopes", "deterministic", "varlen", "mods", "dropout_p", "lse")
 
-    def __init__(self, scale, causal, window_size, softcap, alibi_slopes, deterministic, varlen, mods):
+    def __init__(self, scale, causal, window_size, softcap, alibi_slopes, deterministic, varlen, mods, dropout_p=0.0):
         self.scale, self.causal, self.window_size, self.softcap = scale, causal, window_size, softcap
         self.alibi_slopes, self.deterministic, self.varlen, self.mods = alibi_slopes, deterministic, varlen, mods
-        self.lse = None
+        self.dropout_p, self.lse = dropout_p, None
 
 
 class FlashAttnFunc(torch.autograd.Function):
@@ -200,7 +202,7 @@ class FlashAttnFunc(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, call):
         out, lse = _forward(q, k, v, call.scale, call.causal, call.window_size, call.softcap, call.alibi_slopes, call.varlen,
-                            mods=call.mods)
+                            mods=call.mods, dropout_p=call.dropout_p)
         ctx.save_for_backward(q, k, v, out)
         ctx.call = call
         call.lse = lse
@@ -309,33 +311,47 @@ def _attention(q: Tensor, k: Tensor, v: Tensor, varlen: VarLen, dropout_p, softm
         raise NotImplementedError("return_attn_probs=True: flashgen's kernels never form the attention matrix; "
                                   "use return_lse=True for the log-sum-exp, or torch's SDPA for the probabilities")
     window_size = (int(window_size[0]), int(window_size[1]))
-    compiling = torch.compiler.is_compiling()
-    if not compiling:
-        # (under torch.compile the op's own native call makes these checks when it runs: dynamo cannot trace
+    if torch.compiler.is_compiling():
+        # (under torch.compile the op's own native call checks the arguments when it runs: dynamo cannot trace
         # into an extension function, and a call here would break the graph)
-        _native.check_arguments(causal, window_size[0], window_size[1], softcap, alibi_slopes, dropout_p, softmax_scale)
-    _check_tensors(q, k, v, varlen)
-    if varlen is not None and not compiling:
-        # (under torch.compile the lengths may be symbolic: they go to the op as they are)
-        varlen = (varlen[0], varlen[1], int(varlen[2]), int(varlen[3]))
-    scale = float(softmax_scale) if softmax_scale is not None else q.shape[-1] ** -0.5
-    mods = None if score_mod is None and mask_mod is None and not mod_tensors else \
-        _mods_of(score_mod, mask_mod, *_split_mod_tensors(mod_tensors))
-    if compiling:
+        _check_tensors(q, k, v, varlen)
+        mods = _mods_from(score_mod, mask_mod, mod_tensors)
         packed = varlen if varlen is not None else (None, None, 0, 0)
         op_mods = (mods[0], mods[1], _joined(mods[2]), *_four(mods[3])) if mods is not None else (None,) * 7
+        scale = float(softmax_scale) if softmax_scale is not None else q.shape[-1] ** -0.5
         out, lse = torch.ops.flashgen.fwd(q, k, v, scale, bool(causal), window_size[0], window_size[1], float(softcap),
                                           alibi_slopes, bool(deterministic), *packed, *op_mods)
-    elif torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-        call = _Call(scale, bool(causal), window_size, float(softcap), alibi_slopes, bool(deterministic), varlen, mods)
-        out = _apply_flash_attn(q, k, v, call)
-        lse = call.lse
-    else:
-        # nothing to differentiate (inference, torch.no_grad): the autograd.Function's few microseconds are skipped,
-        # and without return_lse the statistics' allocation too
-        out, lse = _forward(q, k, v, scale, bool(causal), window_size, float(softcap), alibi_slopes, varlen, want_lse=return_lse,
-                            mods=mods)
+        return (out, lse * LN2) if return_lse else out
+    try:
+        # eager: the native call checks every argument and tensor itself (the same rules)
+        if varlen is not None:
+            varlen = (varlen[0], varlen[1], int(varlen[2]), int(varlen[3]))
+        scale = float(softmax_scale) if softmax_scale is not None else q.shape[-1] ** -0.5
+        mods = None if score_mod is None and mask_mod is None and not mod_tensors else _mods_from(score_mod, mask_mod, mod_tensors)
+        if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+            call = _Call(scale, bool(causal), window_size, float(softcap), alibi_slopes, bool(deterministic), varlen, mods,
+                         float(dropout_p))
+            out = _apply_flash_attn(q, k, v, call)
+            lse = call.lse
+        else:
+            # nothing to differentiate (inference, torch.no_grad): the autograd.Function's few microseconds are
+            # skipped, and without return_lse the statistics' allocation too
+            out, lse = _forward(q, k, v, scale, bool(causal), window_size, float(softcap), alibi_slopes, varlen,
+                                want_lse=return_lse, mods=mods, dropout_p=float(dropout_p))
+    except Exception:
+        # whatever failed, the Python-side checks run now, in their order, so that a bad argument or a tensor
+        # that is not one is named as they name it; past them, the error as it came. (Run before every call,
+        # they cost a small call ~0.7 us of host time: python/tools/timing.py overhead --parts.)
+        _native.check_arguments(causal, window_size[0], window_size[1], softcap, alibi_slopes, dropout_p, softmax_scale)
+        _check_tensors(q, k, v, varlen)
+        raise
     return (out, lse * LN2) if return_lse else out
+
+
+def _mods_from(score_mod, mask_mod, mod_tensors) -> Mods:
+    if score_mod is None and mask_mod is None and not mod_tensors:
+        return None
+    return _mods_of(score_mod, mask_mod, *_split_mod_tensors(mod_tensors))
 
 
 def flash_attn_func(q: Tensor, k: Tensor, v: Tensor, dropout_p: float = 0.0, softmax_scale: Optional[float] = None,
