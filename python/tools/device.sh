@@ -5,6 +5,7 @@
 #     bash python/tools/device.sh timing     # ROUNDS [2] of the Rust bench's rows and the same rows through Python, alternating,
 #                                            # compared on their means; then the small-call overhead through Python
 #     bash python/tools/device.sh overhead   # the small call's host cost and its pieces (timing.py overhead --parts)
+#     bash python/tools/device.sh layer      # the table's rows through Python against the native calls, one process, one timer
 #     bash python/tools/device.sh candle     # the candle op's GPU test and its training example
 #     bash python/tools/device.sh tests candle   # several in one call, in order
 #
@@ -54,6 +55,10 @@ for what in "${@:-tests}"; do
       done
       python3 python/tools/timing.py compare --rust "${rust[@]}" --python "${python[@]}" --out "$OUT/python.jsonl" 2>&1 | tail -1
       timeout 100 python3 python/tools/timing.py overhead --out "$OUT/python.jsonl" 2>&1 | tee "$OUT/python_overhead.log"
+      status=$((status | ${PIPESTATUS[0]})) ;;
+    layer)
+      # the Python layer against the native calls in one process, one timer (timing.py layer)
+      timeout 300 python3 python/tools/timing.py layer --rounds "${ROUNDS:-2}" --out "$OUT/python_layer.jsonl" 2>&1 | tee "$OUT/python_layer.log" | tail -3
       status=$((status | ${PIPESTATUS[0]})) ;;
     overhead)
       # the small call's host cost alone, with its pieces (no CLI, no table)

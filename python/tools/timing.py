@@ -12,6 +12,11 @@
       The table's rows over rounds (Rust and Python alternating in one call: the board's clock drifts between
       runs, so one run of each reads ±6%, python-v1): each row's mean over the rounds on each side, their ratio.
 
+  python3 python/tools/timing.py layer [--rounds 2] [--out rows.jsonl]
+      The table's rows through flash_attn_func and autograd against the native calls with preallocated outputs
+      (the runtime's path, as the Rust bench calls it) in one process on one timer, alternating: the cost of the
+      Python layer itself, without the run-to-run drift of the board's clock that `compare` has to average out.
+
   python3 python/tools/timing.py overhead [--calls 200] [--out rows.jsonl]
       The host cost of a small call (B 1, H 8, N 128, D 64, bf16). Method, no profiler:
         1. GPU time per call: torch.cuda._sleep keeps the GPU busy for ~50 ms; meanwhile the host queues
@@ -92,6 +97,49 @@ def table(args, out):
         worst = max(ratios)
         print(f"python/rust: {min(ratios):.3f} .. {worst:.3f} over {len(ratios)} rows; bar 1.03: {'met' if worst <= 1.03 else 'NOT met'}",
               file=sys.stderr)
+
+
+def layer(args, out):
+    """Python's layer alone: each table row through flash_attn_func (autograd: requires_grad inputs, the backward
+    by torch.autograd.grad) and through the native calls with preallocated outputs (the runtime's path, as the
+    Rust bench calls it), in one process, on one timer (do_bench), alternating which goes first each round."""
+    from triton.testing import do_bench
+    ratios = []
+    cap = ft._to_dlpack
+    for d in args.d:
+        for n in args.n:
+            for causal in args.causal:
+                b, h = 16384 // n, 2048 // d
+                g = torch.Generator(device="cuda").manual_seed(0)
+                q, k, v = (torch.randn(b, n, h, d, dtype=torch.bfloat16, device="cuda", generator=g).requires_grad_() for _ in range(3))
+                qd, kd, vd = q.detach(), k.detach(), v.detach()
+                scale, stream = d ** -0.5, ft._stream(q)
+                o, m = ft._forward(qd, kd, vd, scale, causal, (-1, -1), 0.0, None)
+                dq, dk, dv = (torch.empty_like(x) for x in (qd, kd, vd))
+                out_ = flash_attn_func(q, k, v, causal=causal)
+                dout = torch.randn_like(out_)
+                paths = {
+                    "fwd": (lambda: _native.forward(cap(qd), cap(kd), cap(vd), cap(o), cap(m), scale, causal, -1, -1, 0.0, None, 0.0,
+                                                    stream, True),
+                            lambda: flash_attn_func(q, k, v, causal=causal)),
+                    "bwd": (lambda: _native.backward(cap(dout), cap(qd), cap(kd), cap(vd), cap(o), cap(m), cap(dq), cap(dk), cap(dv),
+                                                     scale, causal, -1, -1, 0.0, None, False, stream, True),
+                            lambda: torch.autograd.grad(out_, (q, k, v), dout, retain_graph=True)),
+                }
+                for kind, (native, python) in paths.items():
+                    t = {"native": [], "python": []}
+                    for r in range(args.rounds):
+                        for name in (("native", "python") if r % 2 == 0 else ("python", "native")):
+                            t[name].append(do_bench(native if name == "native" else python, warmup=25, rep=200))
+                    ratio = (sum(t["python"]) / len(t["python"])) / (sum(t["native"]) / len(t["native"]))
+                    ratios.append(ratio)
+                    emit(dict(kind=kind, impl="flashgen-python-layer", B=b, H=h, N=n, D=d, causal=int(causal), dtype="bf16",
+                              native_ms=t["native"], python_ms=t["python"], python_over_native=ratio, timing="do_bench"), out)
+                del q, k, v, qd, kd, vd, o, m, dq, dk, dv, out_, dout, paths
+                torch.cuda.empty_cache()
+    if ratios:
+        print(f"python/native, one process, one timer: {min(ratios):.3f} .. {max(ratios):.3f} over {len(ratios)} rows; "
+              f"bar 1.03: {'met' if max(ratios) <= 1.03 else 'NOT met'}", file=sys.stderr)
 
 
 def compare(args, out):
@@ -232,7 +280,7 @@ def overhead(args, out):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=["table", "overhead", "compare"])
+    p.add_argument("what", choices=["table", "overhead", "compare", "layer"])
     p.add_argument("--rust", nargs="*", help="the Rust bench's JSON lines (flashgen bench --backward --timing do-bench --json), "
                                              "one file a round")
     p.add_argument("--python", nargs="*", help="compare: the table's JSON lines, one file a round")
@@ -241,13 +289,14 @@ def main():
     p.add_argument("--n", type=lambda s: [int(x) for x in s.split(",")], default=[1024, 4096, 16384])
     p.add_argument("--causal", type=lambda s: [bool(int(x)) for x in s.split(",")], default=[False, True])
     p.add_argument("--calls", type=int, default=200)
+    p.add_argument("--rounds", type=int, default=2, help="layer: do_bench runs of each path per row, alternating")
     p.add_argument("--parts", action="store_true", help="overhead: also time the no-grad call's pieces one by one")
     args = p.parse_args()
     if args.what != "compare":
         print(f"# flashgen {flashgen.__version__} on {flashgen.device_info(torch.cuda.current_device())}, torch {torch.__version__}",
               file=sys.stderr)
     with open(args.out, "a") if args.out else open("/dev/null", "w") as out:
-        {"table": table, "overhead": overhead, "compare": compare}[args.what](args, out if args.out else None)
+        {"table": table, "overhead": overhead, "compare": compare, "layer": layer}[args.what](args, out if args.out else None)
 
 
 if __name__ == "__main__":
