@@ -532,6 +532,25 @@ fn bulk_kv_is_a_decode_switch_on_sm_90() {
 }
 
 #[test]
+fn a_decode_plan_takes_a_schedule_keeping_its_tiles_and_features() {
+    use flashgen::plan::{decode, DecodeProblem};
+    use flashgen::spec::ScheduleOverrides;
+    let on = ScheduleOverrides::parse("bulk_kv=on").unwrap();
+    let p = DecodeProblem { dtype: DType::Bf16, head_dim: 128, causal: false, window: true, softcap: true, group: 4, queries: 1 };
+    let plan = decode(Arch::Sm90a, &p).unwrap();
+    let bulk = plan.with_schedule(&p, on).unwrap();
+    assert_eq!(bulk.kernel.name(), "fa2_decode_bf16_d128_st1_bm16_bn64_w4_ns3_sm90a_bulk1_window_softcap");
+    assert_eq!((bulk.kernel.params(), bulk.kernel.features()), (plan.kernel.params(), plan.kernel.features()));
+    assert!(bulk.kernel.decode_bulk_kv() && !plan.kernel.decode_bulk_kv());
+    assert_eq!((bulk.combine, bulk.merge), (plan.combine, SplitMerge::for_tile(&bulk.kernel, &p)));
+    // no override is the plan itself; sm_80 refuses the switch by name
+    assert_eq!(plan.with_schedule(&p, ScheduleOverrides::NONE).unwrap(), plan);
+    let plain = DecodeProblem { window: false, softcap: false, ..p };
+    let e = decode(Arch::Sm80, &plain).unwrap().with_schedule(&plain, on).unwrap_err().to_string();
+    assert!(e.contains("bulk_kv=on needs sm_90"), "{e}");
+}
+
+#[test]
 fn decode_rules_name_the_fix() {
     let p = SpecParams { kind: KernelKind::Decode, dtype: DType::Bf16, head_dim: 128, block_m: 16, block_n: 64, stage: 1, num_warps: 4, num_stages: 3, arch: Arch::Sm90a };
     let s = KernelSpec::new(p).unwrap();
