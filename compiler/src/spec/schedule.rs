@@ -83,9 +83,11 @@ pub struct Schedule {
     /// The decode kernel copies its full K/V blocks with the TMA unit's bulk copies (sm_90: one
     /// cp.async.bulk per K or V row onto a per-slot mbarrier, with an EVICT_FIRST L2 hint), into rows padded
     /// by 16 bytes instead of swizzled; the blocks that reach the new tokens keep cp.async. Under do_bench's
-    /// flush (L2 left dirty) the hint lets the stream's lines replace each other rather than the flush's:
-    /// a raw stream of batch-1 decode's 33.5 MB took 14.80 µs so against cp.async's 15.84
-    /// (2026-12-04-decode-l2-probe). Off by default until measured in the kernel.
+    /// flush (L2 left dirty) the hint lets the stream's lines replace each other rather than the flush's
+    /// (a raw 33.5 MB stream: 14.80 µs against cp.async's 15.84, 2026-12-04-decode-l2-probe). Off: in the
+    /// kernel it wins only there (the do_bench step 19.2-19.6 against 20.1-20.4 µs) and loses in a model's
+    /// loop (13.45 → 14.17 µs) and at batch 16 (−37 to −42%: a request per row is slower than cp.async),
+    /// 2026-12-04-decode-bulk.
     pub bulk_kv: bool,
 }
 
