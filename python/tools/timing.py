@@ -60,6 +60,18 @@ def emit(row, out):
         out.flush()
 
 
+def table_rows(args):
+    """The table's rows as (d, n, causal, (b, h, q, k, v)): bf16 inputs (B, N, H, D) that require grad, 16384 tokens
+    per batch, H·D = 2048, the same seed for every row."""
+    for d in args.d:
+        for n in args.n:
+            for causal in args.causal:
+                b, h = 16384 // n, 2048 // d
+                g = torch.Generator(device="cuda").manual_seed(0)
+                q, k, v = (torch.randn(b, n, h, d, dtype=torch.bfloat16, device="cuda", generator=g).requires_grad_() for _ in range(3))
+                yield d, n, causal, (b, h, q, k, v)
+
+
 def table(args, out):
     from triton.testing import do_bench
     rust = {}
@@ -70,29 +82,24 @@ def table(args, out):
                 r = json.loads(line)
                 rust[(r["kind"], r["N"], r["D"], bool(r["causal"]))] = r
     ratios = []
-    for d in args.d:
-        for n in args.n:
-            for causal in args.causal:
-                b, h = 16384 // n, 2048 // d
-                g = torch.Generator(device="cuda").manual_seed(0)
-                q, k, v = (torch.randn(b, n, h, d, dtype=torch.bfloat16, device="cuda", generator=g).requires_grad_() for _ in range(3))
-                ms = do_bench(lambda: flash_attn_func(q, k, v, causal=causal), warmup=25, rep=200)
-                rows = [("fwd", ms)]
-                out_ = flash_attn_func(q, k, v, causal=causal)
-                dout = torch.randn_like(out_)
-                ms = do_bench(lambda: torch.autograd.grad(out_, (q, k, v), dout, retain_graph=True), warmup=25, rep=200)
-                rows.append(("bwd", ms))
-                for kind, ms in rows:
-                    row = dict(kind=kind, impl="flashgen-python", B=b, H=h, N=n, D=d, causal=int(causal), dtype="bf16", ms=ms,
-                               tflops=flops(kind, b, h, n, d, causal) / ms / 1e9, timing="do_bench")
-                    r = rust.get((kind, n, d, causal))
-                    if r is not None:
-                        row["rust_ms"] = r["ms"]
-                        row["python_over_rust"] = ms / r["ms"]
-                        ratios.append(row["python_over_rust"])
-                    emit(row, out)
-                del q, k, v, out_, dout
-                torch.cuda.empty_cache()
+    for d, n, causal, (b, h, q, k, v) in table_rows(args):
+        ms = do_bench(lambda: flash_attn_func(q, k, v, causal=causal), warmup=25, rep=200)
+        rows = [("fwd", ms)]
+        out_ = flash_attn_func(q, k, v, causal=causal)
+        dout = torch.randn_like(out_)
+        ms = do_bench(lambda: torch.autograd.grad(out_, (q, k, v), dout, retain_graph=True), warmup=25, rep=200)
+        rows.append(("bwd", ms))
+        for kind, ms in rows:
+            row = dict(kind=kind, impl="flashgen-python", B=b, H=h, N=n, D=d, causal=int(causal), dtype="bf16", ms=ms,
+                       tflops=flops(kind, b, h, n, d, causal) / ms / 1e9, timing="do_bench")
+            r = rust.get((kind, n, d, causal))
+            if r is not None:
+                row["rust_ms"] = r["ms"]
+                row["python_over_rust"] = ms / r["ms"]
+                ratios.append(row["python_over_rust"])
+            emit(row, out)
+        del q, k, v, out_, dout
+        torch.cuda.empty_cache()
     if ratios:
         worst = max(ratios)
         print(f"python/rust: {min(ratios):.3f} .. {worst:.3f} over {len(ratios)} rows; bar 1.03: {'met' if worst <= 1.03 else 'NOT met'}",
@@ -106,37 +113,32 @@ def layer(args, out):
     from triton.testing import do_bench
     ratios = []
     cap = ft._to_dlpack
-    for d in args.d:
-        for n in args.n:
-            for causal in args.causal:
-                b, h = 16384 // n, 2048 // d
-                g = torch.Generator(device="cuda").manual_seed(0)
-                q, k, v = (torch.randn(b, n, h, d, dtype=torch.bfloat16, device="cuda", generator=g).requires_grad_() for _ in range(3))
-                qd, kd, vd = q.detach(), k.detach(), v.detach()
-                scale, stream = d ** -0.5, ft._stream(q)
-                o, m = ft._forward(qd, kd, vd, scale, causal, (-1, -1), 0.0, None)
-                dq, dk, dv = (torch.empty_like(x) for x in (qd, kd, vd))
-                out_ = flash_attn_func(q, k, v, causal=causal)
-                dout = torch.randn_like(out_)
-                paths = {
-                    "fwd": (lambda: _native.forward(cap(qd), cap(kd), cap(vd), cap(o), cap(m), scale, causal, -1, -1, 0.0, None, 0.0,
-                                                    stream, True),
-                            lambda: flash_attn_func(q, k, v, causal=causal)),
-                    "bwd": (lambda: _native.backward(cap(dout), cap(qd), cap(kd), cap(vd), cap(o), cap(m), cap(dq), cap(dk), cap(dv),
-                                                     scale, causal, -1, -1, 0.0, None, False, stream, True),
-                            lambda: torch.autograd.grad(out_, (q, k, v), dout, retain_graph=True)),
-                }
-                for kind, (native, python) in paths.items():
-                    t = {"native": [], "python": []}
-                    for r in range(args.rounds):
-                        for name in (("native", "python") if r % 2 == 0 else ("python", "native")):
-                            t[name].append(do_bench(native if name == "native" else python, warmup=25, rep=200))
-                    ratio = (sum(t["python"]) / len(t["python"])) / (sum(t["native"]) / len(t["native"]))
-                    ratios.append(ratio)
-                    emit(dict(kind=kind, impl="flashgen-python-layer", B=b, H=h, N=n, D=d, causal=int(causal), dtype="bf16",
-                              native_ms=t["native"], python_ms=t["python"], python_over_native=ratio, timing="do_bench"), out)
-                del q, k, v, qd, kd, vd, o, m, dq, dk, dv, out_, dout, paths
-                torch.cuda.empty_cache()
+    for d, n, causal, (b, h, q, k, v) in table_rows(args):
+        qd, kd, vd = q.detach(), k.detach(), v.detach()
+        scale, stream = d ** -0.5, ft._stream(q)
+        o, m = ft._forward(qd, kd, vd, scale, causal, (-1, -1), 0.0, None)
+        dq, dk, dv = (torch.empty_like(x) for x in (qd, kd, vd))
+        out_ = flash_attn_func(q, k, v, causal=causal)
+        dout = torch.randn_like(out_)
+        paths = {
+            "fwd": (lambda: _native.forward(cap(qd), cap(kd), cap(vd), cap(o), cap(m), scale, causal, -1, -1, 0.0, None, 0.0,
+                                            stream, True),
+                    lambda: flash_attn_func(q, k, v, causal=causal)),
+            "bwd": (lambda: _native.backward(cap(dout), cap(qd), cap(kd), cap(vd), cap(o), cap(m), cap(dq), cap(dk), cap(dv),
+                                             scale, causal, -1, -1, 0.0, None, False, stream, True),
+                    lambda: torch.autograd.grad(out_, (q, k, v), dout, retain_graph=True)),
+        }
+        for kind, (native, python) in paths.items():
+            t = {"native": [], "python": []}
+            for r in range(args.rounds):
+                for name in (("native", "python") if r % 2 == 0 else ("python", "native")):
+                    t[name].append(do_bench(native if name == "native" else python, warmup=25, rep=200))
+            ratio = (sum(t["python"]) / len(t["python"])) / (sum(t["native"]) / len(t["native"]))
+            ratios.append(ratio)
+            emit(dict(kind=kind, impl="flashgen-python-layer", B=b, H=h, N=n, D=d, causal=int(causal), dtype="bf16",
+                      native_ms=t["native"], python_ms=t["python"], python_over_native=ratio, timing="do_bench"), out)
+        del q, k, v, qd, kd, vd, o, m, dq, dk, dv, out_, dout, paths
+        torch.cuda.empty_cache()
     if ratios:
         print(f"python/native, one process, one timer: {min(ratios):.3f} .. {max(ratios):.3f} over {len(ratios)} rows; "
               f"bar 1.03: {'met' if max(ratios) <= 1.03 else 'NOT met'}", file=sys.stderr)
