@@ -30,7 +30,7 @@ use crate::{Flash, Layout, LayoutError, RuntimeError};
 use cudarc::driver::LaunchConfig;
 use flashgen::plan::{kernel_window, DecodePlan, DecodeProblem, SplitMerge};
 use flashgen::reference::Window;
-use flashgen::{abi, DType, KernelKind};
+use flashgen::{abi, DType, KernelKind, ScheduleOverrides};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -327,7 +327,19 @@ fn programs_per_sm(k: &LoadedKernel) -> Result<u32, RuntimeError> {
 impl Flash {
     /// The decode kernels a call of this shape runs (`flashgen::plan::decode`).
     pub fn decode_plan(&self, dtype: DType, g: &DecodeGeometry, causal: bool, window: Window, softcap: bool) -> Result<DecodePlan, RuntimeError> {
-        flashgen::plan::decode(self.gpu.arch, &g.problem(dtype, causal, window, softcap)).map_err(|e| RuntimeError::Argument(format!("decode: {e}")))
+        self.decode_plan_under(dtype, g, causal, window, softcap, ScheduleOverrides::NONE)
+    }
+
+    /// `decode_plan` with its decode kernel under `schedule`, a decode switch such as `bulk_kv=on`
+    /// (`DecodePlan::with_schedule`; none: the plan as it is): how `check` and `bench` try one.
+    pub fn decode_plan_under(&self, dtype: DType, g: &DecodeGeometry, causal: bool, window: Window, softcap: bool, schedule: ScheduleOverrides) -> Result<DecodePlan, RuntimeError> {
+        let err = |e: flashgen::SpecError| RuntimeError::Argument(format!("decode: {e}"));
+        let problem = g.problem(dtype, causal, window, softcap);
+        let plan = flashgen::plan::decode(self.gpu.arch, &problem).map_err(err)?;
+        if schedule.is_empty() {
+            return Ok(plan);
+        }
+        plan.with_schedule(&problem, schedule).map_err(err)
     }
 
     /// The splits the heuristic gives a call of this shape on this GPU with `plan`'s kernel (a window's

@@ -127,13 +127,10 @@ fn schedule_of(a: &BenchArgs) -> Result<Option<flashgen::ScheduleOverrides>, Str
 /// The variants a shape is timed with: the default plan (its merge as `--decode-merge` says) with the
 /// heuristic's splits, `--decode-schedule`'s kernel, `--decode-splits` counts (of both), and
 /// `--decode-configs` tiles ("bn,warps,stages").
-fn variants(a: &BenchArgs, default: &DecodePlan, problem: &flashgen::plan::DecodeProblem) -> Result<Vec<(String, DecodePlan, Option<usize>)>, String> {
+fn variants(a: &BenchArgs, default: &DecodePlan, scheduled: Option<(String, DecodePlan)>) -> Result<Vec<(String, DecodePlan, Option<usize>)>, String> {
     let default = &merge_of(a, *default)?;
     let mut out = vec![("default".to_string(), *default, None)];
-    let scheduled = match schedule_of(a)? {
-        Some(schedule) => Some((format!("@{schedule}"), merge_of(a, default.with_schedule(problem, schedule).map_err(|e| e.to_string())?)?)),
-        None => None,
-    };
+    let scheduled = scheduled.map(|(label, plan)| merge_of(a, plan).map(|plan| (label, plan))).transpose()?;
     if let Some((label, plan)) = &scheduled {
         out.push((label.clone(), *plan, None));
     }
@@ -192,11 +189,7 @@ fn step_on(flash: &Flash, a: &BenchArgs, s: &Shape, bufs: &mut Buffers, schedule
     let rt = |x: RuntimeError| x.to_string();
     let call = bufs.call(s, false, true, None)?;
     let g = flashgen_runtime::DecodeGeometry::of(&call).map_err(rt)?;
-    let plan = flash.decode_plan(DType::Bf16, &g, false, flashgen_runtime::Window::UNBOUNDED, false).map_err(rt)?;
-    let plan = match schedule {
-        Some(schedule) => plan.with_schedule(&g.problem(DType::Bf16, false, flashgen_runtime::Window::UNBOUNDED, false), schedule).map_err(|e| e.to_string())?,
-        None => plan,
-    };
+    let plan = flash.decode_plan_under(DType::Bf16, &g, false, flashgen_runtime::Window::UNBOUNDED, false, schedule.unwrap_or(flashgen::ScheduleOverrides::NONE)).map_err(rt)?;
     flash.attention_with_kvcache_plan(&merge_of(a, plan)?, call, stream).map_err(rt)
 }
 
@@ -268,8 +261,11 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                 for paged in [false, true] {
                     let g = flashgen_runtime::DecodeGeometry::of(&bufs.call(&s, paged, false, None)?).map_err(rt)?;
                     let default = flash.decode_plan(DType::Bf16, &g, false, flashgen_runtime::Window::UNBOUNDED, false).map_err(rt)?;
-                    let problem = g.problem(DType::Bf16, false, flashgen_runtime::Window::UNBOUNDED, false);
-                    for (label, plan, splits) in variants(a, &default, &problem)? {
+                    let scheduled = match schedule_of(a)? {
+                        Some(schedule) => Some((format!("@{schedule}"), flash.decode_plan_under(DType::Bf16, &g, false, flashgen_runtime::Window::UNBOUNDED, false, schedule).map_err(rt)?)),
+                        None => None,
+                    };
+                    for (label, plan, splits) in variants(a, &default, scheduled)? {
                         let run = flash.attention_with_kvcache_plan(&plan, bufs.call(&s, paged, false, splits)?, stream).map_err(rt)?;
                         let timed = time_launches(gpu, a, || flash.attention_with_kvcache_plan(&plan, bufs.call(&s, paged, false, splits)?, stream).map(|_| ()).map_err(rt))?;
                         let (ms, t) = (timed.ms, &timed.sorted);

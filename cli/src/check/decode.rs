@@ -200,7 +200,7 @@ fn reference_rows(p: &KvCacheProblem, x: &KvCacheInputs<'_>, only: &[usize], see
 }
 
 /// Run one case: (rel. err. of O, of the LSE, caches as appended, guards intact).
-fn run_case(flash: &Flash, c: &Case, schedule: Option<&flashgen::ScheduleOverrides>, seed: u64) -> Result<(f64, f64, bool, bool), String> {
+fn run_case(flash: &Flash, c: &Case, schedule: flashgen::ScheduleOverrides, seed: u64) -> Result<(f64, f64, bool, bool), String> {
     let rt = |x: flashgen_runtime::RuntimeError| x.to_string();
     let le = |x: flashgen_runtime::LayoutError| x.to_string();
     let dr = |x: flashgen_runtime::cudarc::driver::DriverError| x.to_string();
@@ -262,16 +262,10 @@ fn run_case(flash: &Flash, c: &Case, schedule: Option<&flashgen::ScheduleOverrid
         sm_scale: Some(p.rules.sm_scale as f32),
         num_splits: c.splits,
     };
-    match schedule {
-        None => flash.attention_with_kvcache(call, flash.own_stream()).map_err(rt)?,
-        Some(schedule) => {
-            let g = flashgen_runtime::DecodeGeometry::of(&call).map_err(rt)?;
-            let problem = g.problem(dt, call.causal, call.window, call.softcap.is_some());
-            let plan = flash.decode_plan(dt, &g, call.causal, call.window, call.softcap.is_some()).map_err(rt)?;
-            let plan = plan.with_schedule(&problem, *schedule).map_err(|e| e.to_string())?;
-            flash.attention_with_kvcache_plan(&plan, call, flash.own_stream()).map_err(rt)?
-        }
-    };
+    // (no schedule: the plan attention_with_kvcache makes)
+    let g = flashgen_runtime::DecodeGeometry::of(&call).map_err(rt)?;
+    let plan = flash.decode_plan_under(dt, &g, call.causal, call.window, call.softcap.is_some(), schedule).map_err(rt)?;
+    flash.attention_with_kvcache_plan(&plan, call, flash.own_stream()).map_err(rt)?;
     gpu.stream.synchronize().map_err(dr)?;
     let all_o: Vec<u16> = gpu.stream.clone_dtoh(&d_o).map_err(dr)?;
     let all_lse: Vec<f32> = gpu.stream.clone_dtoh(&d_lse).map_err(dr)?;
@@ -306,7 +300,7 @@ pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>)
         }
         seed = seed.wrapping_add(0x9E37_79B9);
         let d = c.p.d_qk;
-        let (result, (eo, el, appended, guards)) = match run_case(flash, &c, schedule.as_ref(), seed) {
+        let (result, (eo, el, appended, guards)) = match run_case(flash, &c, schedule.unwrap_or(flashgen::ScheduleOverrides::NONE), seed) {
             Ok(r) => (if r.0 <= O_TOL && r.1 <= M_TOL && r.2 && r.3 { "pass" } else { "FAIL" }, r),
             Err(why) => {
                 println!("FAIL decode {} d{d} {}: {why}", c.dtype.name(), c.label);
