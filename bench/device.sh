@@ -18,6 +18,8 @@
 #   variants    A/B in rotated rounds, each variant a process of its own: carried builds, schedules, configs,
 #               environment switches (VARIANTS)
 #   ncu         Nsight Compute on one launch of each named kernel; the stall samples per SASS line
+#   ring        ring attention on virtual ranks (`flashgen ring-bench --virtual`): checked against one GPU's
+#               kernels, then both timed on the anchors' timer (issue 35)
 #
 # Build here (repository root), then carry. The device tool sends the checkout plus the `carry` paths: at
 # most 8 paths and 64 MiB in all, so the binaries travel xz-compressed (~12 MB each) and the FA4 package in
@@ -74,6 +76,8 @@
 #               `--configs wsp:256,64,20,8`); the first variant is the reference. ROUNDS [2], order rotated
 #               each round; BACKWARD [0] (1: the backward only); DECODE [0] (1: `bench --decode`'s rows, K/V GB/s
 #               and the batch-1 step's µs, instead of the attention rows)
+#   ring        RING_GPUS [2,4], RING_N [131072], RING_HEADS [16], RING_D [128], RING_CAUSAL [0,1],
+#               RING_TIMEOUT [450]
 #   ncu         NCU_RUNS (required) "name|kernel regex|bench args;..." (at most 2 a call: 8 files come back),
 #               NCU_SKIP [2] launches skipped before the one profiled, NCU_TIMEOUT [200]
 #
@@ -400,6 +404,15 @@ profile_sanitizers() {
   done
 }
 
+# ---- ring ----
+profile_ring() {
+  need_bin
+  step ring "${RING_TIMEOUT:-450}" "$B" ring-bench --virtual --gpus "${RING_GPUS:-2,4}" --n "${RING_N:-131072}" \
+    --heads "${RING_HEADS:-16}" --head-dim "${RING_D:-128}" --causal "${RING_CAUSAL:-0,1}" --json "$WORK/ring.jsonl"
+  # the driver's own table (its last lines)
+  sed -n '/^ring attention, virtual ranks/,$p' "$LOGS/ring.log" >> "$WORK/summary.txt" || true
+}
+
 # ---- autotune ----
 profile_autotune() {
   local scope
@@ -534,11 +547,11 @@ finish() {
 
 main() {
   local p
-  [ $# -gt 0 ] || die "usage: bash bench/device.sh PROFILE [PROFILE ...] (stash table modes checks sanitizers autotune variants ncu)"
+  [ $# -gt 0 ] || die "usage: bash bench/device.sh PROFILE [PROFILE ...] (stash table modes checks sanitizers autotune variants ncu ring)"
   for p in "$@"; do
     case $p in
-      stash | table | modes | checks | sanitizers | autotune | variants | ncu) ;;
-      *) die "unknown profile '$p': use stash, table, modes, checks, sanitizers, autotune, variants or ncu" ;;
+      stash | table | modes | checks | sanitizers | autotune | variants | ncu | ring) ;;
+      *) die "unknown profile '$p': use stash, table, modes, checks, sanitizers, autotune, variants, ncu or ring" ;;
     esac
   done
   [ -f bench/device.sh ] || die "run from the repository root"

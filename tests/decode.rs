@@ -11,37 +11,13 @@ use flashgen::numeric::SplitMix;
 use flashgen::plan::SplitMerge;
 use flashgen::reference::{self, CacheStorage, KvCacheInputs, KvCacheProblem};
 use flashgen::{Arch, DType, KernelKind, KernelSpec, SpecParams};
-use simt::{Arg, Launch};
+use simt::{bits, bytes16, bytes32, f32s, u16s, value, Arg, Launch};
 use std::collections::HashMap;
 
 fn decode_spec(dtype: DType, d: u32, bm: u32, bn: u32, causal: bool, w: u32, ns: u32) -> KernelSpec {
     KernelSpec::new(SpecParams { kind: KernelKind::Decode, dtype, head_dim: d, block_m: bm, block_n: bn, stage: if causal { 3 } else { 1 }, num_warps: w, num_stages: ns, arch: Arch::Sm90a }).unwrap()
 }
 
-fn bits(dtype: DType, x: f32) -> u16 {
-    match dtype {
-        DType::Bf16 => half::bf16::from_f32(x).to_bits(),
-        DType::F16 => half::f16::from_f32(x).to_bits(),
-    }
-}
-fn value(dtype: DType, b: u16) -> f32 {
-    match dtype {
-        DType::Bf16 => half::bf16::from_bits(b).to_f32(),
-        DType::F16 => half::f16::from_bits(b).to_f32(),
-    }
-}
-fn bytes16(v: &[u16]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-fn bytes32<T: Copy + Into<f64>>(v: &[T], f: impl Fn(T) -> [u8; 4]) -> Vec<u8> {
-    v.iter().flat_map(|&x| f(x)).collect()
-}
-fn u16s(b: &[u8]) -> Vec<u16> {
-    b.chunks(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()
-}
-fn f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
-}
 
 /// One emulated decode call: the problem, its inputs (f32, already rounded to the dtype), and how to run it.
 struct Case {

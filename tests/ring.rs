@@ -2,11 +2,17 @@
 //! its query chunks to the K/V chunks it holds at each step (the f64 reference on each block), the partial
 //! results merged through their log-sum-exps, against attention over the whole sequence; every block visited
 //! once; the zig-zag split's balance, step by step; and the backward's ring (the same blocks, dK/dV travelling
-//! with their K/V, the forward's LSE) against the whole sequence's gradients.
+//! with their K/V, the forward's LSE) against the whole sequence's gradients. The merge kernels the runtime
+//! runs between the blocks (templates/ring_merge.ll.tera) on the SIMT emulator, against the f64 combine, and
+//! through ptxas for every target.
+
+mod simt;
 
 use flashgen::reference::combine::{combine_row, LogBase};
 use flashgen::reference::{backward_f64, naive_f64, Shape, SplitMix};
-use flashgen::ring::{Block, Mask, Ring, Split};
+use flashgen::ring::{self as ring_kernels, Block, Mask, Ring, Split};
+use flashgen::DType;
+use simt::{bits, bytes16, bytes32, f32s, u16s, value, Arg, Launch};
 use std::collections::BTreeSet;
 
 /// Rows `r` of a [tokens, d] matrix.
@@ -134,6 +140,184 @@ fn the_backward_ring_sums_to_the_whole_sequences_gradients() {
                 let worst = ours.iter().zip(theirs).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
                 let size = theirs.iter().map(|x| x.abs()).fold(0.0, f64::max);
                 assert!(worst <= 1e-10 * size.max(1.0), "P={ranks} causal={causal} {name}: off by {worst:.2e} (max {size:.2e})");
+            }
+        }
+    }
+}
+
+/// A chunk of B·H·len rows of `cols` columns as the merges see it, and where the store puts it: a
+/// [B, H, n, stride_n] tensor whose rows start..start + len are the chunk's.
+struct Chunk {
+    batch: usize,
+    heads: usize,
+    len: usize,
+    cols: usize,
+    n: usize,
+    start: usize,
+    stride_n: usize,
+}
+
+impl Chunk {
+    fn rows(&self) -> usize {
+        self.batch * self.heads * self.len
+    }
+    /// The element of the tensor that row r, column c of the chunk lands on.
+    fn place(&self, r: usize, c: usize) -> usize {
+        let (bh, l) = (r / self.len, r % self.len);
+        bh * self.n * self.stride_n + (self.start + l) * self.stride_n + c
+    }
+    fn store(&self, ir: &str, dtype: DType, out: usize, acc: usize) -> Launch {
+        let (sn, sh) = (self.stride_n as i64, (self.n * self.stride_n) as i64);
+        Launch {
+            ir: ir.into(),
+            entry: ring_kernels::store_entry(dtype),
+            args: vec![
+                Arg::BufAt(out, self.start * self.stride_n * 2),
+                Arg::Buf(acc),
+                Arg::I32(self.rows() as i32),
+                Arg::I32(self.cols as i32),
+                Arg::I32(self.heads as i32),
+                Arg::I32(self.len as i32),
+                Arg::I64(sh * self.heads as i64),
+                Arg::I64(sh),
+                Arg::I64(sn),
+            ],
+            grid: (self.rows().div_ceil(ring_kernels::MERGE_WARPS as usize) as u32, 1, 1),
+            threads: ring_kernels::MERGE_THREADS,
+        }
+    }
+}
+
+fn merge(ir: &str, dtype: DType, c: &Chunk, [acc_o, acc_m, part_o, part_m]: [Arg; 4], first: bool) -> Launch {
+    Launch {
+        ir: ir.into(),
+        entry: ring_kernels::merge_entry(dtype),
+        args: vec![acc_o, acc_m, part_o, part_m, Arg::I32(c.rows() as i32), Arg::I32(c.cols as i32), Arg::I32(first as i32)],
+        grid: (c.rows().div_ceil(ring_kernels::MERGE_WARPS as usize) as u32, 1, 1),
+        threads: ring_kernels::MERGE_THREADS,
+    }
+}
+
+const POISON: u16 = 0x7fc1;
+
+/// Three partial results (O in the dtype, M base 2) merged into a chunk's accumulators one after the other
+/// as the ring's steps bring them, then stored into the middle of a padded tensor: O within the dtype's
+/// rounding of the f64 combine of the same partials, M within 1e-5, rows that no partial reached O = 0 and
+/// M = −inf, and nothing of the tensor outside the chunk's rows and columns written.
+#[test]
+fn the_merge_kernels_combine_partials_by_their_log_sum_exps() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    let mut rng = SplitMix(351);
+    for dtype in [DType::Bf16, DType::F16] {
+        let ir = ring_kernels::merge_module_ir(dtype).unwrap();
+        // 30 rows (the last program has 6), 96 columns (a lane's second pass covers half the warp)
+        let c = Chunk { batch: 2, heads: 3, len: 5, cols: 96, n: 9, start: 3, stride_n: 104 };
+        let (rows, cols) = (c.rows(), c.cols);
+        let parts: Vec<(Vec<u16>, Vec<f32>)> = (0..3)
+            .map(|p| {
+                let o: Vec<u16> = rng.vec(rows * cols).iter().map(|&x| bits(dtype, x)).collect();
+                // row 4: no key in any block; row 7: none in the first; row 11: none in the last
+                let m = (0..rows)
+                    .map(|r| match (r, p) {
+                        (4, _) | (7, 0) | (11, 2) => f32::NEG_INFINITY,
+                        _ => 4.0 * rng.vec(1)[0] + 2.0 * p as f32,
+                    })
+                    .collect();
+                (o, m)
+            })
+            .collect();
+        // rows with M = −inf have O = 0, as the forward writes them
+        let parts: Vec<(Vec<u16>, Vec<f32>)> = parts
+            .into_iter()
+            .map(|(mut o, m)| {
+                for r in (0..rows).filter(|&r| m[r] == f32::NEG_INFINITY) {
+                    o[r * cols..(r + 1) * cols].fill(0);
+                }
+                (o, m)
+            })
+            .collect();
+        let tensor = c.batch * c.heads * c.n * c.stride_n;
+        // buffers: 0 the tensor, 1 acc_o, 2 acc_m (poisoned: the first merge must not read them), 3.. the partials
+        let mut buffers = vec![bytes16(&vec![POISON; tensor]), bytes32(&vec![f32::NAN; rows * cols], f32::to_le_bytes), bytes32(&vec![f32::NAN; rows], f32::to_le_bytes)];
+        for (o, m) in &parts {
+            buffers.push(bytes16(o));
+            buffers.push(bytes32(m, f32::to_le_bytes));
+        }
+        let mut launches: Vec<Launch> = (0..3).map(|p| merge(&ir, dtype, &c, [Arg::Buf(1), Arg::Buf(2), Arg::Buf(3 + 2 * p), Arg::Buf(4 + 2 * p)], p == 0)).collect();
+        launches.push(c.store(&ir, dtype, 0, 1));
+        simt::run(&tools, &launches, &mut buffers).unwrap();
+        let (out, acc_m) = (u16s(&buffers[0]), f32s(&buffers[2]));
+        let mut worst: f64 = 0.0;
+        for r in 0..rows {
+            let o_parts: Vec<Vec<f64>> = parts.iter().map(|(o, _)| o[r * cols..(r + 1) * cols].iter().map(|&b| value(dtype, b) as f64).collect()).collect();
+            let view: Vec<(&[f64], f64)> = o_parts.iter().zip(&parts).map(|(o, (_, m))| (o.as_slice(), m[r] as f64)).collect();
+            let mut want = vec![0.0; cols];
+            let m = combine_row(&view, LogBase::Two, &mut want);
+            if m == f64::NEG_INFINITY {
+                assert_eq!(acc_m[r], f32::NEG_INFINITY, "{dtype:?} row {r}: M {} for a row no partial reached", acc_m[r]);
+            } else {
+                assert!((acc_m[r] as f64 - m).abs() <= 1e-5 * m.abs().max(1.0), "{dtype:?} row {r}: M {} against {m}", acc_m[r]);
+            }
+            for (col, w) in want.iter().enumerate() {
+                let got = value(dtype, out[c.place(r, col)]) as f64;
+                // the store rounds once to the dtype (8 or 11 bits); the f32 merge adds a few ulp of f32
+                let tol = if dtype == DType::Bf16 { 1.0 / 128.0 } else { 1.0 / 1024.0 } * w.abs().max(1e-3) + 1e-6;
+                assert!((got - w).abs() <= tol, "{dtype:?} row {r} col {col}: {got} against {w}");
+                worst = worst.max((got - w).abs());
+            }
+        }
+        // the tensor's other rows, and the padding past the columns, keep their poison
+        let written: BTreeSet<usize> = (0..rows).flat_map(|r| (0..cols).map(move |col| (r, col))).map(|(r, col)| c.place(r, col)).collect();
+        let touched = (0..tensor).filter(|i| !written.contains(i) && out[*i] != POISON).count();
+        assert_eq!(touched, 0, "{dtype:?}: {touched} elements outside the chunk written");
+        eprintln!("{dtype:?}: worst |ΔO| {worst:.2e}");
+    }
+}
+
+/// The gradients' merge (M null): the partials summed in f32 in the ring's order, bit for bit what the
+/// same sums on the CPU give (deterministic: one order), then rounded once into the tensor.
+#[test]
+fn the_gradient_merges_sum_in_ring_order_bit_for_bit() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    let mut rng = SplitMix(352);
+    for dtype in [DType::Bf16, DType::F16] {
+        let ir = ring_kernels::merge_module_ir(dtype).unwrap();
+        let c = Chunk { batch: 1, heads: 2, len: 7, cols: 64, n: 7, start: 0, stride_n: 64 };
+        let (rows, cols) = (c.rows(), c.cols);
+        let parts: Vec<Vec<u16>> = (0..4).map(|_| rng.vec(rows * cols).iter().map(|&x| bits(dtype, x)).collect()).collect();
+        let mut buffers = vec![bytes16(&vec![POISON; rows * cols]), bytes32(&vec![f32::NAN; rows * cols], f32::to_le_bytes)];
+        buffers.extend(parts.iter().map(|p| bytes16(p)));
+        let mut launches: Vec<Launch> = (0..4).map(|p| merge(&ir, dtype, &c, [Arg::Buf(1), Arg::Null, Arg::Buf(2 + p), Arg::Null], p == 0)).collect();
+        let mut sum_only = buffers.clone();
+        simt::run(&tools, &launches, &mut sum_only).unwrap();
+        launches.push(c.store(&ir, dtype, 0, 1));
+        simt::run(&tools, &launches, &mut buffers).unwrap();
+        let acc = f32s(&sum_only[1]);
+        let out = u16s(&buffers[0]);
+        for i in 0..rows * cols {
+            let want = parts.iter().fold(0.0f32, |s, p| s + value(dtype, p[i]));
+            assert_eq!(acc[i].to_bits(), want.to_bits(), "{dtype:?} element {i}: {} against {want}", acc[i]);
+            assert_eq!(out[i], bits(dtype, want), "{dtype:?} element {i}: stored {} for {want}", value(dtype, out[i]));
+        }
+    }
+}
+
+/// The merge module through ptxas for every target and dtype: both entries, no local memory.
+#[test]
+fn the_merge_kernels_assemble_for_every_target() {
+    let Some(ptxas) = flashgen_tests::find_ptxas() else {
+        assert!(!flashgen_tests::in_ci(), "ptxas not found (set FLASHGEN_PTXAS): CI must install it");
+        eprintln!("SKIPPED: ptxas not found (set FLASHGEN_PTXAS)");
+        return;
+    };
+    for arch in [flashgen::Arch::Sm80, flashgen::Arch::Sm90a] {
+        for dtype in [DType::Bf16, DType::F16] {
+            let ptx = ring_kernels::merge_module_ptx(arch, dtype).unwrap();
+            let entries = flashgen_tests::ptxas_entries(&ptxas, &ptx, arch.name()).unwrap();
+            let names: BTreeSet<String> = entries.iter().map(|(n, _)| n.clone()).collect();
+            assert_eq!(names, BTreeSet::from([ring_kernels::merge_entry(dtype), ring_kernels::store_entry(dtype)]), "{arch:?} {dtype:?}");
+            for (name, r) in &entries {
+                assert!(r.stack_frame == 0 && r.spill_stores == 0 && r.warnings.is_empty(), "{name} on {arch:?}: {r:?}");
             }
         }
     }

@@ -26,6 +26,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Time the forward kernels on the GPU in the anchors' shapes (JSON lines + a table).
     Bench(bench::BenchArgs),
+    /// Ring (context-parallel) attention against one GPU's kernels: checked, then timed (issue 35).
+    RingBench(bench::ring::RingBenchArgs),
     /// Tune the forward kernel for a list of shapes on the GPU (Triton-style autotune).
     Autotune(autotune::AutotuneArgs),
     /// Time a fresh process's first attention call (context, cache lookup or compile, JIT, launch).
@@ -251,6 +253,7 @@ fn main() -> ExitCode {
         Command::Emit(a) => emit(a),
         Command::Check(a) => check::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::RingBench(a) => bench::ring::run(a),
         Command::FirstCall => first_call(),
         Command::Autotune(a) => autotune::run(a),
         Command::Abi => {

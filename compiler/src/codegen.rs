@@ -1,6 +1,6 @@
 //! Stages 2-4: LLVM IR text -> verified module -> optimize (instcombine, early-cse, adce) -> PTX, through LLVM's NVPTX backend (inkwell).
 
-use crate::spec::KernelSpec;
+use crate::spec::{Arch, KernelSpec};
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::passes::PassBuilderOptions;
@@ -52,9 +52,8 @@ pub fn llvm_version() -> String {
     format!("{major}.{minor}.{patch}")
 }
 
-fn target_machine(spec: &KernelSpec) -> Result<TargetMachine, CodegenError> {
+fn target_machine(arch: Arch) -> Result<TargetMachine, CodegenError> {
     init_nvptx();
-    let arch = spec.arch();
     let err = |detail: String| CodegenError::Target { arch: arch.name().into(), detail };
     let triple = TargetTriple::create(TRIPLE);
     let target = Target::from_triple(&triple).map_err(|e| err(e.to_string()))?;
@@ -67,7 +66,12 @@ fn target_machine(spec: &KernelSpec) -> Result<TargetMachine, CodegenError> {
 
 /// Parse, verify, optimize and emit. Returns the PTX and, when asked, the optimized IR.
 pub fn compile_ir(spec: &KernelSpec, ir: &str, keep_optimized_ir: bool) -> Result<(String, Option<String>, LlvmTimings), CodegenError> {
-    let name = spec.name();
+    compile_module(&spec.name(), spec.arch(), ir, keep_optimized_ir)
+}
+
+/// `compile_ir` for a module that is not one spec's (the ring's merges): named `name` in errors.
+pub fn compile_module(name: &str, arch: Arch, ir: &str, keep_optimized_ir: bool) -> Result<(String, Option<String>, LlvmTimings), CodegenError> {
+    let name = name.to_string();
     let mut timings = LlvmTimings::default();
     let t0 = Instant::now();
     let context = Context::create();
@@ -78,7 +82,7 @@ pub fn compile_ir(spec: &KernelSpec, ir: &str, keep_optimized_ir: bool) -> Resul
     module.verify().map_err(|e| CodegenError::Verify { spec: name.clone(), detail: e.to_string() })?;
     timings.parse = t0.elapsed();
 
-    let tm = target_machine(spec)?;
+    let tm = target_machine(arch)?;
     let t1 = Instant::now();
     module
         .run_passes(OPT_PIPELINE, &tm, PassBuilderOptions::create())

@@ -19,6 +19,8 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("fa2_bwd_dq_wgmma.ll.tera", include_str!("../../templates/fa2_bwd_dq_wgmma.ll.tera")),
     ("fa2_decode.ll.tera", include_str!("../../templates/fa2_decode.ll.tera")),
     ("fa2_decode_combine.ll.tera", include_str!("../../templates/fa2_decode_combine.ll.tera")),
+    // the ring's merge kernels (not kernel kinds: no tiles, one module per dtype; ring::merge_module_ir)
+    ("ring_merge.ll.tera", include_str!("../../templates/ring_merge.ll.tera")),
     // lib/: the verbs, one file per concept (templates/README.md)
     ("lib/intrinsics.ll.tera", include_str!("../../templates/lib/intrinsics.ll.tera")),
     ("lib/seqinfo.ll.tera", include_str!("../../templates/lib/seqinfo.ll.tera")),
@@ -904,6 +906,11 @@ pub fn template_for(kind: KernelKind) -> &'static str {
         KernelKind::Decode => "fa2_decode.ll.tera",
         KernelKind::DecodeCombine => "fa2_decode_combine.ll.tera",
     }
+}
+
+/// Render a template that is not a kernel kind's (the ring's merges) with its own context.
+pub fn render_module(template: &'static str, ctx: &tera::Context) -> Result<String, RenderError> {
+    engine()?.render(template, ctx).map_err(|e| RenderError { template, spec: template.into(), detail: describe(&e) })
 }
 
 /// Render the LLVM IR text of a specialization.

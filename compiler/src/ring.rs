@@ -12,11 +12,53 @@
 //! into 2P chunks and gives rank r chunks r and 2P − 1 − r: at every step every rank then computes two full
 //! blocks' worth (two `Full`, or one `Full` and two `Diagonal`s), so no rank waits for another at the hand-over.
 //!
-//! This module is the plan only (which blocks, in which order, with which mask); the runtime runs the blocks
-//! with the forward kernel and the merge on the GPU, and the CPU tests (tests/ring.rs) run it with the f64
-//! reference against attention over the whole sequence.
+//! This module is the plan (which blocks, in which order, with which mask) and the merge kernels
+//! (templates/ring_merge.ll.tera: a block's partial O and M into a chunk's f32 accumulators, the gradients'
+//! partials summed, the accumulators stored once in the tensor's dtype); the runtime (runtime/src/ring.rs)
+//! runs the blocks with the attention kernels, and the CPU tests (tests/ring.rs) run the plan with the f64
+//! reference against attention over the whole sequence and the merge kernels on the SIMT emulator.
 
+use crate::render::RenderError;
+use crate::spec::DType;
 use std::ops::Range;
+
+/// Rows a merge program takes, one a warp.
+pub const MERGE_WARPS: u32 = 8;
+/// Threads of a merge program.
+pub const MERGE_THREADS: u32 = 32 * MERGE_WARPS;
+
+/// The entry that merges a partial into a chunk's accumulators (by log-sum-exp, or summed when its M is
+/// null): `(acc_o, acc_m, part_o, part_m, rows, cols, first)`.
+pub fn merge_entry(dtype: DType) -> String {
+    format!("flashgen_ring_merge_{}", dtype.name())
+}
+
+/// The entry that stores accumulators into a strided tensor:
+/// `(out, acc, rows, cols, heads, len, stride_b, stride_h, stride_n)`.
+pub fn store_entry(dtype: DType) -> String {
+    format!("flashgen_ring_store_{}", dtype.name())
+}
+
+/// The merge module's LLVM IR for a dtype (both entries).
+pub fn merge_module_ir(dtype: DType) -> Result<String, RenderError> {
+    let mut ctx = tera::Context::new();
+    ctx.insert("dtype", dtype.name());
+    ctx.insert("is_bf16", &(dtype == DType::Bf16));
+    ctx.insert("pair_type", if dtype == DType::Bf16 { "<2 x bfloat>" } else { "<2 x half>" });
+    ctx.insert("merge", &merge_entry(dtype));
+    ctx.insert("store", &store_entry(dtype));
+    ctx.insert("WARPS", &MERGE_WARPS);
+    ctx.insert("THREADS", &MERGE_THREADS);
+    crate::render::render_module("ring_merge.ll.tera", &ctx)
+}
+
+/// The merge module's PTX for a target (the runtime loads it once per dtype).
+#[cfg(feature = "llvm")]
+pub fn merge_module_ptx(arch: crate::Arch, dtype: DType) -> Result<String, crate::CompileError> {
+    let ir = merge_module_ir(dtype)?;
+    let (ptx, _, _) = crate::codegen::compile_module(&format!("ring_merge_{}", dtype.name()), arch, &ir, false)?;
+    Ok(ptx)
+}
 
 /// How the sequence's chunks are dealt to the ranks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

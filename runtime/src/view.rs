@@ -51,6 +51,22 @@ fn check(tensor: &'static str, addr: u64, available: usize, layout: &Layout) -> 
     layout.check(tensor, available)
 }
 
+/// The layout and address of tokens `range` of a [Z, H, N, D] view (dimension 2), or why they cannot be one.
+fn tokens_of(tensor: &'static str, addr: u64, layout: &Layout, range: &std::ops::Range<usize>) -> Result<(u64, Layout), LayoutError> {
+    let n = layout.shape[2];
+    if range.start > range.end || range.end > n {
+        return Err(LayoutError { tensor, rule: format!("tokens {}..{} are not within its {n}", range.start, range.end) });
+    }
+    let addr = addr + 2 * (range.start * layout.strides[2]) as u64;
+    let mut shape = layout.shape;
+    shape[2] = range.len();
+    let layout = Layout { shape, ..*layout };
+    if !layout.shape.contains(&0) && !addr.is_multiple_of(BASE_ALIGNMENT) {
+        return Err(LayoutError { tensor, rule: format!("tokens from {} start {} bytes past a 16-byte boundary: the kernels load 16-byte chunks; cut at a token whose offset (token × the token stride {}) is a multiple of 8 elements", range.start, addr % BASE_ALIGNMENT, layout.strides[2]) });
+    }
+    Ok((addr, layout))
+}
+
 impl<'a> TensorView<'a> {
     /// A view of `available` 2-byte elements at device address `addr`, laid out as `layout`.
     ///
@@ -75,6 +91,13 @@ impl<'a> TensorView<'a> {
     /// The device address of element (0, 0, 0, 0).
     pub fn addr(&self) -> u64 {
         self.addr
+    }
+
+    /// Tokens `range` of every sequence (dimension 2): a chunk of the sequence, the same strides. Its
+    /// elements are this view's, so only the new base's alignment needs checking.
+    pub fn tokens(&self, range: std::ops::Range<usize>) -> Result<TensorView<'a>, LayoutError> {
+        let (addr, layout) = tokens_of("(tokens of a view)", self.addr, &self.layout, &range)?;
+        Ok(TensorView { addr, dtype: self.dtype, layout, _borrow: PhantomData })
     }
 }
 
@@ -103,6 +126,12 @@ impl<'a> TensorViewMut<'a> {
     /// The same memory, read-only, for as long as this borrow.
     pub fn as_view(&self) -> TensorView<'_> {
         TensorView { addr: self.addr, dtype: self.dtype, layout: self.layout, _borrow: PhantomData }
+    }
+
+    /// Tokens `range` of every sequence, writable for as long as this borrow (`TensorView::tokens`).
+    pub fn tokens(&mut self, range: std::ops::Range<usize>) -> Result<TensorViewMut<'_>, LayoutError> {
+        let (addr, layout) = tokens_of("(tokens of a view)", self.addr, &self.layout, &range)?;
+        Ok(TensorViewMut { addr, dtype: self.dtype, layout, _borrow: PhantomData })
     }
 }
 

@@ -13,8 +13,11 @@ use std::process::Command;
 
 /// A kernel argument: a buffer (by index: its host address in the emulated run), a null pointer, a scalar.
 #[derive(Clone, Copy, Debug)]
+#[allow(dead_code)] // (each test binary that includes this module uses some of the kinds)
 pub enum Arg {
     Buf(usize),
+    /// A buffer's address `bytes` past its start (a view into the middle of a tensor).
+    BufAt(usize, usize),
     Null,
     I64(i64),
     F32(f32),
@@ -63,6 +66,7 @@ pub fn no_modifier_tensors() -> [(&'static str, Arg); 4] {
 
 /// The geometry group of the kernel ABI (`flashgen::abi`) for fixed lengths: `z` sequences of `n_q` queries
 /// and `n_kv` keys, `h` query heads on `h_kv` K/V heads, the causal diagonal bottom-right, no packed offsets.
+#[allow(dead_code)] // (the ring's merges take no geometry)
 pub fn fixed_geometry(z: usize, h: usize, h_kv: usize, n_q: usize, n_kv: usize) -> [(&'static str, Arg); 12] {
     [
         ("Z", Arg::I32(z as i32)),
@@ -138,7 +142,7 @@ pub fn retarget(ir: &str) -> String {
 
 fn c_type(a: &Arg) -> &'static str {
     match a {
-        Arg::Buf(_) | Arg::Null => "void *",
+        Arg::Buf(_) | Arg::BufAt(..) | Arg::Null => "void *",
         Arg::I64(_) => "long long",
         Arg::F32(_) => "float",
         Arg::I32(_) => "int",
@@ -148,6 +152,7 @@ fn c_type(a: &Arg) -> &'static str {
 fn c_value(a: &Arg) -> String {
     match a {
         Arg::Buf(i) => format!("B[{i}]"),
+        Arg::BufAt(i, bytes) => format!("(void *)((char *)B[{i}] + {bytes})"),
         Arg::Null => "(void *)0".into(),
         Arg::I64(v) => format!("{v}LL"),
         Arg::F32(v) => format!("f32_of(0x{:08x}u)", v.to_bits()),
@@ -174,17 +179,26 @@ pub fn run(tools: &Tools, launches: &[Launch], buffers: &mut [Vec<u8>]) -> Resul
     main.push_str("typedef void (*Launch)(void);\nvoid emu_run_grid(int, int, int, int, Launch);\nvoid emu_register(const void *, size_t);\n");
     main.push_str("static float f32_of(unsigned u) { float f; memcpy(&f, &u, 4); return f; }\n");
     let _ = writeln!(main, "static void *B[{}];", buffers.len().max(1));
+    // (a module compiled once however many launches run its entries)
+    let mut compiled: Vec<&str> = Vec::new();
+    let mut declared: Vec<&str> = Vec::new();
     for (i, l) in launches.iter().enumerate() {
-        let ll = dir.join(format!("k{i}.ll"));
-        std::fs::write(&ll, retarget(&l.ir)).map_err(|e| e.to_string())?;
-        let bc = dir.join(format!("k{i}.bc"));
-        sh(Command::new(&tools.opt).arg("-O2").arg(&ll).arg("-o").arg(&bc), "opt")?;
-        let obj = dir.join(format!("k{i}.o"));
-        sh(Command::new(&tools.llc).args(["-O2", "-relocation-model=pic", "-filetype=obj"]).arg(&bc).arg("-o").arg(&obj), "llc")?;
-        objects.push(obj);
+        if !compiled.contains(&l.ir.as_str()) {
+            compiled.push(&l.ir);
+            let ll = dir.join(format!("k{i}.ll"));
+            std::fs::write(&ll, retarget(&l.ir)).map_err(|e| e.to_string())?;
+            let bc = dir.join(format!("k{i}.bc"));
+            sh(Command::new(&tools.opt).arg("-O2").arg(&ll).arg("-o").arg(&bc), "opt")?;
+            let obj = dir.join(format!("k{i}.o"));
+            sh(Command::new(&tools.llc).args(["-O2", "-relocation-model=pic", "-filetype=obj"]).arg(&bc).arg("-o").arg(&obj), "llc")?;
+            objects.push(obj);
+        }
         let types: Vec<&str> = l.args.iter().map(c_type).collect();
         let values: Vec<String> = l.args.iter().map(c_value).collect();
-        let _ = writeln!(main, "extern void {}({});", l.entry, types.join(", "));
+        if !declared.contains(&l.entry.as_str()) {
+            declared.push(&l.entry);
+            let _ = writeln!(main, "extern void {}({});", l.entry, types.join(", "));
+        }
         let _ = writeln!(main, "static void launch{i}(void) {{ {}({}); }}", l.entry, values.join(", "));
     }
     main.push_str("int main(void) {\n");
@@ -212,4 +226,37 @@ pub fn run(tools: &Tools, launches: &[Launch], buffers: &mut [Vec<u8>]) -> Resul
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
+}
+
+// ---- the buffers' bytes: elements of the tensors' dtypes and f32 (shared by the emulator tests) ----
+
+#[allow(dead_code)]
+pub fn bits(dtype: flashgen::DType, x: f32) -> u16 {
+    match dtype {
+        flashgen::DType::Bf16 => half::bf16::from_f32(x).to_bits(),
+        flashgen::DType::F16 => half::f16::from_f32(x).to_bits(),
+    }
+}
+#[allow(dead_code)]
+pub fn value(dtype: flashgen::DType, b: u16) -> f32 {
+    match dtype {
+        flashgen::DType::Bf16 => half::bf16::from_bits(b).to_f32(),
+        flashgen::DType::F16 => half::f16::from_bits(b).to_f32(),
+    }
+}
+#[allow(dead_code)]
+pub fn bytes16(v: &[u16]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+#[allow(dead_code)]
+pub fn bytes32<T: Copy + Into<f64>>(v: &[T], f: impl Fn(T) -> [u8; 4]) -> Vec<u8> {
+    v.iter().flat_map(|&x| f(x)).collect()
+}
+#[allow(dead_code)]
+pub fn u16s(b: &[u8]) -> Vec<u16> {
+    b.chunks(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()
+}
+#[allow(dead_code)]
+pub fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }

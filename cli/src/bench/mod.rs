@@ -3,6 +3,7 @@
 //! varlen batch (--varlen SEED), printed as JSON lines in fa4_bench.py's format and as a table.
 
 mod decode;
+pub mod ring;
 mod timing;
 mod workload;
 

@@ -12,8 +12,12 @@ pub struct Timed {
 
 /// Times `launch` the way `a.timing` names.
 pub fn time_launches(gpu: &Gpu, a: &BenchArgs, launch: impl FnMut() -> Result<(), String>) -> Result<Timed, String> {
-    let do_bench = a.timing == "do-bench";
-    let mut sorted = if do_bench { time_like_do_bench(gpu, a.warmup_ms, launch)? } else { time_batches(gpu, a.reps, a.warmup_ms, launch)? };
+    time_by(gpu, a.timing == "do-bench", a.reps, a.warmup_ms, launch)
+}
+
+/// Times `launch` like do_bench, or in `reps` batches (`time_launches` without the bench's arguments).
+pub fn time_by(gpu: &Gpu, do_bench: bool, reps: usize, warmup_ms: f64, launch: impl FnMut() -> Result<(), String>) -> Result<Timed, String> {
+    let mut sorted = if do_bench { time_like_do_bench(gpu, warmup_ms, launch)? } else { time_batches(gpu, reps, warmup_ms, launch)? };
     sorted.sort_by(f64::total_cmp);
     let ms = if do_bench { sorted.iter().sum::<f64>() / sorted.len() as f64 } else { sorted[sorted.len() / 2] };
     Ok(Timed { sorted, ms })
