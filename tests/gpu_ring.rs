@@ -1,14 +1,18 @@
 //! GPU tests of ring attention on virtual ranks (issue 35; runtime/src/ring.rs): #[ignore]d here, run on the
 //! device machine with --ignored. P = 1-4 virtual ranks, causal (zig-zag) or not, MHA and GQA, both dtypes:
 //! the ring's O, LSE and gradients against the f64 reference and against the one-GPU kernels on the same
-//! inputs, and its backward bit for bit the same from run to run.
+//! inputs, and its backward bit for bit the same from run to run. P ranks as threads on one GPU (`RankRing` on
+//! a `LocalLink`), each holding only its chunks and handing K/V (and dK/dV) to the next: the virtual ring's
+//! bits; a rank that fails makes the others fail within seconds.
 
 use flashgen::numeric::SplitMix;
 use flashgen::reference::{backward, forward, relative_error, relative_error_lse, Qkv, RefProblem};
 use flashgen::DType;
 use flashgen_runtime::cudarc::driver::CudaSlice;
 use flashgen_runtime::tensor::{from_bits, to_bits};
-use flashgen_runtime::{BackwardCall, BufferView, BufferViewMut, Flash, ForwardCall, Gpu, KernelCache, Layout, RingShape, StatsIn, StatsOut, TensorView, TensorViewMut, VirtualRing};
+use flashgen::ring::Ring;
+use flashgen_runtime::{BackwardCall, BufferView, BufferViewMut, Flash, ForwardCall, Gpu, KernelCache, Layout, LocalLink, RankRing, RingLink, RingShape, StatsIn, StatsOut, TensorView, TensorViewMut, VirtualRing};
+use std::time::{Duration, Instant};
 
 const O_TOL: f64 = 1e-2;
 const LSE_TOL: f64 = 1e-3;
@@ -145,4 +149,142 @@ fn the_ring_refuses_what_it_cannot_run() {
     let grads = [TensorViewMut::of_slice("dQ", a, 0, DType::Bf16, ql).unwrap(), TensorViewMut::of_slice("dK", b, 0, DType::Bf16, kvl).unwrap(), TensorViewMut::of_slice("dV", c, 0, DType::Bf16, kvl).unwrap()];
     let e = ring.backward(&f, [v(ql), v(kvl), v(kvl), v(ql), v(ql)], grads, None, f.own_stream()).unwrap_err().to_string();
     assert!(e.contains("run VirtualRing::forward on these inputs first"), "{e}");
+}
+
+/// Rows `rows` of every (batch, head) of a [B, H, N, D] host tensor, for the chunks `chunks` of `len` tokens:
+/// a rank's local tensor [B, H, chunks·len, D].
+fn gather(x: &[f32], bh: usize, n: usize, d: usize, chunks: &[usize], len: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(bh * chunks.len() * len * d);
+    for r in 0..bh {
+        for &c in chunks {
+            out.extend_from_slice(&x[(r * n + c * len) * d..(r * n + (c + 1) * len) * d]);
+        }
+    }
+    out
+}
+
+/// A rank's local outputs back in their places of the whole [B, H, N, D] tensor (the reverse of `gather`).
+fn scatter(local: &[u16], whole: &mut [u16], bh: usize, n: usize, d: usize, chunks: &[usize], len: usize) {
+    let t = chunks.len() * len;
+    for r in 0..bh {
+        for (i, &c) in chunks.iter().enumerate() {
+            whole[(r * n + c * len) * d..(r * n + (c + 1) * len) * d].copy_from_slice(&local[(r * t + i * len) * d..(r * t + (i + 1) * len) * d]);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run on the H200 with --ignored"]
+fn ranks_on_a_local_link_compute_the_virtual_rings_bits() {
+    let f = flash();
+    let mut rng = SplitMix(3536);
+    let (batch, heads, tokens) = (2, 4, 768);
+    for (dt, d, kv_heads, causal, ranks) in [(DType::Bf16, 64, 2, true, 2), (DType::Bf16, 128, 4, false, 3), (DType::F16, 64, 1, true, 4), (DType::Bf16, 128, 2, true, 1), (DType::F16, 128, 4, false, 4)] {
+        let label = format!("{dt:?} D{d} H{heads}/{kv_heads} causal={causal} P={ranks}");
+        let shape = RingShape { batch, heads, kv_heads, tokens, head_dim: d, head_dim_v: d };
+        let (q_len, kv_len) = (batch * heads * tokens * d, batch * kv_heads * tokens * d);
+        let mut gen = |n: usize| -> Vec<f32> { (0..n).map(|_| from_bits(dt, to_bits(dt, rng.normal()))).collect() };
+        let (q, k, v, d_o) = (gen(q_len), gen(kv_len), gen(kv_len), gen(q_len));
+        let st = &f.gpu.stream;
+        let up = |x: &[f32]| st.clone_htod(&x.iter().map(|&y| to_bits(dt, y)).collect::<Vec<u16>>()).unwrap();
+        // the virtual ring on the whole tensors
+        let (ql, kvl) = (Layout::contiguous(batch, heads, tokens, d), Layout::contiguous(batch, kv_heads, tokens, d));
+        let (gq, gk, gv, gdo) = (up(&q), up(&k), up(&v), up(&d_o));
+        let mut want = Outputs::poisoned(&f, q_len, kv_len);
+        let mut ring = VirtualRing::new(&f, ranks, causal, shape, dt).unwrap();
+        let view = |s, l| TensorView::of_slice("x", s, 0, dt, l).unwrap();
+        ring.forward(&f, view(&gq, ql), view(&gk, kvl), view(&gv, kvl), TensorViewMut::of_slice("O", &mut want.o, 0, dt, ql).unwrap(), None, f.own_stream()).unwrap();
+        {
+            let Outputs { o, dq, dk, dv } = &mut want;
+            let grads = [TensorViewMut::of_slice("dQ", dq, 0, dt, ql).unwrap(), TensorViewMut::of_slice("dK", dk, 0, dt, kvl).unwrap(), TensorViewMut::of_slice("dV", dv, 0, dt, kvl).unwrap()];
+            ring.backward(&f, [view(&gq, ql), view(&gk, kvl), view(&gv, kvl), view(o, ql), view(&gdo, ql)], grads, None, f.own_stream()).unwrap();
+        }
+        st.synchronize().unwrap();
+        let want: Vec<Vec<u16>> = [&want.o, &want.dq, &want.dk, &want.dv].iter().map(|x| st.clone_dtoh(*x).unwrap()).collect();
+        // the ranks, each with its own chunks
+        let plan = Ring::new(ranks, tokens, causal).unwrap();
+        let len = plan.chunk_len();
+        let link = LocalLink::new(ranks, Duration::from_secs(20));
+        let mut got = [vec![0u16; q_len], vec![0u16; q_len], vec![0u16; kv_len], vec![0u16; kv_len]];
+        let locals: Vec<[Vec<u16>; 4]> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..ranks)
+                .map(|rank| {
+                    let (f, link, plan) = (&f, link.clone(), plan);
+                    let (q, k, v, d_o) = (&q, &k, &v, &d_o);
+                    scope.spawn(move || {
+                        let chunks = plan.chunks_of(rank);
+                        let t = chunks.len() * len;
+                        let st = &f.gpu.stream;
+                        let up = |x: Vec<f32>| st.clone_htod(&x.iter().map(|&y| to_bits(dt, y)).collect::<Vec<u16>>()).unwrap();
+                        let (lq, lk, lv, ldo) = (up(gather(q, batch * heads, tokens, d, &chunks, len)), up(gather(k, batch * kv_heads, tokens, d, &chunks, len)), up(gather(v, batch * kv_heads, tokens, d, &chunks, len)), up(gather(d_o, batch * heads, tokens, d, &chunks, len)));
+                        let mut out = Outputs::poisoned(f, batch * heads * t * d, batch * kv_heads * t * d);
+                        st.synchronize().unwrap();
+                        let mut me = RankRing::new(f, ranks, rank, causal, shape, dt).unwrap();
+                        let (lql, lkvl) = (Layout::contiguous(batch, heads, t, d), Layout::contiguous(batch, kv_heads, t, d));
+                        let view = |s, l| TensorView::of_slice("x", s, 0, dt, l).unwrap();
+                        me.forward(f, &*link, view(&lq, lql), view(&lk, lkvl), view(&lv, lkvl), TensorViewMut::of_slice("O", &mut out.o, 0, dt, lql).unwrap(), None).unwrap();
+                        let Outputs { o, dq, dk, dv } = &mut out;
+                        let grads = [TensorViewMut::of_slice("dQ", dq, 0, dt, lql).unwrap(), TensorViewMut::of_slice("dK", dk, 0, dt, lkvl).unwrap(), TensorViewMut::of_slice("dV", dv, 0, dt, lkvl).unwrap()];
+                        me.backward(f, &*link, [view(&lq, lql), view(&lk, lkvl), view(&lv, lkvl), view(o, lql), view(&ldo, lql)], grads, None).unwrap();
+                        me.finish(&*link).unwrap();
+                        [&out.o, &out.dq, &out.dk, &out.dv].map(|x| st.clone_dtoh(x).unwrap())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("a rank panicked")).collect()
+        });
+        for (rank, local) in locals.iter().enumerate() {
+            let chunks = plan.chunks_of(rank);
+            for (i, (l, g)) in local.iter().zip(got.iter_mut()).enumerate() {
+                let rows = if i < 2 { batch * heads } else { batch * kv_heads };
+                scatter(l, g, rows, tokens, d, &chunks, len);
+            }
+        }
+        for (name, (a, b)) in ["O", "dQ", "dK", "dV"].iter().zip(got.iter().zip(&want)) {
+            let differ = a.iter().zip(b).filter(|(x, y)| x != y).count();
+            assert_eq!(differ, 0, "{label} {name}: {differ} of {} elements differ from the virtual ring's", a.len());
+        }
+        eprintln!("{label}: ranks on a LocalLink = the virtual ring, bit for bit");
+    }
+}
+
+/// A rank that fails (here: before its first hand-over) makes every other rank's call fail with its error
+/// within seconds, instead of waiting at the hand-over for it.
+#[test]
+#[ignore = "needs a CUDA GPU: run on the H200 with --ignored"]
+fn a_failed_rank_fails_the_others_within_seconds() {
+    let f = flash();
+    let (ranks, dt, d) = (3, DType::Bf16, 64);
+    let shape = RingShape { batch: 1, heads: 2, kv_heads: 2, tokens: 6 * 128, head_dim: d, head_dim_v: d };
+    let link = LocalLink::new(ranks, Duration::from_secs(60));
+    let t0 = Instant::now();
+    let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..ranks)
+            .map(|rank| {
+                let (f, link) = (&f, link.clone());
+                scope.spawn(move || {
+                    if rank == 1 {
+                        link.abort(1, "injected failure");
+                        return Err("rank 1 stopped".to_string());
+                    }
+                    let t = 2 * 128;
+                    let st = &f.gpu.stream;
+                    let x = st.alloc_zeros::<u16>(2 * t * d).unwrap();
+                    let mut o = st.alloc_zeros::<u16>(2 * t * d).unwrap();
+                    let l = Layout::contiguous(1, 2, t, d);
+                    let mut me = RankRing::new(f, ranks, rank, true, shape, dt).unwrap();
+                    let view = || TensorView::of_slice("x", &x, 0, dt, l).unwrap();
+                    me.forward(f, &*link, view(), view(), view(), TensorViewMut::of_slice("O", &mut o, 0, dt, l).unwrap(), None).map_err(|e| e.to_string())?;
+                    me.finish(&*link).map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a rank panicked")).collect()
+    });
+    let waited = t0.elapsed();
+    for (rank, r) in results.iter().enumerate().filter(|(r, _)| *r != 1) {
+        let e = r.as_ref().expect_err("a rank went on past its failed peer");
+        assert!(e.contains("ring rank 1 failed: injected failure"), "rank {rank}: {e}");
+    }
+    assert!(waited < Duration::from_secs(10), "the ranks took {waited:?} to give up");
 }

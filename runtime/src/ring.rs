@@ -33,8 +33,7 @@ pub struct VirtualRing {
     pub ring: Ring,
     pub shape: RingShape,
     pub dtype: DType,
-    merge: CudaFunction,
-    store: CudaFunction,
+    merges: Merges,
     /// Per query chunk: O's accumulators f32 [B·H·L, D_v] in the forward, dQ's [B·H·L, D] in the backward.
     acc_q: Vec<CudaSlice<f32>>,
     /// Per query chunk: M (base 2) [B·H·L], the forward's result and the backward's statistics.
@@ -50,7 +49,7 @@ pub struct VirtualRing {
     has_forward: bool,
 }
 
-fn check_view(name: &str, view: &TensorView<'_>, dtype: DType, shape: [usize; 4]) -> Result<(), RuntimeError> {
+pub(crate) fn check_view(name: &str, view: &TensorView<'_>, dtype: DType, shape: [usize; 4]) -> Result<(), RuntimeError> {
     if view.dtype != dtype || view.layout.shape != shape {
         return Err(RuntimeError::Argument(format!(
             "tensor {name} is {} {:?} but this ring was made for {} {shape:?}: make a VirtualRing for this shape",
@@ -77,11 +76,7 @@ impl VirtualRing {
         if head_dim % 2 != 0 || head_dim_v % 2 != 0 {
             return Err(RuntimeError::Argument(format!("head dims {head_dim}/{head_dim_v}: the ring's merges take pairs of columns")));
         }
-        let ptx = merge_ptx(flash, dtype)?;
-        flash.gpu.ctx.bind_to_thread()?;
-        let module = flash.gpu.ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx))?;
-        let merge = module.load_function(&flashgen::ring::merge_entry(dtype))?;
-        let store = module.load_function(&flashgen::ring::store_entry(dtype))?;
+        let merges = Merges::load(flash, dtype)?;
         let (chunks, len) = (ring.chunks(), ring.chunk_len());
         let q_rows = batch * heads * len;
         let st = &flash.gpu.stream;
@@ -90,7 +85,7 @@ impl VirtualRing {
         let part_o = st.alloc_zeros::<u16>(q_rows * head_dim_v)?;
         let part_m = st.alloc_zeros::<f32>(q_rows)?;
         st.synchronize()?;
-        Ok(VirtualRing { ring, shape, dtype, merge, store, acc_q, m, acc_k: Vec::new(), acc_v: Vec::new(), part_o, part_m, part_dq: None, has_forward: false })
+        Ok(VirtualRing { ring, shape, dtype, merges, acc_q, m, acc_k: Vec::new(), acc_v: Vec::new(), part_o, part_m, part_dq: None, has_forward: false })
     }
 
     fn q_shape(&self, cols: usize) -> [usize; 4] {
@@ -124,14 +119,14 @@ impl VirtualRing {
                     let call = ForwardCall { causal: block.mask == Mask::Diagonal, sm_scale, ..ForwardCall::new(q.tokens(qc)?, k.tokens(kc.clone())?, v.tokens(kc)?, part_o, stats) };
                     flash.forward(call, stream)?;
                     let (acc, m) = (addr_of(&self.acc_q[block.q]), addr_of(&self.m[block.q]));
-                    self.merge(flash, [acc, m, addr_of(&self.part_o), addr_of(&self.part_m)], rows, dv, first[block.q], stream)?;
+                    self.merges.merge(flash, [acc, m, addr_of(&self.part_o), addr_of(&self.part_m)], rows, dv, first[block.q], stream)?;
                     first[block.q] = false;
                 }
             }
         }
         for c in 0..ring.chunks() {
             let chunk = o.tokens(ring.chunk(c))?;
-            self.store(flash, chunk, addr_of(&self.acc_q[c]), self.shape.heads, stream)?;
+            self.merges.store(flash, chunk, addr_of(&self.acc_q[c]), self.shape.heads, stream)?;
         }
         self.has_forward = true;
         Ok(())
@@ -192,9 +187,9 @@ impl VirtualRing {
                     };
                     flash.backward(call, stream)?;
                     let [p_dq, p_dk, p_dv] = self.part_dq.as_ref().map(|[a, b, c]| [addr_of(a), addr_of(b), addr_of(c)]).expect("made above");
-                    self.merge(flash, [addr_of(&self.acc_q[block.q]), 0, p_dq, 0], q_rows, d, first_q[block.q], stream)?;
-                    self.merge(flash, [addr_of(&self.acc_k[block.kv]), 0, p_dk, 0], kv_rows, d, first_kv[block.kv], stream)?;
-                    self.merge(flash, [addr_of(&self.acc_v[block.kv]), 0, p_dv, 0], kv_rows, d_v, first_kv[block.kv], stream)?;
+                    self.merges.merge(flash, [addr_of(&self.acc_q[block.q]), 0, p_dq, 0], q_rows, d, first_q[block.q], stream)?;
+                    self.merges.merge(flash, [addr_of(&self.acc_k[block.kv]), 0, p_dk, 0], kv_rows, d, first_kv[block.kv], stream)?;
+                    self.merges.merge(flash, [addr_of(&self.acc_v[block.kv]), 0, p_dv, 0], kv_rows, d_v, first_kv[block.kv], stream)?;
                     first_q[block.q] = false;
                     first_kv[block.kv] = false;
                 }
@@ -202,9 +197,9 @@ impl VirtualRing {
         }
         for c in 0..ring.chunks() {
             let range = ring.chunk(c);
-            self.store(flash, dq.tokens(range.clone())?, addr_of(&self.acc_q[c]), heads, stream)?;
-            self.store(flash, dk.tokens(range.clone())?, addr_of(&self.acc_k[c]), kv_heads, stream)?;
-            self.store(flash, dv.tokens(range)?, addr_of(&self.acc_v[c]), kv_heads, stream)?;
+            self.merges.store(flash, dq.tokens(range.clone())?, addr_of(&self.acc_q[c]), heads, stream)?;
+            self.merges.store(flash, dk.tokens(range.clone())?, addr_of(&self.acc_k[c]), kv_heads, stream)?;
+            self.merges.store(flash, dv.tokens(range)?, addr_of(&self.acc_v[c]), kv_heads, stream)?;
         }
         // (acc_q held O's accumulators; the statistics in M stay valid for another backward)
         Ok(())
@@ -231,9 +226,25 @@ impl VirtualRing {
         }
         Ok(out)
     }
+}
+
+/// The ring's merge kernels for one dtype (flashgen::ring: `merge_entry`, `store_entry`), loaded once.
+pub struct Merges {
+    merge: CudaFunction,
+    store: CudaFunction,
+}
+
+impl Merges {
+    /// Compile (LLVM, at run time) and load the merge module for `dtype` on the Flash's device.
+    pub fn load(flash: &Flash, dtype: DType) -> Result<Merges, RuntimeError> {
+        let ptx = merge_ptx(flash, dtype)?;
+        flash.gpu.ctx.bind_to_thread()?;
+        let module = flash.gpu.ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx))?;
+        Ok(Merges { merge: module.load_function(&flashgen::ring::merge_entry(dtype))?, store: module.load_function(&flashgen::ring::store_entry(dtype))? })
+    }
 
     /// `merge_entry`'s launch: [acc_o, acc_m, part_o, part_m] (0 for null), `rows` of `cols`.
-    fn merge(&self, flash: &Flash, [mut acc_o, mut acc_m, mut part_o, mut part_m]: [u64; 4], rows: usize, cols: usize, first: bool, stream: Stream) -> Result<(), RuntimeError> {
+    pub fn merge(&self, flash: &Flash, [mut acc_o, mut acc_m, mut part_o, mut part_m]: [u64; 4], rows: usize, cols: usize, first: bool, stream: Stream) -> Result<(), RuntimeError> {
         let (mut rows_arg, mut cols_arg, mut first_arg) = (as_u32(rows)?, as_u32(cols)?, first as u32);
         let mut params: [*mut c_void; 7] = [
             &mut acc_o as *mut u64 as *mut _,
@@ -251,7 +262,7 @@ impl VirtualRing {
     }
 
     /// `store_entry`'s launch: the accumulators at `acc` into `out` (a chunk of tokens of a tensor).
-    fn store(&self, flash: &Flash, out: TensorViewMut<'_>, acc: u64, heads: usize, stream: Stream) -> Result<(), RuntimeError> {
+    pub fn store(&self, flash: &Flash, out: TensorViewMut<'_>, acc: u64, heads: usize, stream: Stream) -> Result<(), RuntimeError> {
         let [batch, _, len, cols] = out.layout.shape;
         let rows = batch * heads * len;
         let [sb, sh, sn, _] = out.layout.strides.map(|s| s as u64);
@@ -276,12 +287,12 @@ impl VirtualRing {
     }
 }
 
-fn addr_of<T>(slice: &CudaSlice<T>) -> u64 {
+pub(crate) fn addr_of<T>(slice: &CudaSlice<T>) -> u64 {
     use cudarc::driver::DevicePtr;
     slice.device_ptr(slice.stream()).0
 }
 
-fn as_u32(n: usize) -> Result<u32, RuntimeError> {
+pub(crate) fn as_u32(n: usize) -> Result<u32, RuntimeError> {
     u32::try_from(n).map_err(|_| RuntimeError::Argument(format!("{n} rows or columns overflow the ring merge's u32 counts: use fewer tokens per chunk")))
 }
 

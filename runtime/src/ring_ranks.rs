@@ -1,0 +1,581 @@
+//! Ring attention as P ranks, each holding only its own chunks (issue 35): what one GPU of a context-parallel
+//! ring runs. A rank keeps its queries (the zig-zag split's chunks r and 2P − 1 − r, or chunk r) and passes
+//! the K/V slice it holds to the right at every step, over a `RingLink`, on a stream of its own while its
+//! blocks compute on another; the backward passes each slice's dK/dV accumulators along with it (after the
+//! step's blocks have added to them) and home after the last step. The blocks, their order and the merges
+//! are `VirtualRing`'s, so P ranks compute the same bits as the virtual ring on one GPU.
+//!
+//! Links: `LocalLink` joins P ranks that are threads of one process on one GPU (device-to-device copies,
+//! the ranks meeting at each hand-over; what tests the protocol here), and `NcclLink` (feature `nccl`)
+//! joins one rank per GPU through NCCL's send/recv. A rank that fails aborts its link, and every other
+//! rank's next hand-over (or its final wait) fails with that rank's error instead of waiting for it.
+
+use crate::call::{BackwardCall, ForwardCall, StatsIn, StatsOut};
+use crate::ring::{addr_of, check_view, Merges, RingShape};
+use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
+use crate::{Flash, Layout, RuntimeError, Stream};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
+use flashgen::ring::{Mask, Ring};
+use flashgen::DType;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// One buffer to hand over: `bytes` from `send` (this rank's) to the right neighbour's `recv`, while the left
+/// neighbour's arrive in this rank's `recv`.
+#[derive(Clone, Copy, Debug)]
+pub struct Transfer {
+    pub send: u64,
+    pub recv: u64,
+    pub bytes: usize,
+}
+
+/// How the ranks of a ring hand their buffers to the right. Every rank calls `shift` the same number of times
+/// with the same sizes; the transfers are queued on `stream` and complete in its order.
+pub trait RingLink: Send + Sync {
+    /// Queue this rank's hand-over: each `Transfer`'s `send` to the right neighbour, its `recv` filled from
+    /// the left (the same count of bytes). Returns once it is queued (an error if a peer has failed).
+    fn shift(&self, rank: usize, transfers: &[Transfer], stream: &CudaStream) -> Result<(), RuntimeError>;
+    /// This rank failed with `why`: the other ranks' hand-overs and waits fail instead of waiting for it.
+    fn abort(&self, rank: usize, why: &str);
+    /// The failure a peer reported, if one did.
+    fn failure(&self) -> Option<String>;
+}
+
+/// P ranks met at a barrier that a failure (or a timeout) breaks for all of them.
+struct Meeting {
+    state: Mutex<(u64, usize, Option<String>)>,
+    turn: Condvar,
+    ranks: usize,
+    timeout: Duration,
+}
+
+impl Meeting {
+    fn wait(&self) -> Result<(), RuntimeError> {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(why) = &s.2 {
+            return Err(RuntimeError::Device(why.clone()));
+        }
+        let generation = s.0;
+        s.1 += 1;
+        if s.1 == self.ranks {
+            s.0 += 1;
+            s.1 = 0;
+            self.turn.notify_all();
+            return Ok(());
+        }
+        let deadline = Instant::now() + self.timeout;
+        while s.0 == generation && s.2.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let why = format!("ring: a hand-over waited {} s for the other ranks (a rank stopped without reporting)", self.timeout.as_secs());
+                s.2 = Some(why.clone());
+                self.turn.notify_all();
+                return Err(RuntimeError::Device(why));
+            }
+            s = self.turn.wait_timeout(s, left).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        match &s.2 {
+            Some(why) if s.0 == generation => Err(RuntimeError::Device(why.clone())),
+            _ => Ok(()),
+        }
+    }
+
+    fn abort(&self, why: String) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        s.2.get_or_insert(why);
+        self.turn.notify_all();
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).2.clone()
+    }
+}
+
+/// What each rank of a `LocalLink` publishes for a hand-over: where its buffers receive, and events that
+/// say when they are free and when its sends are done.
+#[derive(Default)]
+struct Post {
+    recv: Vec<u64>,
+    free: Option<CudaEvent>,
+    sent: Option<CudaEvent>,
+}
+
+/// P ranks as threads of one process on one GPU: a hand-over is a device-to-device copy into the right
+/// neighbour's buffer, queued on the sender's stream once the neighbour's buffer is free (an event), and the
+/// receiver's stream waits for the copy's event. The ranks meet twice per hand-over (to publish their
+/// buffers, then their copies); a failed rank breaks the meeting for all.
+pub struct LocalLink {
+    posts: Vec<Mutex<Post>>,
+    meeting: Meeting,
+}
+
+impl LocalLink {
+    /// A link of `ranks` ranks; a meeting no rank completes within `timeout` fails for all.
+    pub fn new(ranks: usize, timeout: Duration) -> Arc<LocalLink> {
+        Arc::new(LocalLink { posts: (0..ranks).map(|_| Mutex::new(Post::default())).collect(), meeting: Meeting { state: Mutex::new((0, 0, None)), turn: Condvar::new(), ranks, timeout } })
+    }
+}
+
+impl RingLink for LocalLink {
+    fn shift(&self, rank: usize, transfers: &[Transfer], stream: &CudaStream) -> Result<(), RuntimeError> {
+        let p = self.posts.len();
+        let (right, left) = ((rank + 1) % p, (rank + p - 1) % p);
+        {
+            let mut post = self.posts[rank].lock().unwrap_or_else(|e| e.into_inner());
+            post.recv = transfers.iter().map(|t| t.recv).collect();
+            // (the stream's work so far includes its wait for the blocks that last read these buffers)
+            post.free = Some(stream.record_event(None)?);
+        }
+        self.meeting.wait()?;
+        {
+            let target = self.posts[right].lock().unwrap_or_else(|e| e.into_inner());
+            if target.recv.len() != transfers.len() {
+                let why = format!("ring: rank {rank} hands over {} buffers but rank {right} receives {}", transfers.len(), target.recv.len());
+                drop(target);
+                self.abort(rank, &why);
+                return Err(RuntimeError::Device(why));
+            }
+            if let Some(free) = &target.free {
+                stream.wait(free)?;
+            }
+            for (t, &dst) in transfers.iter().zip(&target.recv) {
+                // SAFETY: `t.send` is this rank's buffer of `t.bytes` and `dst` the right neighbour's of as many
+                // (every rank hands over the same shapes), both in this context; the neighbour does not read
+                // `dst` until it waits on this copy's event, and wrote it last before the `free` event waited on above
+                unsafe { cudarc::driver::result::memcpy_dtod_async(dst, t.send, t.bytes, stream.cu_stream()) }?;
+            }
+            let sent = stream.record_event(None)?;
+            drop(target);
+            self.posts[rank].lock().unwrap_or_else(|e| e.into_inner()).sent = Some(sent);
+        }
+        self.meeting.wait()?;
+        let from = self.posts[left].lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(sent) = &from.sent {
+            stream.wait(sent)?;
+        }
+        Ok(())
+    }
+
+    fn abort(&self, rank: usize, why: &str) {
+        self.meeting.abort(format!("ring rank {rank} failed: {why}"));
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.meeting.failure()
+    }
+}
+
+/// One rank of a ring of P over one shape (the whole sequence's `RingShape`): its chunks' accumulators, the
+/// visiting K/V slices' buffers, its two streams.
+pub struct RankRing {
+    pub ring: Ring,
+    pub rank: usize,
+    pub shape: RingShape,
+    pub dtype: DType,
+    merges: Merges,
+    /// Blocks compute here; hand-overs run on `comm` beside them.
+    compute: Arc<CudaStream>,
+    comm: Arc<CudaStream>,
+    /// Per local query chunk: O's (then dQ's) f32 accumulators, and M (base 2).
+    acc_q: Vec<CudaSlice<f32>>,
+    m: Vec<CudaSlice<f32>>,
+    /// The visiting K/V slices (K [B, H_kv, T, D] then V [B, H_kv, T, D_v], T = this rank's tokens), two
+    /// buffers: one computing, one receiving.
+    kv: [CudaSlice<u16>; 2],
+    /// The visiting slice's dK and dV accumulators (f32, the same layout), two buffers (backward).
+    acc_kv: Option<[CudaSlice<f32>; 2]>,
+    part_o: CudaSlice<u16>,
+    part_m: CudaSlice<f32>,
+    part_grads: Option<[CudaSlice<u16>; 3]>,
+    has_forward: bool,
+}
+
+fn layout_of(batch: usize, heads: usize, tokens: usize, cols: usize) -> Layout {
+    Layout::contiguous(batch, heads, tokens, cols)
+}
+
+fn is_contiguous(v: &TensorView<'_>) -> bool {
+    let [b, h, n, d] = v.layout.shape;
+    v.layout == layout_of(b, h, n, d)
+}
+
+impl RankRing {
+    /// Rank `rank` of a ring of `ranks` over attention of `shape` (the whole sequence), on `flash`'s device.
+    pub fn new(flash: &Flash, ranks: usize, rank: usize, causal: bool, shape: RingShape, dtype: DType) -> Result<RankRing, RuntimeError> {
+        let ring = Ring::new(ranks, shape.tokens, causal).map_err(RuntimeError::Argument)?;
+        if rank >= ranks {
+            return Err(RuntimeError::Argument(format!("rank {rank} of a ring of {ranks}: ranks count from 0")));
+        }
+        let RingShape { batch, heads, kv_heads, head_dim: d, head_dim_v: dv, .. } = shape;
+        if kv_heads == 0 || heads % kv_heads != 0 || d % 2 != 0 || dv % 2 != 0 {
+            return Err(RuntimeError::Argument(format!("{heads} query heads over {kv_heads} K/V heads, head dims {d}/{dv}: H must be a multiple of H_kv and the head dims even")));
+        }
+        let merges = Merges::load(flash, dtype)?;
+        let len = ring.chunk_len();
+        let tokens = len * ring.chunks_of(rank).len();
+        let (q_rows, kv_rows) = (batch * heads * len, batch * kv_heads * tokens);
+        let ctx = &flash.gpu.ctx;
+        let (compute, comm) = (ctx.new_stream()?, ctx.new_stream()?);
+        let st = &flash.gpu.stream;
+        let chunks = ring.chunks_of(rank).len();
+        let acc_q = (0..chunks).map(|_| st.alloc_zeros::<f32>(q_rows * d.max(dv))).collect::<Result<Vec<_>, _>>()?;
+        let m = (0..chunks).map(|_| st.alloc_zeros::<f32>(q_rows)).collect::<Result<Vec<_>, _>>()?;
+        let kv = [st.alloc_zeros::<u16>(kv_rows * (d + dv))?, st.alloc_zeros::<u16>(kv_rows * (d + dv))?];
+        let (part_o, part_m) = (st.alloc_zeros::<u16>(q_rows * dv)?, st.alloc_zeros::<f32>(q_rows)?);
+        st.synchronize()?;
+        Ok(RankRing { ring, rank, shape, dtype, merges, compute, comm, acc_q, m, kv, acc_kv: None, part_o, part_m, part_grads: None, has_forward: false })
+    }
+
+    /// This rank's tokens (its chunks, in sequence order).
+    pub fn local_tokens(&self) -> usize {
+        self.ring.chunk_len() * self.ring.chunks_of(self.rank).len()
+    }
+
+    /// The stream the blocks run on: the local inputs must be ready on it (or before the call), and the
+    /// outputs are when it is (`finish`).
+    pub fn stream(&self) -> Stream {
+        // SAFETY: the stream belongs to the Flash's context and lives as long as this rank
+        unsafe { Stream::from_raw(self.compute.cu_stream()) }
+    }
+
+    fn kv_bytes(&self) -> (usize, usize) {
+        let rows = self.shape.batch * self.shape.kv_heads * self.local_tokens();
+        (2 * rows * self.shape.head_dim, 2 * rows * self.shape.head_dim_v)
+    }
+
+    /// Views of the visiting slice's K and V chunk `j` (0 or 1) in buffer `buf`, or in this rank's own K/V.
+    fn visiting<'a>(&self, own: (&TensorView<'a>, &TensorView<'a>), buf: Option<usize>, j: usize) -> Result<(TensorView<'a>, TensorView<'a>), RuntimeError> {
+        let len = self.ring.chunk_len();
+        let range = j * len..(j + 1) * len;
+        match buf {
+            None => Ok((own.0.tokens(range.clone())?, own.1.tokens(range)?)),
+            Some(b) => {
+                let RingShape { batch, kv_heads, head_dim: d, head_dim_v: dv, .. } = self.shape;
+                let t = self.local_tokens();
+                let base = addr_of(&self.kv[b]);
+                let (k_bytes, v_bytes) = self.kv_bytes();
+                // SAFETY: buffer `b` holds K then V of the slice (k_bytes + v_bytes), allocated by this rank and
+                // alive as long as it; the blocks only read it, and the hand-overs write it only after the
+                // blocks that read it (events)
+                let k = unsafe { TensorView::from_raw_parts("visiting K", base, k_bytes / 2, self.dtype, layout_of(batch, kv_heads, t, d)) }?;
+                let v = unsafe { TensorView::from_raw_parts("visiting V", base + k_bytes as u64, v_bytes / 2, self.dtype, layout_of(batch, kv_heads, t, dv)) }?;
+                Ok((k.tokens(range.clone())?, v.tokens(range)?))
+            }
+        }
+    }
+
+    /// Hand the slice being computed on (this rank's own K/V, or buffer `computing`) to the right, on the
+    /// hand-over stream, while the blocks compute: it receives into the other buffer once the blocks that
+    /// last read it are `done`. Returns that buffer and the event of its arrival.
+    fn hand_over_kv(&self, link: &dyn RingLink, computing: Option<usize>, (k, v): (&TensorView<'_>, &TensorView<'_>), done: &CudaEvent) -> Result<(usize, CudaEvent), RuntimeError> {
+        let (k_bytes, v_bytes) = self.kv_bytes();
+        let recv = computing.map_or(0, |b| 1 - b);
+        self.comm.wait(done)?;
+        let (ks, vs) = match computing {
+            None => (k.addr(), v.addr()),
+            Some(b) => (addr_of(&self.kv[b]), addr_of(&self.kv[b]) + k_bytes as u64),
+        };
+        let dst = addr_of(&self.kv[recv]);
+        link.shift(self.rank, &[Transfer { send: ks, recv: dst, bytes: k_bytes }, Transfer { send: vs, recv: dst + k_bytes as u64, bytes: v_bytes }], &self.comm)?;
+        Ok((recv, self.comm.record_event(None)?))
+    }
+
+    fn check_local(&self, name: &str, v: &TensorView<'_>, heads: usize, cols: usize) -> Result<(), RuntimeError> {
+        check_view(name, v, self.dtype, [self.shape.batch, heads, self.local_tokens(), cols])
+    }
+
+    /// The forward of this rank's queries over the whole sequence: `q` [B, H, T, D], `k`/`v` [B, H_kv, T, ·]
+    /// (contiguous: they are handed over as they are) and `o` [B, H, T, D_v] hold this rank's chunks in
+    /// sequence order. Queued on `stream()`; the hand-overs meet the other ranks' (`link`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn forward(&mut self, flash: &Flash, link: &dyn RingLink, q: TensorView<'_>, k: TensorView<'_>, v: TensorView<'_>, mut o: TensorViewMut<'_>, sm_scale: Option<f32>) -> Result<(), RuntimeError> {
+        let result = self.forward_steps(flash, link, q, k, v, &mut o, sm_scale);
+        if let Err(e) = &result {
+            link.abort(self.rank, &e.to_string());
+        }
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn forward_steps(&mut self, flash: &Flash, link: &dyn RingLink, q: TensorView<'_>, k: TensorView<'_>, v: TensorView<'_>, o: &mut TensorViewMut<'_>, sm_scale: Option<f32>) -> Result<(), RuntimeError> {
+        let RingShape { batch, heads, kv_heads, head_dim: d, head_dim_v: dv, .. } = self.shape;
+        self.check_local("Q", &q, heads, d)?;
+        self.check_local("K", &k, kv_heads, d)?;
+        self.check_local("V", &v, kv_heads, dv)?;
+        self.check_local("O", &o.as_view(), heads, dv)?;
+        if !is_contiguous(&k) || !is_contiguous(&v) {
+            return Err(RuntimeError::Argument("a ring rank hands its K and V over as they are: give them contiguous [B, H_kv, T, D]".into()));
+        }
+        let sm_scale = Some(sm_scale.unwrap_or(1.0 / (d as f32).sqrt()));
+        let (ring, rank, len) = (self.ring, self.rank, self.ring.chunk_len());
+        let rows = batch * heads * len;
+        let stream = self.stream();
+        let mine = ring.chunks_of(rank);
+        let mut first = vec![true; mine.len()];
+        let mut computing: Option<usize> = None; // None: this rank's own K/V; Some(b): buffer b
+        let mut done = self.compute.record_event(None)?;
+        for step in 0..ring.ranks {
+            let arrived = if step + 1 < ring.ranks { Some(self.hand_over_kv(link, computing, (&k, &v), &done)?) } else { None };
+            let source = ring.chunks_of(ring.source(rank, step));
+            for block in ring.blocks(rank, step) {
+                let qi = mine.iter().position(|&c| c == block.q).expect("a block's queries are the rank's");
+                let kj = source.iter().position(|&c| c == block.kv).expect("a block's keys are the visiting slice's");
+                let (kc, vc) = self.visiting((&k, &v), computing, kj)?;
+                let part_o = TensorViewMut::of_slice("ring partial O", &mut self.part_o, 0, self.dtype, layout_of(batch, heads, len, dv))?;
+                let stats = StatsOut::M(BufferViewMut::of(&mut self.part_m));
+                let call = ForwardCall { causal: block.mask == Mask::Diagonal, sm_scale, ..ForwardCall::new(q.tokens(qi * len..(qi + 1) * len)?, kc, vc, part_o, stats) };
+                flash.forward(call, stream)?;
+                let addrs = [addr_of(&self.acc_q[qi]), addr_of(&self.m[qi]), addr_of(&self.part_o), addr_of(&self.part_m)];
+                self.merges.merge(flash, addrs, rows, dv, first[qi], stream)?;
+                first[qi] = false;
+            }
+            done = self.compute.record_event(None)?;
+            if let Some((recv, arrived)) = arrived {
+                self.compute.wait(&arrived)?;
+                computing = Some(recv);
+            }
+        }
+        for (i, acc) in self.acc_q.iter().enumerate() {
+            self.merges.store(flash, o.tokens(i * len..(i + 1) * len)?, addr_of(acc), heads, stream)?;
+        }
+        self.has_forward = true;
+        Ok(())
+    }
+
+    /// The backward of this rank's last forward: `[q, k, v, o, d_o]` and `[dq, dk, dv]` are its local chunks
+    /// (K, V contiguous). dQ stays; the slices' dK/dV accumulators travel with them and come home after the
+    /// last step.
+    pub fn backward(&mut self, flash: &Flash, link: &dyn RingLink, inputs: [TensorView<'_>; 5], grads: [TensorViewMut<'_>; 3], sm_scale: Option<f32>) -> Result<(), RuntimeError> {
+        let result = self.backward_steps(flash, link, inputs, grads, sm_scale);
+        if let Err(e) = &result {
+            link.abort(self.rank, &e.to_string());
+        }
+        result
+    }
+
+    fn backward_steps(&mut self, flash: &Flash, link: &dyn RingLink, [q, k, v, o, d_o]: [TensorView<'_>; 5], [mut dq, mut dk, mut dv]: [TensorViewMut<'_>; 3], sm_scale: Option<f32>) -> Result<(), RuntimeError> {
+        if !self.has_forward {
+            return Err(RuntimeError::Argument("the ring's backward reads its forward's statistics: run RankRing::forward on these inputs first".into()));
+        }
+        let RingShape { batch, heads, kv_heads, head_dim: d, head_dim_v: d_v, .. } = self.shape;
+        for (name, view, h, cols) in [("Q", &q, heads, d), ("K", &k, kv_heads, d), ("V", &v, kv_heads, d_v), ("O", &o, heads, d_v), ("dO", &d_o, heads, d_v)] {
+            self.check_local(name, view, h, cols)?;
+        }
+        for (name, view, h, cols) in [("dQ", &dq, heads, d), ("dK", &dk, kv_heads, d), ("dV", &dv, kv_heads, d_v)] {
+            self.check_local(name, &view.as_view(), h, cols)?;
+        }
+        if !is_contiguous(&k) || !is_contiguous(&v) {
+            return Err(RuntimeError::Argument("a ring rank hands its K and V over as they are: give them contiguous [B, H_kv, T, D]".into()));
+        }
+        let sm_scale = Some(sm_scale.unwrap_or(1.0 / (d as f32).sqrt()));
+        let (ring, rank, len, tokens) = (self.ring, self.rank, self.ring.chunk_len(), self.local_tokens());
+        let (q_rows, kv_chunk_rows) = (batch * heads * len, batch * kv_heads * len);
+        let st = &flash.gpu.stream;
+        if self.acc_kv.is_none() {
+            let floats = batch * kv_heads * tokens * (d + d_v);
+            self.acc_kv = Some([st.alloc_zeros::<f32>(floats)?, st.alloc_zeros::<f32>(floats)?]);
+            self.part_grads = Some([st.alloc_zeros::<u16>(q_rows * d)?, st.alloc_zeros::<u16>(kv_chunk_rows * d)?, st.alloc_zeros::<u16>(kv_chunk_rows * d_v)?]);
+            st.synchronize()?;
+        }
+        let acc_kv = self.acc_kv.as_ref().map(|[a, b]| [addr_of(a), addr_of(b)]).expect("made above");
+        let stream = self.stream();
+        let mine = ring.chunks_of(rank);
+        let mut first_q = vec![true; mine.len()];
+        let mut computing: Option<usize> = None;
+        let mut acc_arrival: Option<CudaEvent> = None;
+        let mut done = self.compute.record_event(None)?;
+        for step in 0..ring.ranks {
+            let arrived = if step + 1 < ring.ranks { Some(self.hand_over_kv(link, computing, (&k, &v), &done)?) } else { None };
+            // the visiting slice's accumulators arrive in acc_kv[step % 2] (step 0: this rank's own, empty)
+            // while the step's first block computes: the merges wait for them, not the kernels
+            let acc = acc_kv[step % 2];
+            let source = ring.chunks_of(ring.source(rank, step));
+            let mut first_kv = vec![step == 0; source.len()];
+            for block in ring.blocks(rank, step) {
+                let qi = mine.iter().position(|&c| c == block.q).expect("a block's queries are the rank's");
+                let kj = source.iter().position(|&c| c == block.kv).expect("a block's keys are the visiting slice's");
+                let (kc, vc) = self.visiting((&k, &v), computing, kj)?;
+                let [p_dq, p_dk, p_dv] = self.part_grads.as_mut().expect("made above");
+                let grads = (
+                    TensorViewMut::of_slice("ring partial dQ", p_dq, 0, self.dtype, layout_of(batch, heads, len, d))?,
+                    TensorViewMut::of_slice("ring partial dK", p_dk, 0, self.dtype, layout_of(batch, kv_heads, len, d))?,
+                    TensorViewMut::of_slice("ring partial dV", p_dv, 0, self.dtype, layout_of(batch, kv_heads, len, d_v))?,
+                );
+                let rows = qi * len..(qi + 1) * len;
+                let stats = StatsIn::M(BufferView::of(&self.m[qi]));
+                let call = BackwardCall {
+                    causal: block.mask == Mask::Diagonal,
+                    sm_scale,
+                    ..BackwardCall::new(q.tokens(rows.clone())?, kc, vc, o.tokens(rows.clone())?, d_o.tokens(rows)?, stats, grads)
+                };
+                flash.backward(call, stream)?;
+                if let Some(arrival) = acc_arrival.take() {
+                    self.compute.wait(&arrival)?;
+                }
+                let [p_dq, p_dk, p_dv] = self.part_grads.as_ref().map(|[a, b, c]| [addr_of(a), addr_of(b), addr_of(c)]).expect("made above");
+                // the slice's accumulators: dK [B·H_kv·T, D] then dV [B·H_kv·T, D_v]; chunk j's rows of each
+                // are not contiguous across heads, so they live chunk-major: [j][B·H_kv·L, D]
+                let dk_at = acc + 4 * (kj * kv_chunk_rows * d) as u64;
+                let dv_at = acc + 4 * (batch * kv_heads * tokens * d + kj * kv_chunk_rows * d_v) as u64;
+                self.merges.merge(flash, [addr_of(&self.acc_q[qi]), 0, p_dq, 0], q_rows, d, first_q[qi], stream)?;
+                self.merges.merge(flash, [dk_at, 0, p_dk, 0], kv_chunk_rows, d, first_kv[kj], stream)?;
+                self.merges.merge(flash, [dv_at, 0, p_dv, 0], kv_chunk_rows, d_v, first_kv[kj], stream)?;
+                first_q[qi] = false;
+                first_kv[kj] = false;
+            }
+            // a chunk of the slice no block of this step reached (only at step 0) holds zeros, not garbage
+            for (j, _) in first_kv.iter().enumerate().filter(|(_, f)| **f) {
+                for (at, floats) in [(acc + 4 * (j * kv_chunk_rows * d) as u64, kv_chunk_rows * d), (acc + 4 * (batch * kv_heads * tokens * d + j * kv_chunk_rows * d_v) as u64, kv_chunk_rows * d_v)] {
+                    // SAFETY: the range lies in acc_kv's buffer (chunk j of dK or dV), on this rank's stream
+                    unsafe { cudarc::driver::result::memset_d8_async(at, 0, 4 * floats, stream.raw()) }?;
+                }
+            }
+            done = self.compute.record_event(None)?;
+            // the accumulators go on to the right (home after the last step) once this step's blocks added to them
+            if ring.ranks > 1 {
+                self.comm.wait(&done)?;
+                let floats = batch * kv_heads * tokens * (d + d_v);
+                link.shift(rank, &[Transfer { send: acc, recv: acc_kv[(step + 1) % 2], bytes: 4 * floats }], &self.comm)?;
+                acc_arrival = Some(self.comm.record_event(None)?);
+            }
+            if let Some((recv, arrived)) = arrived {
+                self.compute.wait(&arrived)?;
+                computing = Some(recv);
+            }
+        }
+        if let Some(arrival) = acc_arrival.take() {
+            self.compute.wait(&arrival)?;
+        }
+        // this rank's own slice's accumulators are home: in acc_kv[P % 2] (with one rank, where step 0 left them)
+        let home = acc_kv[if ring.ranks > 1 { ring.ranks % 2 } else { 0 }];
+        for (i, acc) in self.acc_q.iter().enumerate() {
+            let rows = i * len..(i + 1) * len;
+            self.merges.store(flash, dq.tokens(rows.clone())?, addr_of(acc), heads, stream)?;
+            self.merges.store(flash, dk.tokens(rows.clone())?, home + 4 * (i * kv_chunk_rows * d) as u64, kv_heads, stream)?;
+            self.merges.store(flash, dv.tokens(rows)?, home + 4 * (batch * kv_heads * tokens * d + i * kv_chunk_rows * d_v) as u64, kv_heads, stream)?;
+        }
+        Ok(())
+    }
+
+    /// Wait for this rank's queued work, or fail as soon as a peer reports a failure (never waiting forever
+    /// for a rank that stopped).
+    pub fn finish(&self, link: &dyn RingLink) -> Result<(), RuntimeError> {
+        let end = self.compute.record_event(None)?;
+        loop {
+            if end.try_is_complete()? {
+                return Ok(());
+            }
+            if let Some(why) = link.failure() {
+                return Err(RuntimeError::Device(why));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+}
+
+/// One rank's NCCL link (feature `nccl`): a hand-over is a group of ncclSend to the right neighbour and
+/// ncclRecv from the left, on the rank's hand-over stream. Ranks that are threads of one process share a
+/// `RankFailure`; a rank that fails aborts its communicator and marks it, and the others abort theirs when
+/// they see the mark (in `shift` or `RankRing::finish`), so that no GPU waits forever on a dead peer.
+/// Written against NCCL's API; not yet run with more than one rank (no multi-GPU machine has been lent).
+#[cfg(feature = "nccl")]
+pub mod nccl {
+    use super::{RingLink, Transfer};
+    use crate::RuntimeError;
+    use cudarc::driver::CudaStream;
+    use cudarc::nccl::{result, sys};
+    use std::sync::{Arc, Mutex};
+
+    /// The first failure of any rank of a process's ring.
+    #[derive(Default)]
+    pub struct RankFailure(Mutex<Option<String>>);
+
+    pub struct NcclLink {
+        rank: usize,
+        ranks: usize,
+        comm: Mutex<Option<sys::ncclComm_t>>,
+        failure: Arc<RankFailure>,
+    }
+
+    // SAFETY: the communicator is used by one thread at a time (behind the mutex); NCCL allows a
+    // communicator to be used from any thread that has its device current
+    unsafe impl Send for NcclLink {}
+    unsafe impl Sync for NcclLink {}
+
+    fn nccl_error(what: &str, e: result::NcclError) -> RuntimeError {
+        RuntimeError::Device(format!("NCCL {what}: {e:?}"))
+    }
+
+    impl NcclLink {
+        /// NCCL's id for a new ring (made by one rank, given to all).
+        pub fn unique_id() -> Result<sys::ncclUniqueId, RuntimeError> {
+            result::get_uniqueid().map_err(|e| nccl_error("get_uniqueid", e))
+        }
+
+        /// Rank `rank` of `ranks` joins the ring `id`, on the device current on this thread (every rank calls
+        /// this at once: it waits for all of them).
+        pub fn join(rank: usize, ranks: usize, id: sys::ncclUniqueId, failure: Arc<RankFailure>) -> Result<NcclLink, RuntimeError> {
+            let mut comm = std::mem::MaybeUninit::uninit();
+            let (n, r) = (i32::try_from(ranks).map_err(|_| RuntimeError::Argument("too many ranks".into()))?, rank as i32);
+            // SAFETY: comm_init_rank writes the communicator into `comm` when it succeeds
+            let comm = unsafe {
+                result::comm_init_rank(comm.as_mut_ptr(), n, id, r).map_err(|e| nccl_error("comm_init_rank", e))?;
+                comm.assume_init()
+            };
+            Ok(NcclLink { rank, ranks, comm: Mutex::new(Some(comm)), failure })
+        }
+
+        fn abort_own(&self) {
+            if let Some(comm) = self.comm.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                // SAFETY: the communicator is ours and is not used after this
+                let _ = unsafe { result::comm_abort(comm) };
+            }
+        }
+    }
+
+    impl Drop for NcclLink {
+        fn drop(&mut self) {
+            if let Some(comm) = self.comm.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                // SAFETY: no operation of this rank is queued past its `finish`
+                let _ = unsafe { result::comm_destroy(comm) };
+            }
+        }
+    }
+
+    impl RingLink for NcclLink {
+        fn shift(&self, rank: usize, transfers: &[Transfer], stream: &CudaStream) -> Result<(), RuntimeError> {
+            debug_assert_eq!(rank, self.rank);
+            if let Some(why) = self.failure() {
+                return Err(RuntimeError::Device(why));
+            }
+            let guard = self.comm.lock().unwrap_or_else(|p| p.into_inner());
+            let comm = guard.ok_or_else(|| RuntimeError::Device("ring: this rank's NCCL communicator was aborted".into()))?;
+            let (right, left) = (((self.rank + 1) % self.ranks) as i32, ((self.rank + self.ranks - 1) % self.ranks) as i32);
+            result::group_start().map_err(|e| nccl_error("group_start", e))?;
+            for t in transfers {
+                // SAFETY: `t.send` and `t.recv` are this rank's device buffers of `t.bytes`, alive until the
+                // stream has run the transfers (RankRing keeps them); the peers post the same sizes
+                unsafe {
+                    result::send(t.send as *const _, t.bytes, sys::ncclDataType_t::ncclUint8, right, comm, stream.cu_stream() as _).map_err(|e| nccl_error("send", e))?;
+                    result::recv(t.recv as *mut _, t.bytes, sys::ncclDataType_t::ncclUint8, left, comm, stream.cu_stream() as _).map_err(|e| nccl_error("recv", e))?;
+                }
+            }
+            result::group_end().map_err(|e| nccl_error("group_end", e))?;
+            Ok(())
+        }
+
+        fn abort(&self, rank: usize, why: &str) {
+            self.failure.0.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(|| format!("ring rank {rank} failed: {why}"));
+            self.abort_own();
+        }
+
+        fn failure(&self) -> Option<String> {
+            let why = self.failure.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if why.is_some() {
+                // a peer failed: stop this rank's transfers too (they would wait for it forever)
+                self.abort_own();
+            }
+            why
+        }
+    }
+}
