@@ -151,28 +151,6 @@ fn the_ring_refuses_what_it_cannot_run() {
     assert!(e.contains("run VirtualRing::forward on these inputs first"), "{e}");
 }
 
-/// Rows `rows` of every (batch, head) of a [B, H, N, D] host tensor, for the chunks `chunks` of `len` tokens:
-/// a rank's local tensor [B, H, chunks·len, D].
-fn gather(x: &[f32], bh: usize, n: usize, d: usize, chunks: &[usize], len: usize) -> Vec<f32> {
-    let mut out = Vec::with_capacity(bh * chunks.len() * len * d);
-    for r in 0..bh {
-        for &c in chunks {
-            out.extend_from_slice(&x[(r * n + c * len) * d..(r * n + (c + 1) * len) * d]);
-        }
-    }
-    out
-}
-
-/// A rank's local outputs back in their places of the whole [B, H, N, D] tensor (the reverse of `gather`).
-fn scatter(local: &[u16], whole: &mut [u16], bh: usize, n: usize, d: usize, chunks: &[usize], len: usize) {
-    let t = chunks.len() * len;
-    for r in 0..bh {
-        for (i, &c) in chunks.iter().enumerate() {
-            whole[(r * n + c * len) * d..(r * n + (c + 1) * len) * d].copy_from_slice(&local[(r * t + i * len) * d..(r * t + (i + 1) * len) * d]);
-        }
-    }
-}
-
 #[test]
 #[ignore = "needs a CUDA GPU: run on the H200 with --ignored"]
 fn ranks_on_a_local_link_compute_the_virtual_rings_bits() {
@@ -216,7 +194,7 @@ fn ranks_on_a_local_link_compute_the_virtual_rings_bits() {
                         let t = chunks.len() * len;
                         let st = &f.gpu.stream;
                         let up = |x: Vec<f32>| st.clone_htod(&x.iter().map(|&y| to_bits(dt, y)).collect::<Vec<u16>>()).unwrap();
-                        let (lq, lk, lv, ldo) = (up(gather(q, batch * heads, tokens, d, &chunks, len)), up(gather(k, batch * kv_heads, tokens, d, &chunks, len)), up(gather(v, batch * kv_heads, tokens, d, &chunks, len)), up(gather(d_o, batch * heads, tokens, d, &chunks, len)));
+                        let (lq, lk, lv, ldo) = (up(plan.gather(rank, q, batch * heads, d)), up(plan.gather(rank, k, batch * kv_heads, d)), up(plan.gather(rank, v, batch * kv_heads, d)), up(plan.gather(rank, d_o, batch * heads, d)));
                         let mut out = Outputs::poisoned(f, batch * heads * t * d, batch * kv_heads * t * d);
                         st.synchronize().unwrap();
                         let mut me = RankRing::new(f, ranks, rank, causal, shape, dt).unwrap();
@@ -234,10 +212,8 @@ fn ranks_on_a_local_link_compute_the_virtual_rings_bits() {
             handles.into_iter().map(|h| h.join().expect("a rank panicked")).collect()
         });
         for (rank, local) in locals.iter().enumerate() {
-            let chunks = plan.chunks_of(rank);
             for (i, (l, g)) in local.iter().zip(got.iter_mut()).enumerate() {
-                let rows = if i < 2 { batch * heads } else { batch * kv_heads };
-                scatter(l, g, rows, tokens, d, &chunks, len);
+                plan.scatter(rank, l, g, if i < 2 { batch * heads } else { batch * kv_heads }, d);
             }
         }
         for (name, (a, b)) in ["O", "dQ", "dK", "dV"].iter().zip(got.iter().zip(&want)) {

@@ -105,7 +105,7 @@ impl Ring {
         }
         let ring = Ring { ranks, tokens, causal, split };
         let chunks = ring.chunks();
-        if tokens == 0 || tokens % chunks != 0 {
+        if tokens == 0 || !tokens.is_multiple_of(chunks) {
             return Err(format!(
                 "{tokens} tokens do not split into {chunks} equal chunks ({} for {ranks} ranks): pad the sequence to a multiple of {chunks}",
                 if causal { "2P, the zig-zag split's" } else { "P" }
@@ -163,6 +163,30 @@ impl Ring {
         out
     }
 
+    /// Rank `rank`'s rows of a whole [rows, tokens, width] host tensor (rows = B·H): its chunks, in order,
+    /// as the [rows, chunks·L, width] tensor the rank holds.
+    pub fn gather<T: Copy>(&self, rank: usize, whole: &[T], rows: usize, width: usize) -> Vec<T> {
+        let (n, len, chunks) = (self.tokens, self.chunk_len(), self.chunks_of(rank));
+        let mut out = Vec::with_capacity(rows * chunks.len() * len * width);
+        for r in 0..rows {
+            for &c in &chunks {
+                out.extend_from_slice(&whole[(r * n + c * len) * width..(r * n + (c + 1) * len) * width]);
+            }
+        }
+        out
+    }
+
+    /// The reverse of `gather`: rank `rank`'s [rows, chunks·L, width] tensor into its places of the whole.
+    pub fn scatter<T: Copy>(&self, rank: usize, local: &[T], whole: &mut [T], rows: usize, width: usize) {
+        let (n, len, chunks) = (self.tokens, self.chunk_len(), self.chunks_of(rank));
+        let t = chunks.len() * len;
+        for r in 0..rows {
+            for (i, &c) in chunks.iter().enumerate() {
+                whole[(r * n + c * len) * width..(r * n + (c + 1) * len) * width].copy_from_slice(&local[(r * t + i * len) * width..(r * t + (i + 1) * len) * width]);
+            }
+        }
+    }
+
     /// A step's work for `rank` in half-blocks (a `Full` block 2, a `Diagonal` 1): what the balance is
     /// measured in.
     pub fn work(&self, rank: usize, step: usize) -> usize {
@@ -182,6 +206,21 @@ mod tests {
         assert!(Ring::new(4, 1002, false).unwrap_err().contains("multiple of 4"));
         let r = Ring::new(4, 1024, true).unwrap();
         assert_eq!((r.split, r.chunk_len(), r.chunks_of(1), r.chunk(6)), (Split::ZigZag, 128, vec![1, 6], 768..896));
+    }
+
+    #[test]
+    fn the_ranks_rows_gather_and_scatter_back_to_the_whole() {
+        // 2 rows (B·H) of 16 tokens, width 3; 2 ranks, zig-zag: rank 0 holds chunks 0 and 3, rank 1 chunks 1 and 2
+        let r = Ring::new(2, 16, true).unwrap();
+        let whole: Vec<usize> = (0..2 * 16 * 3).collect();
+        let local = r.gather(0, &whole, 2, 3);
+        let tokens = |row: usize, range: Range<usize>| whole[(row * 16 + range.start) * 3..(row * 16 + range.end) * 3].to_vec();
+        assert_eq!(local, [tokens(0, 0..4), tokens(0, 12..16), tokens(1, 0..4), tokens(1, 12..16)].concat());
+        let mut back = vec![0; whole.len()];
+        for rank in 0..2 {
+            r.scatter(rank, &r.gather(rank, &whole, 2, 3), &mut back, 2, 3);
+        }
+        assert_eq!(back, whole);
     }
 
     #[test]

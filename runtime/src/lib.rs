@@ -32,7 +32,7 @@ pub use api::{Flash, ForwardOutput, Gradients, RowStats};
 pub use call::{BackwardCall, ForwardCall, StatsIn, StatsOut};
 pub use modifiers::{CallModifiers, ModTensor};
 pub use ring::{RingShape, VirtualRing};
-pub use ring_ranks::{LocalLink, RankRing, RingLink, Transfer};
+pub use ring_ranks::{LocalLink, Meeting, RankRing, RingLink, Transfer};
 pub use decode::{BlockTable, DecodeGeometry, DecodeRun, KvCacheCall, Paging};
 pub use stream::Stream;
 pub use geometry::{CausalAlign, Geometry, VarLen};

@@ -41,8 +41,9 @@ pub trait RingLink: Send + Sync {
     fn failure(&self) -> Option<String>;
 }
 
-/// P ranks met at a barrier that a failure (or a timeout) breaks for all of them.
-struct Meeting {
+/// P ranks met at a barrier that a failure (or a timeout) breaks for all of them (`LocalLink`'s hand-overs;
+/// the ranks' host-side barrier where they time a step together).
+pub struct Meeting {
     state: Mutex<(u64, usize, Option<String>)>,
     turn: Condvar,
     ranks: usize,
@@ -50,7 +51,13 @@ struct Meeting {
 }
 
 impl Meeting {
-    fn wait(&self) -> Result<(), RuntimeError> {
+    /// A barrier of `ranks` ranks; one that not every rank reaches within `timeout` fails for all.
+    pub fn new(ranks: usize, timeout: Duration) -> Meeting {
+        Meeting { state: Mutex::new((0, 0, None)), turn: Condvar::new(), ranks, timeout }
+    }
+
+    /// Wait until every rank has come (or fail with the first failure reported).
+    pub fn wait(&self) -> Result<(), RuntimeError> {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(why) = &s.2 {
             return Err(RuntimeError::Device(why.clone()));
@@ -80,13 +87,14 @@ impl Meeting {
         }
     }
 
-    fn abort(&self, why: String) {
+    /// Fail this meeting, and every later one, for all ranks with `why`.
+    pub fn abort(&self, why: String) {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         s.2.get_or_insert(why);
         self.turn.notify_all();
     }
 
-    fn failure(&self) -> Option<String> {
+    pub fn failure(&self) -> Option<String> {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).2.clone()
     }
 }
@@ -112,7 +120,7 @@ pub struct LocalLink {
 impl LocalLink {
     /// A link of `ranks` ranks; a meeting no rank completes within `timeout` fails for all.
     pub fn new(ranks: usize, timeout: Duration) -> Arc<LocalLink> {
-        Arc::new(LocalLink { posts: (0..ranks).map(|_| Mutex::new(Post::default())).collect(), meeting: Meeting { state: Mutex::new((0, 0, None)), turn: Condvar::new(), ranks, timeout } })
+        Arc::new(LocalLink { posts: (0..ranks).map(|_| Mutex::new(Post::default())).collect(), meeting: Meeting::new(ranks, timeout) })
     }
 }
 
@@ -457,6 +465,26 @@ impl RankRing {
         Ok(())
     }
 
+    /// The last forward's log-sum-exps (natural log) of this rank's rows, [B, H, T] in its chunks' order,
+    /// copied to the host after its work.
+    pub fn lse(&self) -> Result<Vec<f32>, RuntimeError> {
+        if !self.has_forward {
+            return Err(RuntimeError::Argument("no forward has run on this rank yet".into()));
+        }
+        let (len, t) = (self.ring.chunk_len(), self.local_tokens());
+        let bh = self.shape.batch * self.shape.heads;
+        let mut out = vec![0.0f32; bh * t];
+        for (i, m) in self.m.iter().enumerate() {
+            let host = self.compute.clone_dtoh(m)?;
+            for r in 0..bh {
+                for l in 0..len {
+                    out[r * t + i * len + l] = host[r * len + l] * std::f32::consts::LN_2;
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Wait for this rank's queued work, or fail as soon as a peer reports a failure (never waiting forever
     /// for a rank that stopped).
     pub fn finish(&self, link: &dyn RingLink) -> Result<(), RuntimeError> {
@@ -509,12 +537,20 @@ pub mod nccl {
     impl NcclLink {
         /// NCCL's id for a new ring (made by one rank, given to all).
         pub fn unique_id() -> Result<sys::ncclUniqueId, RuntimeError> {
+            // SAFETY: as in `join`
+            if !unsafe { sys::is_culib_present() } {
+                return Err(RuntimeError::Device("NCCL (libnccl.so) could not be loaded: put its folder on LD_LIBRARY_PATH (pip's nvidia-nccl-cu12 ships nvidia/nccl/lib/libnccl.so.2; link it as libnccl.so)".into()));
+            }
             result::get_uniqueid().map_err(|e| nccl_error("get_uniqueid", e))
         }
 
         /// Rank `rank` of `ranks` joins the ring `id`, on the device current on this thread (every rank calls
         /// this at once: it waits for all of them).
         pub fn join(rank: usize, ranks: usize, id: sys::ncclUniqueId, failure: Arc<RankFailure>) -> Result<NcclLink, RuntimeError> {
+            // SAFETY: only looks the library up (cudarc loads it on first use and panics when it is missing)
+            if !unsafe { sys::is_culib_present() } {
+                return Err(RuntimeError::Device("NCCL (libnccl.so) could not be loaded: put its folder on LD_LIBRARY_PATH (pip's nvidia-nccl-cu12 ships nvidia/nccl/lib/libnccl.so.2; link it as libnccl.so)".into()));
+            }
             let mut comm = std::mem::MaybeUninit::uninit();
             let (n, r) = (i32::try_from(ranks).map_err(|_| RuntimeError::Argument("too many ranks".into()))?, rank as i32);
             // SAFETY: comm_init_rank writes the communicator into `comm` when it succeeds
