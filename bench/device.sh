@@ -77,7 +77,7 @@
 #               each round; BACKWARD [0] (1: the backward only); DECODE [0] (1: `bench --decode`'s rows, K/V GB/s
 #               and the batch-1 step's µs, instead of the attention rows)
 #   ring        RING_GPUS [2,4], RING_N [131072], RING_HEADS [16], RING_D [128], RING_CAUSAL [0,1],
-#               RING_TIMEOUT [450]
+#               RING_TIMEOUT [450], RING_VIRTUAL [1] (0: a rank per GPU over NCCL, on nvidia-h200-x2/x4)
 #   ncu         NCU_RUNS (required) "name|kernel regex|bench args;..." (at most 2 a call: 8 files come back),
 #               NCU_SKIP [2] launches skipped before the one profiled, NCU_TIMEOUT [200]
 #
@@ -406,11 +406,15 @@ profile_sanitizers() {
 
 # ---- ring ----
 profile_ring() {
+  local mode=(--virtual)
   need_bin
-  step ring "${RING_TIMEOUT:-450}" "$B" ring-bench --virtual --gpus "${RING_GPUS:-2,4}" --n "${RING_N:-131072}" \
+  if [ "${RING_VIRTUAL:-1}" = 0 ]; then
+    mode=()
+  fi
+  step ring "${RING_TIMEOUT:-450}" "$B" ring-bench ${mode[@]+"${mode[@]}"} --gpus "${RING_GPUS:-2,4}" --n "${RING_N:-131072}" \
     --heads "${RING_HEADS:-16}" --head-dim "${RING_D:-128}" --causal "${RING_CAUSAL:-0,1}" --json "$WORK/ring.jsonl"
   # the driver's own table (its last lines)
-  sed -n '/^ring attention, virtual ranks/,$p' "$LOGS/ring.log" >> "$WORK/summary.txt" || true
+  sed -n '/^ring attention, /,$p' "$LOGS/ring.log" >> "$WORK/summary.txt" || true
 }
 
 # ---- autotune ----
