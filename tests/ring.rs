@@ -146,7 +146,8 @@ fn the_backward_ring_sums_to_the_whole_sequences_gradients() {
 }
 
 /// A chunk of B·H·len rows of `cols` columns as the merges see it, and where the store puts it: a
-/// [B, H, n, stride_n] tensor whose rows start..start + len are the chunk's.
+/// [B, H, n, stride_n] tensor whose rows start..start + len are the chunk's; the accumulators hold it at rows
+/// acc_start..acc_start + len of each (b, h)'s acc_len.
 struct Chunk {
     batch: usize,
     heads: usize,
@@ -155,11 +156,20 @@ struct Chunk {
     n: usize,
     start: usize,
     stride_n: usize,
+    acc_len: usize,
+    acc_start: usize,
 }
 
 impl Chunk {
     fn rows(&self) -> usize {
         self.batch * self.heads * self.len
+    }
+    /// The accumulators' row of the chunk's row r.
+    fn acc_row(&self, r: usize) -> usize {
+        r / self.len * self.acc_len + self.acc_start + r % self.len
+    }
+    fn acc_rows(&self) -> usize {
+        self.batch * self.heads * self.acc_len
     }
     /// The element of the tensor that row r, column c of the chunk lands on.
     fn place(&self, r: usize, c: usize) -> usize {
@@ -181,6 +191,8 @@ impl Chunk {
                 Arg::I64(sh * self.heads as i64),
                 Arg::I64(sh),
                 Arg::I64(sn),
+                Arg::I32(self.acc_len as i32),
+                Arg::I32(self.acc_start as i32),
             ],
             grid: (self.rows().div_ceil(ring_kernels::MERGE_WARPS as usize) as u32, 1, 1),
             threads: ring_kernels::MERGE_THREADS,
@@ -192,7 +204,7 @@ fn merge(ir: &str, dtype: DType, c: &Chunk, [acc_o, acc_m, part_o, part_m]: [Arg
     Launch {
         ir: ir.into(),
         entry: ring_kernels::merge_entry(dtype),
-        args: vec![acc_o, acc_m, part_o, part_m, Arg::I32(c.rows() as i32), Arg::I32(c.cols as i32), Arg::I32(first as i32)],
+        args: vec![acc_o, acc_m, part_o, part_m, Arg::I32(c.rows() as i32), Arg::I32(c.cols as i32), Arg::I32(first as i32), Arg::I32(c.len as i32), Arg::I32(c.acc_len as i32), Arg::I32(c.acc_start as i32)],
         grid: (c.rows().div_ceil(ring_kernels::MERGE_WARPS as usize) as u32, 1, 1),
         threads: ring_kernels::MERGE_THREADS,
     }
@@ -211,7 +223,8 @@ fn the_merge_kernels_combine_partials_by_their_log_sum_exps() {
     for dtype in [DType::Bf16, DType::F16] {
         let ir = ring_kernels::merge_module_ir(dtype).unwrap();
         // 30 rows (the last program has 6), 96 columns (a lane's second pass covers half the warp)
-        let c = Chunk { batch: 2, heads: 3, len: 5, cols: 96, n: 9, start: 3, stride_n: 104 };
+        // (the accumulators hold 11 rows a head, the chunk's from row 4: a query range of a rank's tokens)
+        let c = Chunk { batch: 2, heads: 3, len: 5, cols: 96, n: 9, start: 3, stride_n: 104, acc_len: 11, acc_start: 4 };
         let (rows, cols) = (c.rows(), c.cols);
         let parts: Vec<(Vec<u16>, Vec<f32>)> = (0..3)
             .map(|p| {
@@ -238,7 +251,7 @@ fn the_merge_kernels_combine_partials_by_their_log_sum_exps() {
             .collect();
         let tensor = c.batch * c.heads * c.n * c.stride_n;
         // buffers: 0 the tensor, 1 acc_o, 2 acc_m (poisoned: the first merge must not read them), 3.. the partials
-        let mut buffers = vec![bytes16(&vec![POISON; tensor]), bytes32(&vec![f32::NAN; rows * cols], f32::to_le_bytes), bytes32(&vec![f32::NAN; rows], f32::to_le_bytes)];
+        let mut buffers = vec![bytes16(&vec![POISON; tensor]), bytes32(&vec![f32::NAN; c.acc_rows() * cols], f32::to_le_bytes), bytes32(&vec![f32::NAN; c.acc_rows()], f32::to_le_bytes)];
         for (o, m) in &parts {
             buffers.push(bytes16(o));
             buffers.push(bytes32(m, f32::to_le_bytes));
@@ -253,10 +266,11 @@ fn the_merge_kernels_combine_partials_by_their_log_sum_exps() {
             let view: Vec<(&[f64], f64)> = o_parts.iter().zip(&parts).map(|(o, (_, m))| (o.as_slice(), m[r] as f64)).collect();
             let mut want = vec![0.0; cols];
             let m = combine_row(&view, LogBase::Two, &mut want);
+            let got_m = acc_m[c.acc_row(r)];
             if m == f64::NEG_INFINITY {
-                assert_eq!(acc_m[r], f32::NEG_INFINITY, "{dtype:?} row {r}: M {} for a row no partial reached", acc_m[r]);
+                assert_eq!(got_m, f32::NEG_INFINITY, "{dtype:?} row {r}: M {got_m} for a row no partial reached");
             } else {
-                assert!((acc_m[r] as f64 - m).abs() <= 1e-5 * m.abs().max(1.0), "{dtype:?} row {r}: M {} against {m}", acc_m[r]);
+                assert!((got_m as f64 - m).abs() <= 1e-5 * m.abs().max(1.0), "{dtype:?} row {r}: M {got_m} against {m}");
             }
             for (col, w) in want.iter().enumerate() {
                 let got = value(dtype, out[c.place(r, col)]) as f64;
@@ -282,7 +296,7 @@ fn the_gradient_merges_sum_in_ring_order_bit_for_bit() {
     let mut rng = SplitMix(352);
     for dtype in [DType::Bf16, DType::F16] {
         let ir = ring_kernels::merge_module_ir(dtype).unwrap();
-        let c = Chunk { batch: 1, heads: 2, len: 7, cols: 64, n: 7, start: 0, stride_n: 64 };
+        let c = Chunk { batch: 1, heads: 2, len: 7, cols: 64, n: 7, start: 0, stride_n: 64, acc_len: 7, acc_start: 0 };
         let (rows, cols) = (c.rows(), c.cols);
         let parts: Vec<Vec<u16>> = (0..4).map(|_| rng.vec(rows * cols).iter().map(|&x| bits(dtype, x)).collect()).collect();
         let mut buffers = vec![bytes16(&vec![POISON; rows * cols]), bytes32(&vec![f32::NAN; rows * cols], f32::to_le_bytes)];

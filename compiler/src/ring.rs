@@ -28,13 +28,15 @@ pub const MERGE_WARPS: u32 = 8;
 pub const MERGE_THREADS: u32 = 32 * MERGE_WARPS;
 
 /// The entry that merges a partial into a chunk's accumulators (by log-sum-exp, or summed when its M is
-/// null): `(acc_o, acc_m, part_o, part_m, rows, cols, first)`.
+/// null): `(acc_o, acc_m, part_o, part_m, rows, cols, first, len, acc_len, acc_start)`: the partial's row r
+/// (of B·H·len) is the accumulators' row (r / len)·acc_len + acc_start + r % len (a part of longer rows).
 pub fn merge_entry(dtype: DType) -> String {
     format!("flashgen_ring_merge_{}", dtype.name())
 }
 
 /// The entry that stores accumulators into a strided tensor:
-/// `(out, acc, rows, cols, heads, len, stride_b, stride_h, stride_n)`.
+/// `(out, acc, rows, cols, heads, len, stride_b, stride_h, stride_n, acc_len, acc_start)`: out[b, h, l] is the
+/// accumulators' row (b·H + h)·acc_len + acc_start + l.
 pub fn store_entry(dtype: DType) -> String {
     format!("flashgen_ring_store_{}", dtype.name())
 }
@@ -84,6 +86,17 @@ pub struct Block {
     pub q: usize,
     pub kv: usize,
     pub mask: Mask,
+}
+
+/// One rank's step as one attention call on its local tokens (`Ring::step_call`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepCall {
+    /// The rank's query tokens (of its chunks·L).
+    pub q: Range<usize>,
+    /// The visiting slice's key tokens.
+    pub kv: Range<usize>,
+    /// Causal on the call's own diagonal (equal lengths, both from token 0: step 0 of the zig-zag).
+    pub causal: bool,
 }
 
 /// The ring of one attention call: P ranks over `tokens` tokens.
@@ -187,6 +200,27 @@ impl Ring {
         }
     }
 
+    /// A step's blocks for `rank` as one attention call on its local tensors ([.., chunks·L, ..], its chunks in
+    /// order) against the visiting slice's (laid out the same): query tokens `q` against key tokens `kv`,
+    /// causal on their own diagonal or not. It always exists (`the_steps_blocks_are_one_call`): the zig-zag
+    /// ranks at step 0 hold their own slice (causal over all 2L tokens); later, a slice from a lower rank is
+    /// seen whole by both query chunks (kv its first chunk: the second lies after both), one from a higher
+    /// rank by the second query chunk alone (both key chunks). One call instead of two or three: kernels
+    /// twice as long, one merge (ring-flash-attention's zig-zag does the same).
+    pub fn step_call(&self, rank: usize, step: usize) -> StepCall {
+        let len = self.chunk_len();
+        let mine = self.chunks_of(rank);
+        let theirs = self.chunks_of(self.source(rank, step));
+        let blocks = self.blocks(rank, step);
+        let local = |chunks: &[usize], c: usize| chunks.iter().position(|&x| x == c).expect("a block's chunk is held");
+        let qs: Vec<usize> = blocks.iter().map(|b| local(&mine, b.q)).collect();
+        let ks: Vec<usize> = blocks.iter().map(|b| local(&theirs, b.kv)).collect();
+        let (q0, q1) = (*qs.iter().min().expect("every step has a block"), *qs.iter().max().expect("every step has a block"));
+        let (k0, k1) = (*ks.iter().min().expect("every step has a block"), *ks.iter().max().expect("every step has a block"));
+        let causal = blocks.iter().any(|b| b.mask == Mask::Diagonal);
+        StepCall { q: q0 * len..(q1 + 1) * len, kv: k0 * len..(k1 + 1) * len, causal }
+    }
+
     /// A step's work for `rank` in half-blocks (a `Full` block 2, a `Diagonal` 1): what the balance is
     /// measured in.
     pub fn work(&self, rank: usize, step: usize) -> usize {
@@ -221,6 +255,46 @@ mod tests {
             r.scatter(rank, &r.gather(rank, &whole, 2, 3), &mut back, 2, 3);
         }
         assert_eq!(back, whole);
+    }
+
+    /// Every step's blocks are exactly one call's: the (query chunk, key chunk) pairs the call's rectangle
+    /// and mask reach, with the same masks, for P = 1-8, causal or not.
+    #[test]
+    fn the_steps_blocks_are_one_call() {
+        for ranks in 1..=8 {
+            for causal in [false, true] {
+                let r = Ring::new(ranks, 2 * ranks * 8, causal).unwrap();
+                let len = r.chunk_len();
+                for rank in 0..ranks {
+                    for step in 0..ranks {
+                        let call = r.step_call(rank, step);
+                        // (a causal call is square from token 0 of both: the kernels' two alignments agree on it)
+                        assert!(!call.causal || (call.q == call.kv && call.q.start == 0), "{call:?}");
+                        // (the first step reaches every query and key token: it writes the accumulators)
+                        let t = len * r.chunks_of(rank).len();
+                        assert!(step > 0 || (call.q == (0..t) && call.kv == (0..t)), "{call:?}");
+                        let (mine, theirs) = (r.chunks_of(rank), r.chunks_of(r.source(rank, step)));
+                        let mut covered = Vec::new();
+                        for (i, &qc) in mine.iter().enumerate().filter(|(i, _)| call.q.contains(&(i * len))) {
+                            for (j, &kc) in theirs.iter().enumerate().filter(|(j, _)| call.kv.contains(&(j * len))) {
+                                // the call's local causal mask on these chunks: full below its diagonal, the diagonal, nothing above
+                                let (qi, kj) = (i - call.q.start / len, j - call.kv.start / len);
+                                let mask = match (call.causal, kj.cmp(&qi)) {
+                                    (false, _) | (true, std::cmp::Ordering::Less) => Mask::Full,
+                                    (true, std::cmp::Ordering::Equal) => Mask::Diagonal,
+                                    (true, std::cmp::Ordering::Greater) => continue,
+                                };
+                                covered.push(Block { q: qc, kv: kc, mask });
+                            }
+                        }
+                        let mut blocks = r.blocks(rank, step);
+                        blocks.sort_by_key(|b| (b.q, b.kv));
+                        covered.sort_by_key(|b| (b.q, b.kv));
+                        assert_eq!(covered, blocks, "P={ranks} causal={causal} rank {rank} step {step}: {call:?}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -10,12 +10,11 @@
 //! joins one rank per GPU through NCCL's send/recv. A rank that fails aborts its link, and every other
 //! rank's next hand-over (or its final wait) fails with that rank's error instead of waiting for it.
 
-use crate::call::{BackwardCall, ForwardCall, StatsIn, StatsOut};
-use crate::ring::{addr_of, check_view, Merges, RingShape};
-use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
+use crate::ring::{addr_of, check_view, Merges, RankState, RingShape};
+use crate::view::{TensorView, TensorViewMut};
 use crate::{Flash, Layout, RuntimeError, Stream};
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
-use flashgen::ring::{Mask, Ring};
+use flashgen::ring::Ring;
 use flashgen::DType;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -173,38 +172,31 @@ impl RingLink for LocalLink {
     }
 }
 
-/// One rank of a ring of P over one shape (the whole sequence's `RingShape`): its chunks' accumulators, the
-/// visiting K/V slices' buffers, its two streams.
+/// One rank of a ring of P over one shape (the whole sequence's `RingShape`): its `RankState` (accumulators,
+/// partial results), the visiting K/V slices' buffers, its two streams.
 pub struct RankRing {
-    pub ring: Ring,
-    pub rank: usize,
-    pub shape: RingShape,
-    pub dtype: DType,
+    state: RankState,
     merges: Merges,
-    /// Blocks compute here; hand-overs run on `comm` beside them.
+    /// Steps compute here; hand-overs run on `comm` beside them.
     compute: Arc<CudaStream>,
     comm: Arc<CudaStream>,
-    /// Per local query chunk: O's (then dQ's) f32 accumulators, and M (base 2).
-    acc_q: Vec<CudaSlice<f32>>,
-    m: Vec<CudaSlice<f32>>,
     /// The visiting K/V slices (K [B, H_kv, T, D] then V [B, H_kv, T, D_v], T = this rank's tokens), two
     /// buffers: one computing, one receiving.
     kv: [CudaSlice<u16>; 2],
-    /// The visiting slice's dK and dV accumulators (f32, the same layout), two buffers (backward).
+    /// The visiting slice's dK and dV accumulators (f32), two buffers (backward).
     acc_kv: Option<[CudaSlice<f32>; 2]>,
-    part_o: CudaSlice<u16>,
-    part_m: CudaSlice<f32>,
-    part_grads: Option<[CudaSlice<u16>; 3]>,
-    has_forward: bool,
-}
-
-fn layout_of(batch: usize, heads: usize, tokens: usize, cols: usize) -> Layout {
-    Layout::contiguous(batch, heads, tokens, cols)
 }
 
 fn is_contiguous(v: &TensorView<'_>) -> bool {
     let [b, h, n, d] = v.layout.shape;
-    v.layout == layout_of(b, h, n, d)
+    v.layout == Layout::contiguous(b, h, n, d)
+}
+
+/// `stream` waits for `event` (a raw stream: the steps' own).
+fn wait_on(stream: Stream, event: &CudaEvent) -> Result<(), RuntimeError> {
+    // SAFETY: both belong to the context bound on this thread
+    unsafe { cudarc::driver::result::stream::wait_event(stream.raw(), event.cu_event(), cudarc::driver::sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }?;
+    Ok(())
 }
 
 impl RankRing {
@@ -214,67 +206,61 @@ impl RankRing {
         if rank >= ranks {
             return Err(RuntimeError::Argument(format!("rank {rank} of a ring of {ranks}: ranks count from 0")));
         }
-        let RingShape { batch, heads, kv_heads, head_dim: d, head_dim_v: dv, .. } = shape;
-        if kv_heads == 0 || heads % kv_heads != 0 || d % 2 != 0 || dv % 2 != 0 {
-            return Err(RuntimeError::Argument(format!("{heads} query heads over {kv_heads} K/V heads, head dims {d}/{dv}: H must be a multiple of H_kv and the head dims even")));
-        }
+        shape.check()?;
         let merges = Merges::load(flash, dtype)?;
-        let len = ring.chunk_len();
-        let tokens = len * ring.chunks_of(rank).len();
-        let (q_rows, kv_rows) = (batch * heads * len, batch * kv_heads * tokens);
+        let state = RankState::new(flash, ring, rank, shape, dtype)?;
         let ctx = &flash.gpu.ctx;
         let (compute, comm) = (ctx.new_stream()?, ctx.new_stream()?);
         let st = &flash.gpu.stream;
-        let chunks = ring.chunks_of(rank).len();
-        let acc_q = (0..chunks).map(|_| st.alloc_zeros::<f32>(q_rows * d.max(dv))).collect::<Result<Vec<_>, _>>()?;
-        let m = (0..chunks).map(|_| st.alloc_zeros::<f32>(q_rows)).collect::<Result<Vec<_>, _>>()?;
-        let kv = [st.alloc_zeros::<u16>(kv_rows * (d + dv))?, st.alloc_zeros::<u16>(kv_rows * (d + dv))?];
-        let (part_o, part_m) = (st.alloc_zeros::<u16>(q_rows * dv)?, st.alloc_zeros::<f32>(q_rows)?);
+        let slice = shape.batch * shape.kv_heads * state.tokens() * (shape.head_dim + shape.head_dim_v);
+        let kv = [st.alloc_zeros::<u16>(slice)?, st.alloc_zeros::<u16>(slice)?];
         st.synchronize()?;
-        Ok(RankRing { ring, rank, shape, dtype, merges, compute, comm, acc_q, m, kv, acc_kv: None, part_o, part_m, part_grads: None, has_forward: false })
+        Ok(RankRing { state, merges, compute, comm, kv, acc_kv: None })
+    }
+
+    pub fn rank(&self) -> usize {
+        self.state.rank
     }
 
     /// This rank's tokens (its chunks, in sequence order).
     pub fn local_tokens(&self) -> usize {
-        self.ring.chunk_len() * self.ring.chunks_of(self.rank).len()
+        self.state.tokens()
     }
 
-    /// The stream the blocks run on: the local inputs must be ready on it (or before the call), and the
-    /// outputs are when it is (`finish`).
+    /// The stream the steps run on: the local inputs must be ready before the call, and the outputs are when
+    /// this stream's work is done (`finish`).
     pub fn stream(&self) -> Stream {
         // SAFETY: the stream belongs to the Flash's context and lives as long as this rank
         unsafe { Stream::from_raw(self.compute.cu_stream()) }
     }
 
     fn kv_bytes(&self) -> (usize, usize) {
-        let rows = self.shape.batch * self.shape.kv_heads * self.local_tokens();
-        (2 * rows * self.shape.head_dim, 2 * rows * self.shape.head_dim_v)
+        let rows = self.state.shape.batch * self.state.shape.kv_heads * self.local_tokens();
+        (2 * rows * self.state.shape.head_dim, 2 * rows * self.state.shape.head_dim_v)
     }
 
-    /// Views of the visiting slice's K and V chunk `j` (0 or 1) in buffer `buf`, or in this rank's own K/V.
-    fn visiting<'a>(&self, own: (&TensorView<'a>, &TensorView<'a>), buf: Option<usize>, j: usize) -> Result<(TensorView<'a>, TensorView<'a>), RuntimeError> {
-        let len = self.ring.chunk_len();
-        let range = j * len..(j + 1) * len;
+    /// The visiting slice's K and V: this rank's own (`None`) or buffer `b`'s.
+    fn visiting<'a>(&self, own: (&TensorView<'a>, &TensorView<'a>), buf: Option<usize>) -> Result<(TensorView<'a>, TensorView<'a>), RuntimeError> {
         match buf {
-            None => Ok((own.0.tokens(range.clone())?, own.1.tokens(range)?)),
+            None => Ok((*own.0, *own.1)),
             Some(b) => {
-                let RingShape { batch, kv_heads, head_dim: d, head_dim_v: dv, .. } = self.shape;
+                let RingShape { batch, kv_heads, head_dim: d, head_dim_v: dv, .. } = self.state.shape;
                 let t = self.local_tokens();
                 let base = addr_of(&self.kv[b]);
                 let (k_bytes, v_bytes) = self.kv_bytes();
                 // SAFETY: buffer `b` holds K then V of the slice (k_bytes + v_bytes), allocated by this rank and
-                // alive as long as it; the blocks only read it, and the hand-overs write it only after the
-                // blocks that read it (events)
-                let k = unsafe { TensorView::from_raw_parts("visiting K", base, k_bytes / 2, self.dtype, layout_of(batch, kv_heads, t, d)) }?;
-                let v = unsafe { TensorView::from_raw_parts("visiting V", base + k_bytes as u64, v_bytes / 2, self.dtype, layout_of(batch, kv_heads, t, dv)) }?;
-                Ok((k.tokens(range.clone())?, v.tokens(range)?))
+                // alive as long as it; the steps only read it, and the hand-overs write it only after the
+                // steps that read it (events)
+                let k = unsafe { TensorView::from_raw_parts("visiting K", base, k_bytes / 2, self.state.dtype, Layout::contiguous(batch, kv_heads, t, d)) }?;
+                let v = unsafe { TensorView::from_raw_parts("visiting V", base + k_bytes as u64, v_bytes / 2, self.state.dtype, Layout::contiguous(batch, kv_heads, t, dv)) }?;
+                Ok((k, v))
             }
         }
     }
 
     /// Hand the slice being computed on (this rank's own K/V, or buffer `computing`) to the right, on the
-    /// hand-over stream, while the blocks compute: it receives into the other buffer once the blocks that
-    /// last read it are `done`. Returns that buffer and the event of its arrival.
+    /// hand-over stream, while the steps compute: it receives into the other buffer once the step that last
+    /// read it is `done`. Returns that buffer and the event of its arrival.
     fn hand_over_kv(&self, link: &dyn RingLink, computing: Option<usize>, (k, v): (&TensorView<'_>, &TensorView<'_>), done: &CudaEvent) -> Result<(usize, CudaEvent), RuntimeError> {
         let (k_bytes, v_bytes) = self.kv_bytes();
         let recv = computing.map_or(0, |b| 1 - b);
@@ -284,29 +270,29 @@ impl RankRing {
             Some(b) => (addr_of(&self.kv[b]), addr_of(&self.kv[b]) + k_bytes as u64),
         };
         let dst = addr_of(&self.kv[recv]);
-        link.shift(self.rank, &[Transfer { send: ks, recv: dst, bytes: k_bytes }, Transfer { send: vs, recv: dst + k_bytes as u64, bytes: v_bytes }], &self.comm)?;
+        link.shift(self.rank(), &[Transfer { send: ks, recv: dst, bytes: k_bytes }, Transfer { send: vs, recv: dst + k_bytes as u64, bytes: v_bytes }], &self.comm)?;
         Ok((recv, self.comm.record_event(None)?))
     }
 
     fn check_local(&self, name: &str, v: &TensorView<'_>, heads: usize, cols: usize) -> Result<(), RuntimeError> {
-        check_view(name, v, self.dtype, [self.shape.batch, heads, self.local_tokens(), cols])
+        check_view(name, v, self.state.dtype, [self.state.shape.batch, heads, self.local_tokens(), cols])
     }
 
     /// The forward of this rank's queries over the whole sequence: `q` [B, H, T, D], `k`/`v` [B, H_kv, T, ·]
     /// (contiguous: they are handed over as they are) and `o` [B, H, T, D_v] hold this rank's chunks in
-    /// sequence order. Queued on `stream()`; the hand-overs meet the other ranks' (`link`).
+    /// sequence order (`Ring::gather`). Queued on `stream()`; the hand-overs meet the other ranks' (`link`).
     #[allow(clippy::too_many_arguments)]
     pub fn forward(&mut self, flash: &Flash, link: &dyn RingLink, q: TensorView<'_>, k: TensorView<'_>, v: TensorView<'_>, mut o: TensorViewMut<'_>, sm_scale: Option<f32>) -> Result<(), RuntimeError> {
         let result = self.forward_steps(flash, link, q, k, v, &mut o, sm_scale);
         if let Err(e) = &result {
-            link.abort(self.rank, &e.to_string());
+            link.abort(self.rank(), &e.to_string());
         }
         result
     }
 
     #[allow(clippy::too_many_arguments)]
     fn forward_steps(&mut self, flash: &Flash, link: &dyn RingLink, q: TensorView<'_>, k: TensorView<'_>, v: TensorView<'_>, o: &mut TensorViewMut<'_>, sm_scale: Option<f32>) -> Result<(), RuntimeError> {
-        let RingShape { batch, heads, kv_heads, head_dim: d, head_dim_v: dv, .. } = self.shape;
+        let RingShape { heads, kv_heads, head_dim: d, head_dim_v: dv, .. } = self.state.shape;
         self.check_local("Q", &q, heads, d)?;
         self.check_local("K", &k, kv_heads, d)?;
         self.check_local("V", &v, kv_heads, dv)?;
@@ -314,58 +300,42 @@ impl RankRing {
         if !is_contiguous(&k) || !is_contiguous(&v) {
             return Err(RuntimeError::Argument("a ring rank hands its K and V over as they are: give them contiguous [B, H_kv, T, D]".into()));
         }
-        let sm_scale = Some(sm_scale.unwrap_or(1.0 / (d as f32).sqrt()));
-        let (ring, rank, len) = (self.ring, self.rank, self.ring.chunk_len());
-        let rows = batch * heads * len;
+        let sm_scale = sm_scale.unwrap_or(1.0 / (d as f32).sqrt());
         let stream = self.stream();
-        let mine = ring.chunks_of(rank);
-        let mut first = vec![true; mine.len()];
         let mut computing: Option<usize> = None; // None: this rank's own K/V; Some(b): buffer b
         let mut done = self.compute.record_event(None)?;
-        for step in 0..ring.ranks {
-            let arrived = if step + 1 < ring.ranks { Some(self.hand_over_kv(link, computing, (&k, &v), &done)?) } else { None };
-            let source = ring.chunks_of(ring.source(rank, step));
-            for block in ring.blocks(rank, step) {
-                let qi = mine.iter().position(|&c| c == block.q).expect("a block's queries are the rank's");
-                let kj = source.iter().position(|&c| c == block.kv).expect("a block's keys are the visiting slice's");
-                let (kc, vc) = self.visiting((&k, &v), computing, kj)?;
-                let part_o = TensorViewMut::of_slice("ring partial O", &mut self.part_o, 0, self.dtype, layout_of(batch, heads, len, dv))?;
-                let stats = StatsOut::M(BufferViewMut::of(&mut self.part_m));
-                let call = ForwardCall { causal: block.mask == Mask::Diagonal, sm_scale, ..ForwardCall::new(q.tokens(qi * len..(qi + 1) * len)?, kc, vc, part_o, stats) };
-                flash.forward(call, stream)?;
-                let addrs = [addr_of(&self.acc_q[qi]), addr_of(&self.m[qi]), addr_of(&self.part_o), addr_of(&self.part_m)];
-                self.merges.merge(flash, addrs, rows, dv, first[qi], stream)?;
-                first[qi] = false;
-            }
+        for step in 0..self.state.ring.ranks {
+            let arrived = if step + 1 < self.state.ring.ranks { Some(self.hand_over_kv(link, computing, (&k, &v), &done)?) } else { None };
+            let (kc, vc) = self.visiting((&k, &v), computing)?;
+            self.state.forward_step(flash, &self.merges, step, &q, (&kc, &vc), sm_scale, stream)?;
             done = self.compute.record_event(None)?;
             if let Some((recv, arrived)) = arrived {
                 self.compute.wait(&arrived)?;
                 computing = Some(recv);
             }
         }
-        for (i, acc) in self.acc_q.iter().enumerate() {
-            self.merges.store(flash, o.tokens(i * len..(i + 1) * len)?, addr_of(acc), heads, stream)?;
-        }
-        self.has_forward = true;
+        let t = self.local_tokens();
+        self.merges.store(flash, o.tokens(0..t)?, addr_of(&self.state.acc_q), heads, t, 0, stream)?;
+        self.state.has_forward = true;
         Ok(())
     }
 
-    /// The backward of this rank's last forward: `[q, k, v, o, d_o]` and `[dq, dk, dv]` are its local chunks
+    /// The backward of this rank's last forward: `[q, k, v, o, d_o]` and `[dq, dk, dv]` are its local tensors
     /// (K, V contiguous). dQ stays; the slices' dK/dV accumulators travel with them and come home after the
     /// last step.
     pub fn backward(&mut self, flash: &Flash, link: &dyn RingLink, inputs: [TensorView<'_>; 5], grads: [TensorViewMut<'_>; 3], sm_scale: Option<f32>) -> Result<(), RuntimeError> {
         let result = self.backward_steps(flash, link, inputs, grads, sm_scale);
         if let Err(e) = &result {
-            link.abort(self.rank, &e.to_string());
+            link.abort(self.rank(), &e.to_string());
         }
         result
     }
 
     fn backward_steps(&mut self, flash: &Flash, link: &dyn RingLink, [q, k, v, o, d_o]: [TensorView<'_>; 5], [mut dq, mut dk, mut dv]: [TensorViewMut<'_>; 3], sm_scale: Option<f32>) -> Result<(), RuntimeError> {
-        if !self.has_forward {
+        if !self.state.has_forward {
             return Err(RuntimeError::Argument("the ring's backward reads its forward's statistics: run RankRing::forward on these inputs first".into()));
         }
-        let RingShape { batch, heads, kv_heads, head_dim: d, head_dim_v: d_v, .. } = self.shape;
+        let RingShape { batch, heads, kv_heads, head_dim: d, head_dim_v: d_v, .. } = self.state.shape;
         for (name, view, h, cols) in [("Q", &q, heads, d), ("K", &k, kv_heads, d), ("V", &v, kv_heads, d_v), ("O", &o, heads, d_v), ("dO", &d_o, heads, d_v)] {
             self.check_local(name, view, h, cols)?;
         }
@@ -375,75 +345,33 @@ impl RankRing {
         if !is_contiguous(&k) || !is_contiguous(&v) {
             return Err(RuntimeError::Argument("a ring rank hands its K and V over as they are: give them contiguous [B, H_kv, T, D]".into()));
         }
-        let sm_scale = Some(sm_scale.unwrap_or(1.0 / (d as f32).sqrt()));
-        let (ring, rank, len, tokens) = (self.ring, self.rank, self.ring.chunk_len(), self.local_tokens());
-        let (q_rows, kv_chunk_rows) = (batch * heads * len, batch * kv_heads * len);
-        let st = &flash.gpu.stream;
+        let sm_scale = sm_scale.unwrap_or(1.0 / (d as f32).sqrt());
+        let (ranks, t) = (self.state.ring.ranks, self.local_tokens());
+        let floats = self.state.kv_acc_floats();
         if self.acc_kv.is_none() {
-            let floats = batch * kv_heads * tokens * (d + d_v);
+            let st = &flash.gpu.stream;
             self.acc_kv = Some([st.alloc_zeros::<f32>(floats)?, st.alloc_zeros::<f32>(floats)?]);
-            self.part_grads = Some([st.alloc_zeros::<u16>(q_rows * d)?, st.alloc_zeros::<u16>(kv_chunk_rows * d)?, st.alloc_zeros::<u16>(kv_chunk_rows * d_v)?]);
             st.synchronize()?;
         }
         let acc_kv = self.acc_kv.as_ref().map(|[a, b]| [addr_of(a), addr_of(b)]).expect("made above");
         let stream = self.stream();
-        let mine = ring.chunks_of(rank);
-        let mut first_q = vec![true; mine.len()];
         let mut computing: Option<usize> = None;
         let mut acc_arrival: Option<CudaEvent> = None;
         let mut done = self.compute.record_event(None)?;
-        for step in 0..ring.ranks {
-            let arrived = if step + 1 < ring.ranks { Some(self.hand_over_kv(link, computing, (&k, &v), &done)?) } else { None };
-            // the visiting slice's accumulators arrive in acc_kv[step % 2] (step 0: this rank's own, empty)
-            // while the step's first block computes: the merges wait for them, not the kernels
-            let acc = acc_kv[step % 2];
-            let source = ring.chunks_of(ring.source(rank, step));
-            let mut first_kv = vec![step == 0; source.len()];
-            for block in ring.blocks(rank, step) {
-                let qi = mine.iter().position(|&c| c == block.q).expect("a block's queries are the rank's");
-                let kj = source.iter().position(|&c| c == block.kv).expect("a block's keys are the visiting slice's");
-                let (kc, vc) = self.visiting((&k, &v), computing, kj)?;
-                let [p_dq, p_dk, p_dv] = self.part_grads.as_mut().expect("made above");
-                let grads = (
-                    TensorViewMut::of_slice("ring partial dQ", p_dq, 0, self.dtype, layout_of(batch, heads, len, d))?,
-                    TensorViewMut::of_slice("ring partial dK", p_dk, 0, self.dtype, layout_of(batch, kv_heads, len, d))?,
-                    TensorViewMut::of_slice("ring partial dV", p_dv, 0, self.dtype, layout_of(batch, kv_heads, len, d_v))?,
-                );
-                let rows = qi * len..(qi + 1) * len;
-                let stats = StatsIn::M(BufferView::of(&self.m[qi]));
-                let call = BackwardCall {
-                    causal: block.mask == Mask::Diagonal,
-                    sm_scale,
-                    ..BackwardCall::new(q.tokens(rows.clone())?, kc, vc, o.tokens(rows.clone())?, d_o.tokens(rows)?, stats, grads)
-                };
-                flash.backward(call, stream)?;
-                if let Some(arrival) = acc_arrival.take() {
-                    self.compute.wait(&arrival)?;
-                }
-                let [p_dq, p_dk, p_dv] = self.part_grads.as_ref().map(|[a, b, c]| [addr_of(a), addr_of(b), addr_of(c)]).expect("made above");
-                // the slice's accumulators: dK [B·H_kv·T, D] then dV [B·H_kv·T, D_v]; chunk j's rows of each
-                // are not contiguous across heads, so they live chunk-major: [j][B·H_kv·L, D]
-                let dk_at = acc + 4 * (kj * kv_chunk_rows * d) as u64;
-                let dv_at = acc + 4 * (batch * kv_heads * tokens * d + kj * kv_chunk_rows * d_v) as u64;
-                self.merges.merge(flash, [addr_of(&self.acc_q[qi]), 0, p_dq, 0], q_rows, d, first_q[qi], stream)?;
-                self.merges.merge(flash, [dk_at, 0, p_dk, 0], kv_chunk_rows, d, first_kv[kj], stream)?;
-                self.merges.merge(flash, [dv_at, 0, p_dv, 0], kv_chunk_rows, d_v, first_kv[kj], stream)?;
-                first_q[qi] = false;
-                first_kv[kj] = false;
+        for step in 0..ranks {
+            let arrived = if step + 1 < ranks { Some(self.hand_over_kv(link, computing, (&k, &v), &done)?) } else { None };
+            let (kc, vc) = self.visiting((&k, &v), computing)?;
+            // the visiting slice's accumulators arrive in acc_kv[step % 2] (step 0: this rank's own, written
+            // by the step) while the step's kernels compute: its merges wait for them, not its kernels
+            if let Some(arrival) = acc_arrival.take() {
+                self.state.merges_wait = Some(arrival);
             }
-            // a chunk of the slice no block of this step reached (only at step 0) holds zeros, not garbage
-            for (j, _) in first_kv.iter().enumerate().filter(|(_, f)| **f) {
-                for (at, floats) in [(acc + 4 * (j * kv_chunk_rows * d) as u64, kv_chunk_rows * d), (acc + 4 * (batch * kv_heads * tokens * d + j * kv_chunk_rows * d_v) as u64, kv_chunk_rows * d_v)] {
-                    // SAFETY: the range lies in acc_kv's buffer (chunk j of dK or dV), on this rank's stream
-                    unsafe { cudarc::driver::result::memset_d8_async(at, 0, 4 * floats, stream.raw()) }?;
-                }
-            }
+            self.state.backward_step(flash, &self.merges, step, [&q, &o, &d_o], (&kc, &vc), acc_kv[step % 2], sm_scale, stream)?;
             done = self.compute.record_event(None)?;
-            // the accumulators go on to the right (home after the last step) once this step's blocks added to them
-            if ring.ranks > 1 {
+            // the accumulators go on to the right (home after the last step) once this step has added to them
+            if ranks > 1 {
                 self.comm.wait(&done)?;
-                let floats = batch * kv_heads * tokens * (d + d_v);
-                link.shift(rank, &[Transfer { send: acc, recv: acc_kv[(step + 1) % 2], bytes: 4 * floats }], &self.comm)?;
+                link.shift(self.rank(), &[Transfer { send: acc_kv[step % 2], recv: acc_kv[(step + 1) % 2], bytes: 4 * floats }], &self.comm)?;
                 acc_arrival = Some(self.comm.record_event(None)?);
             }
             if let Some((recv, arrived)) = arrived {
@@ -452,37 +380,19 @@ impl RankRing {
             }
         }
         if let Some(arrival) = acc_arrival.take() {
-            self.compute.wait(&arrival)?;
+            wait_on(stream, &arrival)?;
         }
         // this rank's own slice's accumulators are home: in acc_kv[P % 2] (with one rank, where step 0 left them)
-        let home = acc_kv[if ring.ranks > 1 { ring.ranks % 2 } else { 0 }];
-        for (i, acc) in self.acc_q.iter().enumerate() {
-            let rows = i * len..(i + 1) * len;
-            self.merges.store(flash, dq.tokens(rows.clone())?, addr_of(acc), heads, stream)?;
-            self.merges.store(flash, dk.tokens(rows.clone())?, home + 4 * (i * kv_chunk_rows * d) as u64, kv_heads, stream)?;
-            self.merges.store(flash, dv.tokens(rows)?, home + 4 * (batch * kv_heads * tokens * d + i * kv_chunk_rows * d_v) as u64, kv_heads, stream)?;
-        }
-        Ok(())
+        let home = acc_kv[if ranks > 1 { ranks % 2 } else { 0 }];
+        let dv_at = home + 4 * (batch * kv_heads * t * d) as u64;
+        self.merges.store(flash, dq.tokens(0..t)?, addr_of(&self.state.acc_q), heads, t, 0, stream)?;
+        self.merges.store(flash, dk.tokens(0..t)?, home, kv_heads, t, 0, stream)?;
+        self.merges.store(flash, dv.tokens(0..t)?, dv_at, kv_heads, t, 0, stream)
     }
 
-    /// The last forward's log-sum-exps (natural log) of this rank's rows, [B, H, T] in its chunks' order,
-    /// copied to the host after its work.
-    pub fn lse(&self) -> Result<Vec<f32>, RuntimeError> {
-        if !self.has_forward {
-            return Err(RuntimeError::Argument("no forward has run on this rank yet".into()));
-        }
-        let (len, t) = (self.ring.chunk_len(), self.local_tokens());
-        let bh = self.shape.batch * self.shape.heads;
-        let mut out = vec![0.0f32; bh * t];
-        for (i, m) in self.m.iter().enumerate() {
-            let host = self.compute.clone_dtoh(m)?;
-            for r in 0..bh {
-                for l in 0..len {
-                    out[r * t + i * len + l] = host[r * len + l] * std::f32::consts::LN_2;
-                }
-            }
-        }
-        Ok(out)
+    /// The last forward's log-sum-exps (natural log) of this rank's rows, [B, H, T] in its chunks' order.
+    pub fn lse(&self, flash: &Flash) -> Result<Vec<f32>, RuntimeError> {
+        self.state.lse(flash)
     }
 
     /// Wait for this rank's queued work, or fail as soon as a peer reports a failure (never waiting forever

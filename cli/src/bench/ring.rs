@@ -327,7 +327,7 @@ fn ranks_over_nccl(flashes: &[&Flash], causal: bool, shape: RingShape, inputs: &
                         backward(&mut me, &o, [&mut dq, &mut dk, &mut dv])?;
                         let down = |x: &CudaSlice<u16>| st.clone_dtoh(x).map_err(|e| e.to_string());
                         let outputs = [down(&o)?, down(&dq)?, down(&dk)?, down(&dv)?];
-                        let lse = me.lse().map_err(rt)?;
+                        let lse = me.lse(flash).map_err(rt)?;
                         let mut times = Vec::new();
                         for pass in 0..2 {
                             for _ in 0..REPS {
