@@ -73,7 +73,7 @@ impl Meeting {
         while s.0 == generation && s.2.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                let why = format!("ring: a hand-over waited {} s for the other ranks (a rank stopped without reporting)", self.timeout.as_secs());
+                let why = format!("ring: a meeting of the ranks waited {:?} for the others (a rank stopped without reporting)", self.timeout);
                 s.2 = Some(why.clone());
                 self.turn.notify_all();
                 return Err(RuntimeError::Device(why));
@@ -523,5 +523,54 @@ pub mod nccl {
             }
             why
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Meeting;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn ranks_meet_again_and_again() {
+        let m = Meeting::new(3, Duration::from_secs(10));
+        std::thread::scope(|s| {
+            let hs: Vec<_> = (0..3).map(|_| s.spawn(|| (0..50).try_for_each(|_| m.wait()))).collect();
+            for h in hs {
+                h.join().unwrap().unwrap();
+            }
+        });
+        assert!(m.failure().is_none());
+    }
+
+    #[test]
+    fn a_failure_breaks_the_meeting_for_everyone_at_once() {
+        let m = Meeting::new(3, Duration::from_secs(60));
+        let t0 = Instant::now();
+        let errors: Vec<String> = std::thread::scope(|s| {
+            let waiting: Vec<_> = (0..2).map(|_| s.spawn(|| m.wait().unwrap_err().to_string())).collect();
+            std::thread::sleep(Duration::from_millis(50));
+            m.abort("ring rank 2 failed: out of memory".into());
+            waiting.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        for e in errors {
+            assert!(e.contains("ring rank 2 failed: out of memory"), "{e}");
+        }
+        // and every later meeting fails the same way, at once
+        assert!(m.wait().unwrap_err().to_string().contains("ring rank 2 failed"));
+    }
+
+    #[test]
+    fn a_rank_that_never_comes_times_the_meeting_out() {
+        let m = Meeting::new(3, Duration::from_millis(200));
+        let errors: Vec<String> = std::thread::scope(|s| {
+            let waiting: Vec<_> = (0..2).map(|_| s.spawn(|| m.wait().unwrap_err().to_string())).collect();
+            waiting.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for e in errors {
+            assert!(e.contains("waited 200ms for the others"), "{e}");
+        }
+        assert!(m.failure().is_some());
     }
 }
