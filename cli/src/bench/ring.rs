@@ -132,104 +132,68 @@ pub fn run(a: &RingBenchArgs) -> Result<(), String> {
             let t1_bwd = time_by(&flash.gpu, true, 0, 0.0, || backward_one(&mut one, &lse))?.ms;
             for ranks in list(&a.gpus)? {
                 let shape = RingShape { batch, heads, kv_heads, tokens, head_dim: d, head_dim_v: d };
-                if !a.virtual_ranks {
+                // correctness against the one-GPU kernels on the same inputs, and the backward run to run
+                let verify = |outputs: &[Vec<f32>; 4], lse: &[f32], deterministic: bool| -> Result<[f64; 5], String> {
+                    let errors = [
+                        relative_error(&outputs[0], &one_o),
+                        relative_error_lse(lse, &one_lse),
+                        relative_error(&outputs[1], &one_grads[0]),
+                        relative_error(&outputs[2], &one_grads[1]),
+                        relative_error(&outputs[3], &one_grads[2]),
+                    ];
+                    check_errors(ranks, tokens, causal, &errors, deterministic)?;
+                    Ok(errors)
+                };
+                let m = if a.virtual_ranks {
+                    virtual_ring(&flash, ranks, causal, shape, [&q, &k, &v, &d_o], verify)?
+                } else {
                     let flashes: Vec<&Flash> = std::iter::once(&flash).chain(others.iter()).take(ranks).collect();
                     let r = ranks_over_nccl(&flashes, causal, shape, &inputs)?;
-                    let errors = [
-                        relative_error(&decode(&r.outputs[0]), &one_o),
-                        relative_error_lse(&r.lse, &one_lse),
-                        relative_error(&decode(&r.outputs[1]), &one_grads[0]),
-                        relative_error(&decode(&r.outputs[2]), &one_grads[1]),
-                        relative_error(&decode(&r.outputs[3]), &one_grads[2]),
-                    ];
-                    check_errors(ranks, tokens, causal, &errors, r.deterministic)?;
-                    let flops_fwd = 4.0 * (batch * heads) as f64 * (tokens as f64).powi(2) * d as f64 * if causal { 0.5 } else { 1.0 };
-                    for (kind, t1, tp, flops) in [("ring-fwd", t1_fwd, r.ms_fwd, flops_fwd), ("ring-bwd", t1_bwd, r.ms_bwd, 2.5 * flops_fwd)] {
-                        let row = serde_json::json!({
-                            "kind": kind, "gpus": ranks, "virtual": false, "B": batch, "H": heads, "HKV": kv_heads, "N": tokens, "D": d,
-                            "causal": causal, "dtype": "bf16", "ms": tp, "ms_one_gpu": t1, "timing": "wall, common start to the last rank's end, mean of 3",
-                            "tflops": flops / (tp * 1e-3) / 1e12, "tflops_one_gpu": flops / (t1 * 1e-3) / 1e12,
-                            "efficiency": t1 / (ranks as f64 * tp),
-                            "rel_err_vs_one_gpu": {"O": errors[0], "LSE": errors[1], "dQ": errors[2], "dK": errors[3], "dV": errors[4]},
-                            "deterministic": r.deterministic,
-                        });
-                        if let Some(f) = json.as_mut() {
-                            writeln!(f, "{row}").map_err(|e| e.to_string())?;
-                        }
-                        println!("{row}");
-                    }
-                    table.push(format!(
-                        "{ranks:>4} {tokens:>8} {:>6} | {t1_fwd:>9.2} {:>9.2} {:>5.3} | {t1_bwd:>9.2} {:>9.2} {:>5.3} | {:>8.1e} {:>8.1e} {:>8.1e} {:>8.1e} {:>8.1e} {:>5}",
-                        causal, r.ms_fwd, t1_fwd / (ranks as f64 * r.ms_fwd), r.ms_bwd, t1_bwd / (ranks as f64 * r.ms_bwd), errors[0], errors[1], errors[2], errors[3], errors[4], r.deterministic
-                    ));
-                    continue;
-                }
-                let mut ring = VirtualRing::new(&flash, ranks, causal, shape, DType::Bf16).map_err(rt)?;
-                let mut ours = Results::new(&flash, q_len, kv_len)?;
-                let forward_ring = |ring: &mut VirtualRing, ours: &mut Results| -> Result<(), String> {
-                    let out = TensorViewMut::of_slice("O", &mut ours.o, 0, DType::Bf16, ql).map_err(|e| e.to_string())?;
-                    ring.forward(&flash, view(&q, ql, "Q")?, view(&k, kvl, "K")?, view(&v, kvl, "V")?, out, None, stream).map_err(rt)
+                    let [o, dq, dk, dv] = &r.outputs;
+                    let errors = verify(&[decode(o), decode(dq), decode(dk), decode(dv)], &r.lse, r.deterministic)?;
+                    Measured { errors, deterministic: r.deterministic, ms: [r.ms_fwd, r.ms_bwd], serial_ms: None }
                 };
-                let backward_ring = |ring: &mut VirtualRing, ours: &mut Results| -> Result<(), String> {
-                    let [dq, dk, dv] = &mut ours.grads;
-                    let g = [
-                        TensorViewMut::of_slice("dQ", dq, 0, DType::Bf16, ql).map_err(|e| e.to_string())?,
-                        TensorViewMut::of_slice("dK", dk, 0, DType::Bf16, kvl).map_err(|e| e.to_string())?,
-                        TensorViewMut::of_slice("dV", dv, 0, DType::Bf16, kvl).map_err(|e| e.to_string())?,
-                    ];
-                    ring.backward(&flash, [view(&q, ql, "Q")?, view(&k, kvl, "K")?, view(&v, kvl, "V")?, view(&ours.o, ql, "O")?, view(&d_o, ql, "dO")?], g, None, stream).map_err(rt)
-                };
-                forward_ring(&mut ring, &mut ours)?;
-                backward_ring(&mut ring, &mut ours)?;
-                // correctness against the one-GPU kernels on the same inputs, and the backward run to run
-                let errors = [
-                    relative_error(&host(&flash, &ours.o)?, &one_o),
-                    relative_error_lse(&ring.lse(&flash).map_err(rt)?, &one_lse),
-                    relative_error(&host(&flash, &ours.grads[0])?, &one_grads[0]),
-                    relative_error(&host(&flash, &ours.grads[1])?, &one_grads[1]),
-                    relative_error(&host(&flash, &ours.grads[2])?, &one_grads[2]),
-                ];
-                let first: Vec<Vec<u16>> = ours.grads.iter().map(|g| st.clone_dtoh(g)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
-                backward_ring(&mut ring, &mut ours)?;
-                st.synchronize().map_err(|e| e.to_string())?;
-                let second: Vec<Vec<u16>> = ours.grads.iter().map(|g| st.clone_dtoh(g)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
-                let deterministic = first == second;
-                check_errors(ranks, tokens, causal, &errors, deterministic)?;
-                let tv_fwd = time_by(&flash.gpu, true, 0, 0.0, || forward_ring(&mut ring, &mut ours))?.ms;
-                let tv_bwd = time_by(&flash.gpu, true, 0, 0.0, || backward_ring(&mut ring, &mut ours))?.ms;
+                let errors = m.errors;
                 let flops_fwd = 4.0 * (batch * heads) as f64 * (tokens as f64).powi(2) * d as f64 * if causal { 0.5 } else { 1.0 };
-                for (kind, t1, tv, flops) in [("ring-fwd", t1_fwd, tv_fwd, flops_fwd), ("ring-bwd", t1_bwd, tv_bwd, 2.5 * flops_fwd)] {
-                    let row = serde_json::json!({
-                        "kind": kind, "gpus": ranks, "virtual": true, "B": batch, "H": heads, "HKV": kv_heads, "N": tokens, "D": d,
+                let efficiency = |t1: f64, ms: f64| t1 / (ranks as f64 * ms);
+                for (i, (kind, t1, flops)) in [("ring-fwd", t1_fwd, flops_fwd), ("ring-bwd", t1_bwd, 2.5 * flops_fwd)].into_iter().enumerate() {
+                    let ms = m.ms[i];
+                    // (the rate of the whole run: the virtual ring's serial time, the P GPUs' wall time)
+                    let elapsed = m.serial_ms.map_or(ms, |serial| serial[i]);
+                    let mut row = serde_json::json!({
+                        "kind": kind, "gpus": ranks, "virtual": a.virtual_ranks, "B": batch, "H": heads, "HKV": kv_heads, "N": tokens, "D": d,
                         "causal": causal, "dtype": "bf16",
-                        // the time each of P GPUs would compute (the balanced ranks' share of the serial run), the
-                        // serial run itself, and one GPU's kernels on the whole sequence
-                        "ms": tv / ranks as f64, "ms_all_ranks": tv, "ms_one_gpu": t1,
-                        "tflops": flops / (tv * 1e-3) / 1e12, "tflops_one_gpu": flops / (t1 * 1e-3) / 1e12,
-                        // time on 1 GPU / (P × time on P GPUs), with the P GPUs' time the serial run's share: the
-                        // ring's compute efficiency (chunked kernels and merges), transfers not included
-                        "efficiency": t1 / tv,
+                        // the time per GPU (virtual: the balanced ranks' share of the serial run) and one GPU's
+                        // kernels on the whole sequence
+                        "ms": ms, "ms_one_gpu": t1,
+                        "tflops": flops / (elapsed * 1e-3) / 1e12, "tflops_one_gpu": flops / (t1 * 1e-3) / 1e12,
+                        // time on 1 GPU / (P × time on P GPUs); virtual: the ring's compute efficiency (chunked
+                        // kernels and merges), transfers not included
+                        "efficiency": efficiency(t1, ms),
                         "rel_err_vs_one_gpu": {"O": errors[0], "LSE": errors[1], "dQ": errors[2], "dK": errors[3], "dV": errors[4]},
-                        "deterministic": deterministic,
+                        "deterministic": m.deterministic,
                     });
+                    match m.serial_ms {
+                        Some(serial) => row["ms_all_ranks"] = serial[i].into(),
+                        None => row["timing"] = "wall, common start to the last rank's end, mean of 3".into(),
+                    }
                     if let Some(f) = json.as_mut() {
                         writeln!(f, "{row}").map_err(|e| e.to_string())?;
                     }
                     println!("{row}");
                 }
+                let [ms_fwd, ms_bwd] = m.ms;
                 table.push(format!(
-                    "{ranks:>4} {tokens:>8} {:>6} | {t1_fwd:>9.2} {:>9.2} {:>5.3} | {t1_bwd:>9.2} {:>9.2} {:>5.3} | {:>8.1e} {:>8.1e} {:>8.1e} {:>8.1e} {:>8.1e} {:>5}",
+                    "{ranks:>4} {tokens:>8} {:>6} | {t1_fwd:>9.2} {ms_fwd:>9.2} {:>5.3} | {t1_bwd:>9.2} {ms_bwd:>9.2} {:>5.3} | {:>8.1e} {:>8.1e} {:>8.1e} {:>8.1e} {:>8.1e} {:>5}",
                     causal,
-                    tv_fwd / ranks as f64,
-                    t1_fwd / tv_fwd,
-                    tv_bwd / ranks as f64,
-                    t1_bwd / tv_bwd,
+                    efficiency(t1_fwd, ms_fwd),
+                    efficiency(t1_bwd, ms_bwd),
                     errors[0],
                     errors[1],
                     errors[2],
                     errors[3],
                     errors[4],
-                    deterministic
+                    m.deterministic
                 ));
             }
         }
@@ -255,6 +219,59 @@ fn check_errors(ranks: usize, tokens: usize, causal: bool, errors: &[f64; 5], de
         return Err(format!("ring P={ranks} N={tokens} causal={causal}: against the one-GPU kernels O {:.2e}, LSE {:.2e}, dQ {:.2e}, dK {:.2e}, dV {:.2e} (tolerances {tolerances:?}); backward bit-identical run to run: {deterministic}", errors[0], errors[1], errors[2], errors[3], errors[4]));
     }
     Ok(())
+}
+
+/// A ring's errors against the one-GPU kernels (O, LSE, dQ, dK, dV), its run-to-run determinism, and its
+/// forward and backward ms per GPU; the virtual ring's serial run besides.
+struct Measured {
+    errors: [f64; 5],
+    deterministic: bool,
+    ms: [f64; 2],
+    serial_ms: Option<[f64; 2]>,
+}
+
+/// P virtual ranks on `flash`'s GPU over the whole tensors [q, k, v, d_o]: one forward and two backwards
+/// checked by `verify` (outputs O, dQ, dK, dV; LSE; determinism), then both timed on the anchors' timer.
+fn virtual_ring(
+    flash: &Flash,
+    ranks: usize,
+    causal: bool,
+    shape: RingShape,
+    [q, k, v, d_o]: [&CudaSlice<u16>; 4],
+    verify: impl Fn(&[Vec<f32>; 4], &[f32], bool) -> Result<[f64; 5], String>,
+) -> Result<Measured, String> {
+    let rt = |x: flashgen_runtime::RuntimeError| x.to_string();
+    let stream = flash.own_stream();
+    let st = &flash.gpu.stream;
+    let RingShape { batch, heads, kv_heads, tokens, head_dim: d, .. } = shape;
+    let (ql, kvl) = (Layout::contiguous(batch, heads, tokens, d), Layout::contiguous(batch, kv_heads, tokens, d));
+    let mut ring = VirtualRing::new(flash, ranks, causal, shape, DType::Bf16).map_err(rt)?;
+    let mut ours = Results::new(flash, ql.extent(), kvl.extent())?;
+    let forward_ring = |ring: &mut VirtualRing, ours: &mut Results| -> Result<(), String> {
+        let out = TensorViewMut::of_slice("O", &mut ours.o, 0, DType::Bf16, ql).map_err(|e| e.to_string())?;
+        ring.forward(flash, view(q, ql, "Q")?, view(k, kvl, "K")?, view(v, kvl, "V")?, out, None, stream).map_err(rt)
+    };
+    let backward_ring = |ring: &mut VirtualRing, ours: &mut Results| -> Result<(), String> {
+        let [dq, dk, dv] = &mut ours.grads;
+        let g = [
+            TensorViewMut::of_slice("dQ", dq, 0, DType::Bf16, ql).map_err(|e| e.to_string())?,
+            TensorViewMut::of_slice("dK", dk, 0, DType::Bf16, kvl).map_err(|e| e.to_string())?,
+            TensorViewMut::of_slice("dV", dv, 0, DType::Bf16, kvl).map_err(|e| e.to_string())?,
+        ];
+        ring.backward(flash, [view(q, ql, "Q")?, view(k, kvl, "K")?, view(v, kvl, "V")?, view(&ours.o, ql, "O")?, view(d_o, ql, "dO")?], g, None, stream).map_err(rt)
+    };
+    forward_ring(&mut ring, &mut ours)?;
+    backward_ring(&mut ring, &mut ours)?;
+    let outputs = [host(flash, &ours.o)?, host(flash, &ours.grads[0])?, host(flash, &ours.grads[1])?, host(flash, &ours.grads[2])?];
+    let lse = ring.lse(flash).map_err(rt)?;
+    let first: Vec<Vec<u16>> = ours.grads.iter().map(|g| st.clone_dtoh(g)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+    backward_ring(&mut ring, &mut ours)?;
+    st.synchronize().map_err(|e| e.to_string())?;
+    let second: Vec<Vec<u16>> = ours.grads.iter().map(|g| st.clone_dtoh(g)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+    let deterministic = first == second;
+    let errors = verify(&outputs, &lse, deterministic)?;
+    let serial = [time_by(&flash.gpu, true, 0, 0.0, || forward_ring(&mut ring, &mut ours))?.ms, time_by(&flash.gpu, true, 0, 0.0, || backward_ring(&mut ring, &mut ours))?.ms];
+    Ok(Measured { errors, deterministic, ms: serial.map(|t| t / ranks as f64), serial_ms: Some(serial) })
 }
 
 fn decode(bits: &[u16]) -> Vec<f32> {
