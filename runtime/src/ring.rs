@@ -62,9 +62,11 @@ pub(crate) fn check_view(name: &str, view: &TensorView<'_>, dtype: DType, shape:
     Ok(())
 }
 
-/// A view of `elements` 16-bit elements at `addr` (a ring's own buffer) laid out as `layout`.
-pub(crate) fn own_view<'a>(name: &'static str, slice: &'a CudaSlice<u16>, dtype: DType, layout: Layout) -> Result<TensorView<'a>, RuntimeError> {
-    Ok(TensorView::of_slice(name, slice, 0, dtype, layout)?)
+/// `stream` waits for `event` (`stream` a raw stream: the steps' own).
+pub(crate) fn wait_on(stream: Stream, event: &cudarc::driver::CudaEvent) -> Result<(), RuntimeError> {
+    // SAFETY: both belong to the context bound on this thread
+    unsafe { cudarc::driver::result::stream::wait_event(stream.raw(), event.cu_event(), cudarc::driver::sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }?;
+    Ok(())
 }
 
 /// One rank's state: its accumulators and the buffers of a step's partial results. Its steps are the ring's
@@ -85,9 +87,6 @@ pub(crate) struct RankState {
     part_m: CudaSlice<f32>,
     part_grads: Option<[CudaSlice<u16>; 3]>,
     pub has_forward: bool,
-    /// An event the next backward step's merges wait for (a travelling slice's accumulators arriving while
-    /// the step's kernels compute).
-    pub merges_wait: Option<cudarc::driver::CudaEvent>,
 }
 
 impl RankState {
@@ -107,7 +106,6 @@ impl RankState {
             part_m: st.alloc_zeros::<f32>(q_rows)?,
             part_grads: None,
             has_forward: false,
-            merges_wait: None,
         };
         st.synchronize()?;
         Ok(state)
@@ -141,9 +139,10 @@ impl RankState {
 
     /// The backward's step `step`: dQ of this rank's query tokens into its accumulators, dK and dV of the
     /// visiting slice into the slice's (`acc_kv`: dK then dV, `kv_acc_floats`; the slice's first step writes
-    /// them), with the forward's statistics. `inputs` are this rank's [q, o, d_o].
+    /// them), with the forward's statistics. `inputs` are this rank's [q, o, d_o]. The merges wait for
+    /// `acc_arrival` (a travelling slice's accumulators arriving while the step's kernels compute).
     #[allow(clippy::too_many_arguments)]
-    pub fn backward_step(&mut self, flash: &Flash, merges: &Merges, step: usize, [q, o, d_o]: [&TensorView<'_>; 3], (k, v): (&TensorView<'_>, &TensorView<'_>), acc_kv: u64, sm_scale: f32, stream: Stream) -> Result<(), RuntimeError> {
+    pub fn backward_step(&mut self, flash: &Flash, merges: &Merges, step: usize, [q, o, d_o]: [&TensorView<'_>; 3], (k, v): (&TensorView<'_>, &TensorView<'_>), acc_kv: u64, acc_arrival: Option<&cudarc::driver::CudaEvent>, sm_scale: f32, stream: Stream) -> Result<(), RuntimeError> {
         let call = self.ring.step_call(self.rank, step);
         let RingShape { batch, heads, kv_heads, head_dim: d, head_dim_v: dv, .. } = self.shape;
         let t = self.tokens();
@@ -175,9 +174,8 @@ impl RankState {
             ..BackwardCall::new(q.tokens(call.q.clone())?, k.tokens(call.kv.clone())?, v.tokens(call.kv.clone())?, o.tokens(call.q.clone())?, d_o.tokens(call.q.clone())?, stats, grads)
         };
         flash.backward(bwd, stream)?;
-        if let Some(event) = self.merges_wait.take() {
-            // SAFETY: the event and the stream belong to the context bound on this thread
-            unsafe { cudarc::driver::result::stream::wait_event(stream.raw(), event.cu_event(), cudarc::driver::sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }?;
+        if let Some(event) = acc_arrival {
+            wait_on(stream, event)?;
         }
         let [p_dq, p_dk, p_dv] = self.part_grads.as_ref().map(|[a, b, c]| [addr_of(a), addr_of(b), addr_of(c)]).expect("made above");
         let dv_at = acc_kv + 4 * (batch * kv_heads * t * d) as u64;
@@ -275,18 +273,6 @@ impl VirtualRing {
         Ok(())
     }
 
-    fn local_view(&self, rank: usize, slot: usize) -> Result<TensorView<'_>, RuntimeError> {
-        let RingShape { batch, heads, kv_heads, head_dim: d, head_dim_v: dv, .. } = self.shape;
-        let t = self.ranks[rank].tokens();
-        let layout = match slot {
-            0 => Layout::contiguous(batch, heads, t, d),
-            1 => Layout::contiguous(batch, kv_heads, t, d),
-            2 => Layout::contiguous(batch, kv_heads, t, dv),
-            _ => Layout::contiguous(batch, heads, t, dv),
-        };
-        own_view("a rank's local tensor", &self.local[rank][slot], self.dtype, layout)
-    }
-
     /// The forward: O = attention(Q, K, V) over the whole sequence (contiguous [B, H, N, D] tensors), computed
     /// as the ranks' steps, into `o`; the row statistics stay here for `backward` (and `lse`).
     #[allow(clippy::too_many_arguments)]
@@ -304,9 +290,8 @@ impl VirtualRing {
         for step in 0..ring.ranks {
             for rank in 0..ring.ranks {
                 let source = ring.source(rank, step);
-                let (lq, lk, lv) = (self.local_view(rank, 0)?, self.local_view(source, 1)?, self.local_view(source, 2)?);
-                // (the views borrow the local buffers, which the steps only read)
-                let (lq, lk, lv) = (detach(lq), detach(lk), detach(lv));
+                let local = |r: usize, slot: usize| local_view(&self.local[r][slot], self.shape, self.dtype, self.ranks[r].tokens(), slot);
+                let (lq, lk, lv) = (local(rank, 0)?, local(source, 1)?, local(source, 2)?);
                 self.ranks[rank].forward_step(flash, &self.merges, step, &lq, (&lk, &lv), sm_scale, stream)?;
             }
         }
@@ -339,10 +324,10 @@ impl VirtualRing {
         for step in 0..ring.ranks {
             for rank in 0..ring.ranks {
                 let source = ring.source(rank, step);
-                let views = [self.local_view(rank, 0)?, self.local_view(rank, 3)?, self.local_view(rank, 4)?].map(detach);
-                let (lk, lv) = (detach(self.local_view(source, 1)?), detach(self.local_view(source, 2)?));
+                let local = |r: usize, slot: usize| local_view(&self.local[r][slot], self.shape, self.dtype, self.ranks[r].tokens(), slot);
+                let (lq, lo, ldo, lk, lv) = (local(rank, 0)?, local(rank, 3)?, local(rank, 4)?, local(source, 1)?, local(source, 2)?);
                 let acc = addr_of(&self.acc_kv[source]);
-                self.ranks[rank].backward_step(flash, &self.merges, step, [&views[0], &views[1], &views[2]], (&lk, &lv), acc, sm_scale, stream)?;
+                self.ranks[rank].backward_step(flash, &self.merges, step, [&lq, &lo, &ldo], (&lk, &lv), acc, None, sm_scale, stream)?;
             }
         }
         let RingShape { batch, heads, kv_heads, .. } = self.shape;
@@ -368,12 +353,16 @@ impl VirtualRing {
     }
 }
 
-/// A view of the ring's own buffer with its borrow released: the ring's steps read one rank's buffers while
-/// writing another's state, which the borrow checker cannot see apart.
-fn detach(v: TensorView<'_>) -> TensorView<'static> {
-    // SAFETY: the buffer belongs to the ring, outlives the step that reads it (the steps are queued and the ring
-    // outlives them: the caller keeps it until the stream's work is done), and no step writes it
-    unsafe { TensorView::from_raw_parts("a rank's local tensor", v.addr(), v.layout.extent(), v.dtype, v.layout) }.expect("a view of the ring's own buffer")
+/// A view of a rank's local buffer `slot` (0 Q, 1 K, 2 V, 3 O, 4 dO: [B, H or H_kv, T, D or D_v]).
+fn local_view(buffer: &CudaSlice<u16>, shape: RingShape, dtype: DType, t: usize, slot: usize) -> Result<TensorView<'_>, RuntimeError> {
+    let RingShape { batch, heads, kv_heads, head_dim: d, head_dim_v: dv, .. } = shape;
+    let layout = match slot {
+        0 => Layout::contiguous(batch, heads, t, d),
+        1 => Layout::contiguous(batch, kv_heads, t, d),
+        2 => Layout::contiguous(batch, kv_heads, t, dv),
+        _ => Layout::contiguous(batch, heads, t, dv),
+    };
+    Ok(TensorView::of_slice("a rank's local tensor", buffer, 0, dtype, layout)?)
 }
 
 /// `height` rows of `width` bytes from `src` (rows `src_pitch` apart) to `dst` (rows `dst_pitch` apart).
@@ -425,16 +414,16 @@ impl Merges {
         let (mut rows_arg, mut cols_arg, mut first_arg) = (as_u32(rows)?, as_u32(cols)?, first as u32);
         let (mut len, mut acc_len, mut acc_start) = (as_u32(at.len)?, as_u32(at.acc_len)?, as_u32(at.acc_start)?);
         let mut params: [*mut c_void; 10] = [
-            &mut acc_o as *mut u64 as *mut _,
-            &mut acc_m as *mut u64 as *mut _,
-            &mut part_o as *mut u64 as *mut _,
-            &mut part_m as *mut u64 as *mut _,
-            &mut rows_arg as *mut u32 as *mut _,
-            &mut cols_arg as *mut u32 as *mut _,
-            &mut first_arg as *mut u32 as *mut _,
-            &mut len as *mut u32 as *mut _,
-            &mut acc_len as *mut u32 as *mut _,
-            &mut acc_start as *mut u32 as *mut _,
+            param(&mut acc_o),
+            param(&mut acc_m),
+            param(&mut part_o),
+            param(&mut part_m),
+            param(&mut rows_arg),
+            param(&mut cols_arg),
+            param(&mut first_arg),
+            param(&mut len),
+            param(&mut acc_len),
+            param(&mut acc_start),
         ];
         // SAFETY: the merge entry takes (ptr, ptr, ptr, ptr, i32 × 6), which `params` points at; the partial's
         // rows × cols and the accumulators' rows `at` maps them to are in the buffers the ring allocated for
@@ -454,23 +443,28 @@ impl Merges {
         let (mut sb, mut sh, mut sn) = (sb, sh, sn);
         let (mut acc_len, mut acc_start) = (as_u32(acc_len)?, as_u32(acc_start)?);
         let mut params: [*mut c_void; 11] = [
-            &mut out_addr as *mut u64 as *mut _,
-            &mut acc as *mut u64 as *mut _,
-            &mut rows_arg as *mut u32 as *mut _,
-            &mut cols_arg as *mut u32 as *mut _,
-            &mut heads_arg as *mut u32 as *mut _,
-            &mut len_arg as *mut u32 as *mut _,
-            &mut sb as *mut u64 as *mut _,
-            &mut sh as *mut u64 as *mut _,
-            &mut sn as *mut u64 as *mut _,
-            &mut acc_len as *mut u32 as *mut _,
-            &mut acc_start as *mut u32 as *mut _,
+            param(&mut out_addr),
+            param(&mut acc),
+            param(&mut rows_arg),
+            param(&mut cols_arg),
+            param(&mut heads_arg),
+            param(&mut len_arg),
+            param(&mut sb),
+            param(&mut sh),
+            param(&mut sn),
+            param(&mut acc_len),
+            param(&mut acc_start),
         ];
         // SAFETY: the store entry takes (ptr, ptr, i32 × 4, i64 × 3, i32 × 2), which `params` points at; it writes the
         // elements `out`'s layout reaches (a checked view, borrowed exclusively) and reads rows × cols
         // accumulators, which this ring allocated for its chunks.
         unsafe { launch(flash, &self.store, rows, &mut params, stream) }
     }
+}
+
+/// A launch parameter: the address of the value the kernel's parameter is copied from.
+fn param<T>(value: &mut T) -> *mut c_void {
+    value as *mut T as *mut c_void
 }
 
 pub(crate) fn addr_of<T>(slice: &CudaSlice<T>) -> u64 {

@@ -10,7 +10,7 @@
 //! joins one rank per GPU through NCCL's send/recv. A rank that fails aborts its link, and every other
 //! rank's next hand-over (or its final wait) fails with that rank's error instead of waiting for it.
 
-use crate::ring::{addr_of, check_view, Merges, RankState, RingShape};
+use crate::ring::{addr_of, check_view, wait_on, Merges, RankState, RingShape};
 use crate::view::{TensorView, TensorViewMut};
 use crate::{Flash, Layout, RuntimeError, Stream};
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
@@ -192,13 +192,6 @@ fn is_contiguous(v: &TensorView<'_>) -> bool {
     v.layout == Layout::contiguous(b, h, n, d)
 }
 
-/// `stream` waits for `event` (a raw stream: the steps' own).
-fn wait_on(stream: Stream, event: &CudaEvent) -> Result<(), RuntimeError> {
-    // SAFETY: both belong to the context bound on this thread
-    unsafe { cudarc::driver::result::stream::wait_event(stream.raw(), event.cu_event(), cudarc::driver::sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }?;
-    Ok(())
-}
-
 impl RankRing {
     /// Rank `rank` of a ring of `ranks` over attention of `shape` (the whole sequence), on `flash`'s device.
     pub fn new(flash: &Flash, ranks: usize, rank: usize, causal: bool, shape: RingShape, dtype: DType) -> Result<RankRing, RuntimeError> {
@@ -363,10 +356,8 @@ impl RankRing {
             let (kc, vc) = self.visiting((&k, &v), computing)?;
             // the visiting slice's accumulators arrive in acc_kv[step % 2] (step 0: this rank's own, written
             // by the step) while the step's kernels compute: its merges wait for them, not its kernels
-            if let Some(arrival) = acc_arrival.take() {
-                self.state.merges_wait = Some(arrival);
-            }
-            self.state.backward_step(flash, &self.merges, step, [&q, &o, &d_o], (&kc, &vc), acc_kv[step % 2], sm_scale, stream)?;
+            let arrival = acc_arrival.take();
+            self.state.backward_step(flash, &self.merges, step, [&q, &o, &d_o], (&kc, &vc), acc_kv[step % 2], arrival.as_ref(), sm_scale, stream)?;
             done = self.compute.record_event(None)?;
             // the accumulators go on to the right (home after the last step) once this step has added to them
             if ranks > 1 {
