@@ -310,7 +310,9 @@ fn windows_and_softcap_plan_their_kernels_and_refuse_the_others() {
     assert_eq!(kernel_window(false, w(Some(100), None)), (false, w(Some(100), None)));
     assert_eq!(kernel_window(false, w(None, None)), (false, Window::UNBOUNDED));
     let options = PlanOptions::default();
-    for (causal, window, softcap) in [(true, w(Some(1024), None), false), (false, w(Some(64), Some(64)), true), (false, Window::UNBOUNDED, true)] {
+    // (the last two: a window on a kernel that is not causal, which only the pair takes)
+    let cases = [(true, w(Some(1024), None), false), (false, w(Some(64), Some(64)), true), (false, Window::UNBOUNDED, true), (false, w(Some(100), None), false), (false, w(Some(100), None), true)];
+    for (causal, window, softcap) in cases {
         for d in [64, 128] {
             let p = problem(d, causal, 4096).with_window(window, softcap);
             let planned = plan(Arch::Sm90a, &p, &options, &NoTuning).unwrap();
@@ -324,19 +326,30 @@ fn windows_and_softcap_plan_their_kernels_and_refuse_the_others() {
             assert_eq!(planned.forward_without_tma, fwd, "no kernel without TMA takes them");
             assert!(bwd.preprocess.features().is_none(), "Δ is row by row");
             assert!(fwd.name().contains(if softcap { "_softcap" } else { "_window" }), "{}", fwd.name());
-            if causal && !softcap {
-                // a causal window alone runs fused where the table runs bwd_fused_up without it (HEAD_DIM
-                // 64 and 128 from 1024 tokens), unfolded, in one chain; the pair where TMA cannot read Q or dO
-                assert_eq!((bwd.dkdv.kind(), bwd.dq), (KernelKind::BwdFusedUp, None), "{p:?}");
+            let windowed = !window.is_unbounded();
+            if !windowed || p.causal {
+                // softcap and a causal window run fused where the table runs the fused kernel without them
+                // (HEAD_DIM 64 and 128 from 1024 tokens): a window on bwd_fused_up, unfolded, in one chain; the
+                // pair where TMA cannot read Q or dO
+                let kind = if p.causal { KernelKind::BwdFusedUp } else { KernelKind::BwdFused };
+                assert_eq!((bwd.dkdv.kind(), bwd.dq), (kind, None), "{p:?}");
                 assert_eq!(bwd.dkdv.features(), fwd.features());
-                assert!(!bwd.dkdv.fold_key_blocks() && planned.dq_chains == 1);
+                if windowed {
+                    assert!(!bwd.dkdv.fold_key_blocks() && planned.dq_chains == 1);
+                }
                 let pair = planned.backward_without_tma.expect("the pair without TMA");
                 assert_eq!((pair.dkdv.kind(), pair.dkdv.features()), (KernelKind::BwdDkdvWgmma, fwd.features()));
-                for (backward, fused) in [(BackwardPath::Fused, true), (BackwardPath::Split, false), (BackwardPath::FusedAtomic, false)] {
+                // (the atomic kernel takes softcap; a window only bwd_fused_up)
+                let atomic = if windowed { KernelKind::BwdDkdvWgmma } else { KernelKind::BwdFusedAtomic };
+                for (backward, expected) in [(BackwardPath::Fused, kind), (BackwardPath::Split, KernelKind::BwdDkdvWgmma), (BackwardPath::FusedAtomic, atomic)] {
                     let b = plan(Arch::Sm90a, &p, &PlanOptions { backward, ..options }, &NoTuning).unwrap().backward;
-                    assert_eq!(b == bwd, fused, "{backward:?}");
-                    assert_eq!(b.dkdv.kind() == KernelKind::BwdDkdvWgmma, !fused, "{backward:?}");
+                    assert_eq!(b.dkdv.kind(), expected, "{backward:?}");
+                    assert_eq!(b == bwd, backward == BackwardPath::Fused, "{backward:?}");
+                    assert_eq!(b.dkdv.features(), fwd.features());
                 }
+                // below the fused kernel's lengths, the pair as without them
+                let short = plan(Arch::Sm90a, &problem(d, causal, 512).with_window(window, softcap), &options, &NoTuning).unwrap().backward;
+                assert_eq!(short.dkdv.kind(), KernelKind::BwdDkdvWgmma);
                 continue;
             }
             assert_eq!((bwd.dkdv.kind(), bwd.dq.map(|s| s.kind())), (KernelKind::BwdDkdvWgmma, Some(KernelKind::BwdDqWgmma)));
@@ -345,14 +358,10 @@ fn windows_and_softcap_plan_their_kernels_and_refuse_the_others() {
             if softcap {
                 assert!(bwd.dkdv.programs_per_sm() <= 2 && bwd.dq.unwrap().programs_per_sm() <= 2, "softcap's registers");
             }
-            // every backward path asks for the same pair, but the fused path for a causal window alone
+            // every backward path asks for the same pair
             for backward in BackwardPath::ALL {
                 let b = plan(Arch::Sm90a, &p, &PlanOptions { backward, ..options }, &NoTuning).unwrap().backward;
-                if causal && !softcap && backward == BackwardPath::Fused {
-                    assert_eq!((b.dkdv.kind(), b.dkdv.features()), (KernelKind::BwdFusedUp, fwd.features()));
-                } else {
-                    assert_eq!(b, bwd, "{backward:?}");
-                }
+                assert_eq!(b, bwd, "{backward:?}");
             }
         }
     }
@@ -410,4 +419,47 @@ fn windows_and_softcap_plan_their_kernels_and_refuse_the_others() {
     assert_eq!(serde_json::from_str::<KernelSpec>(&json).unwrap(), spec);
     assert_eq!(flashgen::Features::parse("window, softcap").unwrap(), flashgen::Features { window: true, softcap: true, ..flashgen::Features::NONE });
     assert!(flashgen::Features::parse("windows").unwrap_err().to_string().contains("feature `windows` is unknown"));
+}
+
+#[test]
+fn score_mods_run_fused_where_the_tile_holds_them_and_mask_mods_on_the_pair() {
+    use flashgen::mods::builtins;
+    let alibi = builtins::alibi_symmetric("slope", 0).unwrap();
+    let causal_mask = builtins::causal(0).unwrap();
+    let score = flashgen::Modifiers::new(Some(&alibi), None).unwrap();
+    let masked = flashgen::Modifiers::new(Some(&alibi), Some(&causal_mask)).unwrap();
+    let options = PlanOptions::default();
+    let pair = (KernelKind::BwdDkdvWgmma, Some(KernelKind::BwdDqWgmma));
+    for d in [64, 96, 128] {
+        for causal in [false, true] {
+            let p = Problem { modifiers: score, ..problem(d, causal, 4096) };
+            let planned = plan(Arch::Sm90a, &p, &options, &NoTuning).unwrap();
+            let b = planned.backward;
+            // HEAD_DIM 96 and 128 on the fused kernels' 64-row query blocks; 64's 128-row tile cannot hold
+            // the score_mod's registers (the rules refuse it), so the pair
+            let expected = match (d, causal) {
+                (64, _) => pair,
+                (_, false) => (KernelKind::BwdFused, None),
+                (_, true) => (KernelKind::BwdFusedUp, None),
+            };
+            assert_eq!((b.dkdv.kind(), b.dq.map(|s| s.kind())), expected, "D{d} causal {causal}");
+            assert_eq!(b.dkdv.features().modifiers, score);
+            assert_eq!(planned.backward_without_tma.is_some(), d != 64, "the pair where TMA cannot read Q or dO");
+            // a mask_mod (here with the score_mod; causality written into it, a STAGE=1 kernel) runs on the pair
+            if !causal {
+                let m = Problem { modifiers: masked, ..problem(d, false, 4096) };
+                let b = plan(Arch::Sm90a, &m, &options, &NoTuning).unwrap().backward;
+                assert_eq!((b.dkdv.kind(), b.dq.map(|s| s.kind())), pair, "D{d} mask_mod");
+            }
+        }
+    }
+    // the fused tile's refusal names the rule and the way out
+    let d64 = flashgen::plan::backward_family(KernelKind::BwdFused, Arch::Sm90a, &problem(64, false, 4096)).unwrap().dkdv;
+    let f = flashgen::Features { modifiers: score, ..flashgen::Features::NONE };
+    let e = flashgen::plan::with_features(&d64, f).unwrap_err().to_string();
+    assert!(e.contains("score_mod on 128-row query blocks") && e.contains("wgmma pair"), "{e}");
+    // and a mask_mod on the fused kernel
+    let d128 = flashgen::plan::backward_family(KernelKind::BwdFused, Arch::Sm90a, &problem(128, false, 4096)).unwrap().dkdv;
+    let e = flashgen::plan::with_features(&d128, flashgen::Features { modifiers: masked, ..flashgen::Features::NONE }).unwrap_err().to_string();
+    assert!(e.contains("not a mask_mod"), "{e}");
 }

@@ -87,7 +87,8 @@ fn feature_variants(specs: &[KernelSpec]) -> Vec<KernelSpec> {
 }
 
 /// The variants of `specs` with a sliding window, softcap and both (where the rules admit them: fwd_ws with
-/// ping-pong consumers and the wgmma backward pair), alone and with packed sequences.
+/// ping-pong consumers, the wgmma backward pair, the fused backward's softcap and bwd_fused_up's causal
+/// window), alone and with packed sequences.
 fn rule_variants(specs: &[KernelSpec]) -> Vec<KernelSpec> {
     let mut out = Vec::new();
     for spec in specs {
@@ -108,7 +109,7 @@ fn window_and_softcap_kernels_assemble_without_spills() {
     let Some(tool) = ptxas_or_skip() else { return };
     let specs = rule_variants(&flashgen::plan::default_set());
     let kinds: Vec<_> = specs.iter().map(|s| s.kind()).collect();
-    for kind in [flashgen::KernelKind::FwdWs, flashgen::KernelKind::BwdDkdvWgmma, flashgen::KernelKind::BwdDqWgmma] {
+    for kind in [flashgen::KernelKind::FwdWs, flashgen::KernelKind::BwdDkdvWgmma, flashgen::KernelKind::BwdDqWgmma, flashgen::KernelKind::BwdFused, flashgen::KernelKind::BwdFusedUp] {
         assert!(kinds.contains(&kind), "no window/softcap variant of {}", kind.name());
     }
     assemble_all_clean(&tool, &specs, |_, _| {});
@@ -510,8 +511,8 @@ fn fused_backward(features: bool) {
 }
 
 /// The modifiers the kernels are tested with: ALiBi (a per-head tensor), causal as a mask_mod (block
-/// ranges proved), a document mask (per-batch tensor, block-causal), softcap as a score_mod; on fwd_ws and
-/// the wgmma backward pair.
+/// ranges proved), a document mask (per-batch tensor, block-causal), softcap as a score_mod; on fwd_ws, the
+/// wgmma backward pair and (score_mods alone) the fused backward.
 fn modifier_variants(specs: &[KernelSpec]) -> Vec<KernelSpec> {
     use flashgen::mods::{builtins, MaskMod, Scalar, TensorDecl};
     let alibi = builtins::alibi("slope").unwrap();
@@ -520,7 +521,7 @@ fn modifier_variants(specs: &[KernelSpec]) -> Vec<KernelSpec> {
     let capped = builtins::softcap(30.0).unwrap().then(&alibi).unwrap();
     let sets = [(Some(&alibi), None), (None, Some(&causal)), (Some(&alibi), Some(&causal)), (Some(&capped), Some(&blocks))];
     let mut out = Vec::new();
-    for spec in specs.iter().filter(|s| matches!(s.kind(), KernelKind::FwdWs | KernelKind::BwdDkdvWgmma | KernelKind::BwdDqWgmma)) {
+    for spec in specs.iter().filter(|s| matches!(s.kind(), KernelKind::FwdWs | KernelKind::BwdDkdvWgmma | KernelKind::BwdDqWgmma) || s.kind().fuses_dq()) {
         // (a mask_mod kernel is non-causal: causality goes into the mask)
         for (score, mask) in sets.into_iter().filter(|(_, m)| !spec.causal() || m.is_none()) {
             let modifiers = flashgen::Modifiers::new(score, mask).unwrap();
@@ -541,9 +542,11 @@ fn modifier_variants(specs: &[KernelSpec]) -> Vec<KernelSpec> {
 fn modifier_kernels_assemble_without_spills() {
     let Some(tool) = ptxas_or_skip() else { return };
     let specs = modifier_variants(&flashgen::plan::default_set());
-    for kind in [KernelKind::FwdWs, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma] {
-        assert!(specs.iter().filter(|s| s.kind() == kind).count() >= 8, "modifier variants of {}", kind.name());
+    for kind in [KernelKind::FwdWs, KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma, KernelKind::BwdFused, KernelKind::BwdFusedUp] {
+        assert!(specs.iter().filter(|s| s.kind() == kind).count() >= 4, "modifier variants of {}", kind.name());
     }
+    // (the fused backward takes score_mods, not mask_mods: the rules refuse those)
+    assert!(specs.iter().filter(|s| s.kind().fuses_dq()).all(|s| s.features().modifiers.is_some_and(|m| m.mask().is_none())));
     assemble_all_clean(&tool, &specs, |_, _| {});
 }
 

@@ -53,11 +53,13 @@ impl Problem {
         Features { varlen: self.varlen, empty_rows: starved, window, softcap: self.softcap, modifiers: self.modifiers, value_dim }
     }
 
-    /// Whether bwd_fused_up can run this problem's window: a causal window alone (no softcap or modifiers)
-    /// on fixed lengths.
-    pub fn window_fuses(&self) -> bool {
-        let alone = !self.window.is_unbounded() && !self.softcap && self.modifiers.is_none();
-        alone && self.causal && !self.varlen
+    /// Whether the fused backward can run this problem's rules beyond causal: softcap and a score_mod
+    /// (where S is named, as in the pair), a window only causal on fixed lengths (bwd_fused_up's key blocks
+    /// visit the window's query blocks); not a mask_mod (the fused kernels' order of dQ additions counts on
+    /// every query block the causal rule leaves to a key block).
+    pub fn modifiers_fuse(&self) -> bool {
+        let masked = self.modifiers.is_some_and(|m| m.mask().is_some());
+        !masked && (self.window.is_unbounded() || (self.causal && !self.varlen))
     }
 
     /// The problem with a window (and softcap) as its kernels take it (`kernel_window`): the causal flag
@@ -207,12 +209,14 @@ pub fn forward_kind(arch: Arch, problem: &Problem, options: &PlanOptions) -> Res
 fn backward_kinds(arch: Arch, problem: &Problem, options: &PlanOptions) -> Result<&'static [KernelKind], SpecError> {
     use KernelKind::*;
     if problem.modified() {
-        // (a causal window alone: bwd_fused_up where the path would run it without the window; other
-        // windows, softcap and modifiers: the separate wgmma pair, whatever the path asked for)
-        if hopper(arch, options) && problem.window_fuses() {
-            let unwindowed = Problem { window: Window::UNBOUNDED, ..*problem };
-            let kinds = backward_kinds(arch, &unwindowed, options)?;
-            if kinds == [BwdFusedUp] {
+        // (softcap and a score_mod: the fused kernel where the path would run it without them; a causal
+        // window: bwd_fused_up where the path would run it without the window; other windows and a
+        // mask_mod: the separate wgmma pair, whatever the path asked for)
+        if hopper(arch, options) && problem.modifiers_fuse() {
+            let plain = Problem { window: Window::UNBOUNDED, softcap: false, modifiers: None, ..*problem };
+            let kinds = backward_kinds(arch, &plain, options)?;
+            let fuses = if problem.window.is_unbounded() { kinds[0].fuses_dq() } else { kinds == [BwdFusedUp] };
+            if fuses {
                 return Ok(kinds);
             }
         }
@@ -296,8 +300,13 @@ pub fn plan(arch: Arch, problem: &Problem, options: &PlanOptions, tuned: &dyn Tu
         return Err(SpecError(format!("{c} dQ chains: use 1 to 8, or None for the default")));
     }
     let forward = chosen(forward_kind(arch, problem, options)?, arch, problem, tuned)?;
-    let backward = backward_specs(backward_kinds(arch, problem, options)?, arch, problem, tuned)?;
-    // (a fused backward is planned with modifiers only for a window it takes, which the pair takes too)
+    let kinds = backward_kinds(arch, problem, options)?;
+    let backward = match backward_specs(kinds, arch, problem, tuned) {
+        // (a fused tile that cannot hold what the modifiers add, HEAD_DIM 64's with a score_mod: the pair)
+        Err(_) if problem.modified() && kinds[0].fuses_dq() => backward_specs(&[KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma], arch, problem, tuned)?,
+        specs => specs?,
+    };
+    // (a fused backward is planned with modifiers only for those it takes, which the pair takes too)
     let backward_without_tma = if backward.dkdv.kind().fuses_dq() && options.backward == BackwardPath::Default {
         Some(backward_specs(&[KernelKind::BwdDkdvWgmma, KernelKind::BwdDqWgmma], arch, problem, tuned)?)
     } else {

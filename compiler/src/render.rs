@@ -919,9 +919,10 @@ pub fn render(spec: &KernelSpec) -> Result<String, RenderError> {
     let mut ctx = tera::Context::new();
     let mut constants = KernelConstants::of(spec);
     if let Some(m) = spec.features().modifiers {
-        let backward = matches!(spec.kind(), KernelKind::BwdDkdvWgmma | KernelKind::BwdDqWgmma);
+        // (the fused backward takes a score_mod: `KernelSpec::with_features` refuses it a mask_mod)
+        let backward = matches!(spec.kind(), KernelKind::BwdDkdvWgmma | KernelKind::BwdDqWgmma) || spec.kind().fuses_dq();
         if spec.kind() != KernelKind::FwdWs && !backward {
-            return Err(RenderError { template, spec: spec.name(), detail: "score_mod and mask_mod are built into fwd_ws and the wgmma backward pair only".into() });
+            return Err(RenderError { template, spec: spec.name(), detail: "score_mod and mask_mod are built into fwd_ws and the wgmma backward pairs only, a score_mod into the fused backward".into() });
         }
         let code = ModCode::of(&m, spec.block_n(), backward).map_err(|e| RenderError { template, spec: spec.name(), detail: e.to_string() })?;
         constants.common.MOD = Some(code);

@@ -95,6 +95,7 @@ fn cases(a: &CheckArgs, seed: u64, hopper: bool) -> Vec<Case> {
                 window_cases(&mut push, dtype, d, causal, long, &lq);
                 fused_window_cases(&mut push, dtype, causal);
                 modifier_cases(&mut modified, dtype, d, causal, &lq);
+                fused_modifier_cases(&mut modified, dtype, causal);
             }
         }
     }
@@ -145,6 +146,48 @@ fn modifier_cases(out: &mut Vec<Case>, dtype: DType, d: usize, causal: bool, len
     let even = flashgen::mods::MaskMod::parse("kv_idx % 2 == 0", &[]).ok();
     let m = CaseMods { score: alibi, mask: even, tensors: with_slopes };
     push("mask even alibi causal N_q 300 N_kv 700", RefProblem::new(2, 4, 300, d).kv_heads(2).seqlens(300, 700).causal(true), m);
+}
+
+/// Softcap and score_mods where the backward runs fused (HEAD_DIM 96 and 128 from 1024 tokens, `plan`; 64's
+/// tile takes softcap alone): ALiBi on a ragged length (the zero-filled queries past it masked), on a whole
+/// number of blocks, over a GQA group (the slope of each step's query head, the folded causal grid),
+/// on unequal lengths in both alignments, after softcap in one score_mod; softcap at a cap that bends the
+/// scores, alone and with a causal window (bwd_fused_up's window).
+fn fused_modifier_cases(out: &mut Vec<Case>, dtype: DType, causal: bool) {
+    use flashgen::mods::builtins;
+    let slopes: Vec<f32> = (0..16).map(|h| 0.5f32.powi(h + 1)).collect();
+    let alibi = builtins::alibi("slope").ok();
+    let capped = builtins::softcap(2.0).and_then(|c| c.then(&builtins::alibi("slope")?)).ok();
+    let with_slopes = Tensors::new().f32("slope", slopes);
+    let mut push = |label: String, problem: RefProblem, mods: Option<CaseMods>| {
+        let problem = problem.order(TensorOrder::Bshd);
+        let problem = mods.as_ref().map_or(problem.clone(), |m| m.on(problem));
+        out.push(Case { label: format!("fused-mods {label}"), dtype, problem, mods });
+    };
+    let m = || Some(CaseMods { score: alibi.clone(), mask: None, tensors: with_slopes.clone() });
+    for d in [128, 96, 64] {
+        let cap = RefProblem::new(2, 4, 1200, d).softcap(1.0).causal(causal);
+        push(format!("D{d} softcap 1 N1200"), cap, None);
+        if d == 64 {
+            continue; // (a score_mod runs on the pair at 64)
+        }
+        push(format!("D{d} alibi N1500"), RefProblem::new(2, 4, 1500, d).causal(causal), m());
+        push(format!("D{d} alibi gqa H16/4 N1200"), RefProblem::new(1, 16, 1200, d).kv_heads(4).causal(causal), m());
+    }
+    push("D128 alibi N2048".into(), RefProblem::new(1, 4, 2048, 128).causal(causal), m());
+    let aligns = if causal { vec![Alignment::BottomRight, Alignment::TopLeft] } else { vec![Alignment::BottomRight] };
+    for (nq, nkv) in [(1100, 1500), (1500, 1100)] {
+        for &align in &aligns {
+            let p = RefProblem::new(2, 4, nq, 128).kv_heads(2).seqlens(nq, nkv).causal(causal).alignment(align);
+            push(format!("D128 alibi N_q {nq} N_kv {nkv} {align:?}"), p, m());
+        }
+    }
+    let both = Some(CaseMods { score: capped, mask: None, tensors: with_slopes.clone() });
+    push("D128 softcap 2 then alibi N1300".into(), RefProblem::new(2, 4, 1300, 128).causal(causal), both);
+    if causal {
+        let p = RefProblem::new(2, 4, 1500, 128).window(Window { left: Some(100), right: None }).softcap(1.0).causal(true);
+        push("D128 softcap 1 window N1500 left 100".into(), p, None);
+    }
 }
 
 /// Sliding windows and softcap (fwd_ws and the wgmma backward pair on sm_90a): left bounds inside a block and

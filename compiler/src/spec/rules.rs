@@ -71,16 +71,18 @@ impl KernelSpec {
             // element code: the D64 pair spills at 3-4 programs' registers, not at 2)
             spec.schedule.programs_per_sm = spec.schedule.programs_per_sm.min(2);
         }
-        // windows and softcap live in the ping-pong consumer (lib/pingpong.ll.tera) of the warp-specialized
-        // forward and in the separate wgmma backward pair so far
+        // windows, softcap and modifiers live in the ping-pong consumer (lib/pingpong.ll.tera) of the
+        // warp-specialized forward and in the separate wgmma backward pair; softcap and a score_mod also in
+        // the fused backward (where its wait names Sᵀ, as the pair's dK/dV kernel)
         let takes_them = (p.kind == KernelKind::FwdWs && spec.ping_pong()) || matches!(p.kind, KernelKind::BwdDkdvWgmma | KernelKind::BwdDqWgmma);
+        let fused = p.kind.fuses_dq();
         // (bwd_fused_up takes a causal window: its key blocks visit the window's query blocks, `seq::q_blocks`)
         let window_fused = p.kind == KernelKind::BwdFusedUp && p.stage == 3 && !features.varlen;
         // (bwd_fused_up refuses a window on packed sequences: the message says so where that is the reason)
         let packed = if features.varlen && p.kind == KernelKind::BwdFusedUp { " on packed sequences" } else { "" };
-        for (on, what, also, why) in [(features.window, "a sliding window", window_fused, packed), (features.softcap, "softcap", false, "")] {
+        for (on, what, also, why) in [(features.window, "a sliding window", window_fused, packed), (features.softcap, "softcap", fused, "")] {
             rule(!on || takes_them || also || p.kind == KernelKind::Decode, || {
-                format!("{what} is built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3), the backward's bwd_dkdv_wgmma / bwd_dq_wgmma, decode and (a causal window on fixed lengths) bwd_fused_up only, not into {} with NUM_STAGES={}{why}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
+                format!("{what} is built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3), the backward's bwd_dkdv_wgmma / bwd_dq_wgmma, decode, the fused backward (softcap) and (a causal window on fixed lengths) bwd_fused_up only, not into {} with NUM_STAGES={}{why}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
             })?;
         }
         // (bwd_fused, causal, on packed sequences at HEAD_DIM 64's 128-row query blocks: ptxas spills 8 B of
@@ -104,8 +106,14 @@ impl KernelSpec {
             return Ok(KernelSpec { features: Features { empty_rows: false, ..features }, ..spec });
         }
         if features.modifiers.is_some() {
-            rule(takes_them, || {
-                format!("score_mod and mask_mod are built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3) and the backward's bwd_dkdv_wgmma / bwd_dq_wgmma only, not into {} with NUM_STAGES={}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
+            rule(takes_them || (fused && !masked_by_mod), || {
+                let fused = if fused { " (the fused backward takes a score_mod, not a mask_mod: its programs' order of dQ additions counts on every query block the causal rule leaves)" } else { "" };
+                format!("score_mod and mask_mod are built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3) and the backward's bwd_dkdv_wgmma / bwd_dq_wgmma only, not into {} with NUM_STAGES={}{fused}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
+            })?;
+            // (HEAD_DIM 64's fused tile, two warpgroups of 64 keys on 128-row query blocks, holds S and dP of 128
+            // queries: ALiBi's per-element indices spill 160-216 B of its registers)
+            rule(!(fused && spec.dq_splits_rows()), || {
+                format!("{}: a score_mod on 128-row query blocks (HEAD_DIM 64's fused tile) spills its registers: the plan runs it on the wgmma pair (bwd_dkdv_wgmma / bwd_dq_wgmma)", p.kind.name())
             })?;
             rule(!features.window && !features.softcap, || {
                 "a kernel with score_mod or mask_mod takes a window and softcap as modifiers too: write the window into the mask_mod (`builtins::sliding_window`) and the softcap into the score_mod (`ScoreMod::then(&builtins::softcap(cap))`)".to_string()
