@@ -444,6 +444,8 @@ fn score_mods_run_fused_where_the_tile_holds_them_and_mask_mods_on_the_pair() {
             };
             assert_eq!((b.dkdv.kind(), b.dq.map(|s| s.kind())), expected, "D{d} causal {causal}");
             assert_eq!(b.dkdv.features().modifiers, score);
+            // (unfolded: the folded grid's state beside the score_mod spills bwd_fused_up's registers)
+            assert!(!b.dkdv.fold_key_blocks());
             assert_eq!(planned.backward_without_tma.is_some(), d != 64, "the pair where TMA cannot read Q or dO");
             // a mask_mod (here with the score_mod; causality written into it, a STAGE=1 kernel) runs on the pair
             if !causal {

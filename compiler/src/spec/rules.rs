@@ -90,6 +90,15 @@ impl KernelSpec {
         rule(!(p.kind == KernelKind::BwdFused && p.stage == 3 && features.varlen && spec.dq_splits_rows()), || {
             format!("{}: causal packed sequences on 128-row query blocks (HEAD_DIM 64) spill its registers: use bwd_fused_up (the plan's causal fused kernel) or BLOCK_M=64", p.kind.name())
         })?;
+        let score_mod = features.modifiers.is_some_and(|m| m.score().is_some());
+        if score_mod && spec.schedule.fold_key_blocks {
+            // (the folded grid's phase state beside a score_mod's indices and the masks of the keys and
+            // queries past the sequence spill 4-8 B of bwd_fused_up's MMA registers; unfolded, none)
+            rule(overrides.fold_key_blocks != Some(true), || {
+                format!("{}: fold_key_blocks=on with a score_mod spills the MMA warpgroups' registers; use fold_key_blocks=off", p.kind.name())
+            })?;
+            spec.schedule.fold_key_blocks = false;
+        }
         if features.window && spec.schedule.fold_key_blocks {
             // (a folded grid's order of dQ additions counts on every program from 0 to a block's highest
             // meeting it; a window's blocks meet only the programs of their keys)
