@@ -440,3 +440,62 @@ fn views_on_a_thread_without_a_context_run_the_tma_kernels() {
         assert_eq!(f.gpu.stream.clone_dtoh(got).unwrap(), f.gpu.stream.clone_dtoh(&want.data).unwrap(), "{name} on the other thread");
     }
 }
+
+/// A score_mod (ALiBi) and softcap run on the fused backward where the plan puts them (HEAD_DIM 96 and 128
+/// from 1024 tokens: ragged lengths, GQA, causal or not): its gradients repeat bit for bit, and agree with the
+/// separate wgmma pair's (FLASHGEN_BACKWARD=split's kernels, which the check suite compares with f64), every
+/// value finite (the zero-filled rows and keys past a ragged end are masked).
+#[test]
+#[ignore = "needs a GPU: run on the device machine with --ignored"]
+fn score_mods_and_softcap_on_the_fused_backward_repeat_and_agree_with_the_pair() {
+    use flashgen_runtime::{BackwardCall, BufferView, BufferViewMut, CallModifiers, ForwardCall, ModTensor, StatsIn, StatsOut};
+    let mut f = flash();
+    if !f.gpu.arch.has_wgmma() {
+        panic!("the fused backward needs sm_90a; this GPU is {}", f.gpu.arch);
+    }
+    let mut rng = SplitMix(35);
+    let alibi = flashgen::mods::builtins::alibi("slope").unwrap();
+    // (H, H_kv, N, D, causal, softcap, ALiBi)
+    let cases = [(4, 4, 1500, 128, false, None, true), (4, 4, 1500, 128, true, None, true), (8, 2, 1100, 96, true, None, true), (4, 4, 1200, 128, true, Some(2.0f32), false), (4, 4, 1300, 128, false, Some(2.0), true)];
+    for (h, hkv, n, d, causal, softcap, with_alibi) in cases {
+        let what = format!("H{h}/{hkv} N{n} D{d} causal={causal} softcap={softcap:?} alibi={with_alibi}");
+        let z = 2;
+        let (ql, kl) = (Layout::contiguous(z, h, n, d), Layout::contiguous(z, hkv, n, d));
+        let random = |rng: &mut SplitMix, l: Layout| -> Vec<f32> { (0..l.extent()).map(|_| rng.normal()).collect() };
+        let (q, k, v, d_o) = (random(&mut rng, ql), random(&mut rng, kl), random(&mut rng, kl), random(&mut rng, ql));
+        let up = |gpu: &Gpu, x: &[f32], l: Layout| Tensor::from_f32(gpu, x, DType::Bf16, l).unwrap();
+        let (tq, tk, tv, tdo) = (up(&f.gpu, &q, ql), up(&f.gpu, &k, kl), up(&f.gpu, &v, kl), up(&f.gpu, &d_o, ql));
+        let slopes: Vec<f32> = (0..h).map(|i| 0.5f32.powi(i as i32 + 1)).collect();
+        let slopes = f.gpu.stream.clone_htod(&slopes).unwrap();
+        let modifiers = || with_alibi.then(|| CallModifiers { score: Some(alibi.clone()), mask: None, tensors: vec![("slope", ModTensor::F32(BufferView::of(&slopes)))] });
+        let mut o = up(&f.gpu, &vec![0.0; ql.extent()], ql);
+        let mut m = f.gpu.stream.alloc_zeros::<f32>(z * h * n).unwrap();
+        let call = ForwardCall { causal, softcap, modifiers: modifiers(), ..ForwardCall::new(tq.view("Q").unwrap(), tk.view("K").unwrap(), tv.view("V").unwrap(), o.view_mut("O").unwrap(), StatsOut::M(BufferViewMut::of(&mut m))) };
+        f.forward(call, f.own_stream()).unwrap();
+        let grads = |f: &Flash, fused: bool| -> [Vec<u16>; 3] {
+            let [mut dq, mut dk, mut dv] = [ql, kl, kl].map(|l| up(&f.gpu, &vec![f32::NAN; l.extent()], l));
+            let call = BackwardCall {
+                causal,
+                softcap,
+                modifiers: modifiers(),
+                ..BackwardCall::new(tq.view("Q").unwrap(), tk.view("K").unwrap(), tv.view("V").unwrap(), o.view("O").unwrap(), tdo.view("dO").unwrap(), StatsIn::M(BufferView::of(&m)), (dq.view_mut("dQ").unwrap(), dk.view_mut("dK").unwrap(), dv.view_mut("dV").unwrap()))
+            };
+            let kernels = f.backward_plan(&call).unwrap().backward;
+            assert_eq!(kernels.dkdv.kind().fuses_dq(), fused, "{what}: {}", kernels.names());
+            f.backward(call, f.own_stream()).unwrap();
+            [dq, dk, dv].map(|t| f.gpu.stream.clone_dtoh(&t.data).unwrap())
+        };
+        let fused = grads(&f, true);
+        assert!(fused == grads(&f, true), "{what}: the fused backward's gradients differ between two runs");
+        f.set_backward_path(BackwardPath::Split);
+        let pair = grads(&f, false);
+        f.set_backward_path(BackwardPath::Default);
+        let to_f32 = |bits: &[u16]| -> Vec<f32> { bits.iter().map(|&b| f32::from_bits((b as u32) << 16)).collect() };
+        for (name, a, b) in [("dQ", &fused[0], &pair[0]), ("dK", &fused[1], &pair[1]), ("dV", &fused[2], &pair[2])] {
+            let (a, b) = (to_f32(a), to_f32(b));
+            assert!(a.iter().all(|x| x.is_finite()), "{what}: {name} has a value that is not finite");
+            let e = relative_error(&a, &b);
+            assert!(e <= 1e-2, "{what}: {name} fused against the pair: relative error {e:.3e}");
+        }
+    }
+}
