@@ -83,7 +83,7 @@ fn the_plan_follows_the_tables_and_the_options() {
         assert!(p.backward_without_tma.is_none());
     }
     assert_eq!(forward_kind(ampere, &problem(64, false, 1024), &default).unwrap(), KernelKind::Fwd);
-    // the backward: fused at HEAD_DIM 64 and 128 from 1024 tokens (causal: in the order of the visits), with
+    // the backward: fused at HEAD_DIM 32 to 128 from 1024 tokens (causal: in the order of the visits), with
     // the three wgmma kernels for layouts TMA cannot describe; three kernels below
     let long = at(hopper, 128, true, 1024, &default);
     assert_eq!((long.backward.dkdv.kind(), long.backward.dq), (KernelKind::BwdFusedUp, None));
@@ -97,7 +97,10 @@ fn the_plan_follows_the_tables_and_the_options() {
     assert_eq!((d64.kind(), d64.block_m(), d64.block_n(), d64.dq_splits_rows()), (KernelKind::BwdFused, 128, 128, true));
     assert_eq!(at(hopper, 64, true, 1024, &default).backward.dkdv.kind(), KernelKind::BwdFusedUp);
     assert_eq!(at(hopper, 64, true, 1023, &default).backward.dkdv.kind(), KernelKind::BwdDkdvWgmma);
-    assert_eq!(at(hopper, 32, false, 16384, &default).backward.dkdv.kind(), KernelKind::BwdDkdvWgmma);
+    // (HEAD_DIM 32 on 64's tile, padded, from 1024 tokens too)
+    assert_eq!(at(hopper, 32, false, 16384, &default).backward.dkdv.kind(), KernelKind::BwdFused);
+    assert_eq!(at(hopper, 32, true, 1024, &default).backward.dkdv.kind(), KernelKind::BwdFusedUp);
+    assert_eq!(at(hopper, 32, true, 1023, &default).backward.dkdv.kind(), KernelKind::BwdDkdvWgmma);
     // explicit paths: no fallback (a layout TMA cannot describe is then an error)
     for (path, causal, kind) in [
         (BackwardPath::Split, false, KernelKind::BwdDkdvWgmma),

@@ -161,8 +161,9 @@ pub static FORWARD_KINDS: &[KindRow] = &[
 /// warpgroups on 128-row query blocks): 1.05-1.38× the pair (fused64-v1; its first tile, one warpgroup of
 /// 64 keys, reached 0.53-0.92×, bwd64-sweep). Below 1024 tokens the three-kernel pass.
 /// HEAD_DIM 96 (128's tiles, padded) as 128: bwd_fused / bwd_fused_up 1.41-1.58× the pair at 4096 and 16384
-/// tokens (hdim-v3; 1024-4095 follow 128's rows unmeasured); at 32 (64's tiles) they read 0.52-0.75× of it,
-/// so 32 stays on the pair, as 64.
+/// tokens (hdim-v3; 1024-4095 follow 128's rows unmeasured); 32 (64's 128×128 tile, padded) as 64:
+/// 1.11-1.40× the pair non-causal, 1.03-1.41× causal from 1024 tokens (fused-mods-v1; hdim-v3's 0.52-0.75×
+/// was the first, 64-row fused tile).
 pub static BACKWARD_KINDS: &[KindRow] = &[
     kinds(on(HOPPER, &[128], Some(false), 1024..=usize::MAX), &[BwdFused], "landed-v2"),
     kinds(on(HOPPER, &[96], Some(false), 1024..=usize::MAX), &[BwdFused], "hdim-v3"),
@@ -170,9 +171,11 @@ pub static BACKWARD_KINDS: &[KindRow] = &[
     kinds(on(HOPPER, &[96], Some(true), 1024..=usize::MAX), &[BwdFusedUp], "hdim-v3"),
     kinds(on(HOPPER, &[64], Some(false), 1024..=usize::MAX), &[BwdFused], "fused64-v1"),
     kinds(on(HOPPER, &[64], Some(true), 1024..=usize::MAX), &[BwdFusedUp], "fused64-v1"),
+    kinds(on(HOPPER, &[32], Some(false), 1024..=usize::MAX), &[BwdFused], "fused-mods-v1"),
+    kinds(on(HOPPER, &[32], Some(true), 1024..=usize::MAX), &[BwdFusedUp], "fused-mods-v1"),
     kinds(on(HOPPER, D128, None, 0..=1023), &[BwdDkdvWgmma, BwdDqWgmma], "hopper-v2"),
     kinds(on(HOPPER, &[64], None, 0..=1023), &[BwdDkdvWgmma, BwdDqWgmma], "bwd64-sweep"),
-    kinds(on(HOPPER, &[32], None, ANY), &[BwdDkdvWgmma, BwdDqWgmma], "hdim-v3"),
+    kinds(on(HOPPER, &[32], None, 0..=1023), &[BwdDkdvWgmma, BwdDqWgmma], "hdim-v3"),
     kinds(on(HOPPER, &[192, 256], None, ANY), &[BwdDkdvWgmma, BwdDqWgmma], "hdim-v1"),
 ];
 
