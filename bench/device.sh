@@ -349,7 +349,8 @@ profile_checks() {
     parity=(--parity-dir "$WORK/parity")
   fi
   read -ra args <<< "${CHECK_ARGS:---quick --fused-backward}"
-  step check "${CHECK_TIMEOUT:-300}" "$B" check ${args[@]+"${args[@]}"} --json "$WORK/check.jsonl" ${parity[@]+"${parity[@]}"}
+  # (278 s in 2026-12-04-final-checks; the quick fused-mods cases add ~30, about 100 s more)
+  step check "${CHECK_TIMEOUT:-380}" "$B" check ${args[@]+"${args[@]}"} --json "$WORK/check.jsonl" ${parity[@]+"${parity[@]}"}
   if [ "${MMA_SYNC:-1}" != 0 ]; then
     step check_mma_sync 200 "$B" check --quick --mma-sync --json "$WORK/check_mma_sync.jsonl"
   fi
