@@ -162,7 +162,10 @@ fn fused_modifier_cases(out: &mut Vec<Case>, dtype: DType, causal: bool, quick: 
     let with_slopes = Tensors::new().f32("slope", slopes);
     let mut push = |label: String, problem: RefProblem, mods: Option<CaseMods>| {
         let problem = problem.order(TensorOrder::Bshd);
-        let problem = mods.as_ref().map_or(problem.clone(), |m| m.on(problem));
+        let problem = match &mods {
+            Some(m) => m.on(problem),
+            None => problem,
+        };
         out.push(Case { label: format!("fused-mods {label}"), dtype, problem, mods });
     };
     let m = || Some(CaseMods { score: alibi.clone(), mask: None, tensors: with_slopes.clone() });

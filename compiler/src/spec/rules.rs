@@ -90,22 +90,21 @@ impl KernelSpec {
         rule(!(p.kind == KernelKind::BwdFused && p.stage == 3 && features.varlen && spec.dq_splits_rows()), || {
             format!("{}: causal packed sequences on 128-row query blocks (HEAD_DIM 64) spill its registers: use bwd_fused_up (the plan's causal fused kernel) or BLOCK_M=64", p.kind.name())
         })?;
+        // a folded grid takes neither a score_mod (its phase state beside the score_mod's indices and the masks
+        // of the keys and queries past the sequence spill 4-8 B of bwd_fused_up's MMA registers; unfolded,
+        // none) nor a window (its order of dQ additions counts on every program from 0 to a block's highest
+        // meeting it; a window's blocks meet only the programs of their keys)
         let score_mod = features.modifiers.is_some_and(|m| m.score().is_some());
-        if score_mod && spec.schedule.fold_key_blocks {
-            // (the folded grid's phase state beside a score_mod's indices and the masks of the keys and
-            // queries past the sequence spill 4-8 B of bwd_fused_up's MMA registers; unfolded, none)
-            rule(overrides.fold_key_blocks != Some(true), || {
-                format!("{}: fold_key_blocks=on with a score_mod spills the MMA warpgroups' registers; use fold_key_blocks=off", p.kind.name())
-            })?;
-            spec.schedule.fold_key_blocks = false;
-        }
-        if features.window && spec.schedule.fold_key_blocks {
-            // (a folded grid's order of dQ additions counts on every program from 0 to a block's highest
-            // meeting it; a window's blocks meet only the programs of their keys)
+        let unfold_for = if score_mod {
+            Some("with a score_mod spills the MMA warpgroups' registers")
+        } else if features.window {
+            Some("with a sliding window: the folded order of dQ additions needs every key block up to the diagonal to meet a query block")
+        } else {
+            None
+        };
+        if let (Some(why), true) = (unfold_for, spec.schedule.fold_key_blocks) {
             // (the caller's switches: one equal to the derived value is dropped from the spec's)
-            rule(overrides.fold_key_blocks != Some(true), || {
-                format!("{}: fold_key_blocks=on with a sliding window: the folded order of dQ additions needs every key block up to the diagonal to meet a query block; use fold_key_blocks=off", p.kind.name())
-            })?;
+            rule(overrides.fold_key_blocks != Some(true), || format!("{}: fold_key_blocks=on {why}; use fold_key_blocks=off", p.kind.name()))?;
             spec.schedule.fold_key_blocks = false;
         }
         if p.kind.decodes() {
