@@ -5,6 +5,11 @@
 // their operands through the warp's slots and meet again; bar.sync is a barrier of the CTA. cp.async copies
 // are queued per thread and done at the cp.async.wait_group that must have completed them (a read of shared
 // memory before its wait sees stale bytes, as it could on the GPU). One CTA runs at a time.
+// Hopper (the warp-specialized kernels): shared addresses as the kernels hold them (i32, the low bits of the
+// host address of @smem, which the retargeted module aligns to 256 KB), wgmma on 128-thread warpgroups
+// (operands from 128B-swizzled shared memory through their descriptors, or A from registers), TMA tensor
+// tiles (a 4-D map of our own layout, EmuMap, in place of the driver's CUtensorMap) landing on their
+// mbarriers as the bulk copies do, and named barriers (bar.sync / bar.arrive with a thread count).
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -194,7 +199,14 @@ void emu_cp_wait(int pending) {
 // wait sees stale bytes, as it could on the GPU), completing its bytes then. A phase completes when its
 // arrivals have come and its transaction count is back at 0 (it may go negative meanwhile, as on the GPU).
 typedef struct { void *addr; int count, pending, phase; long tx; } Mbar;
-typedef struct { uint8_t *dst; const uint8_t *src; int n; Mbar *bar; } Bulk;
+// A tensor map: a [dims[3], dims[2], dims[1], dims[0]] tensor (dims innermost first, as the driver takes
+// them) at base, byte strides of dims 1..3, boxes of 64 elements × box_rows rows, elements of elem bytes
+// (flashgen-runtime's tma::tensor_map writes the same fields into a CUtensorMap).
+typedef struct { uint8_t *base; uint64_t dims[4]; uint64_t strides[3]; uint32_t box_rows; uint32_t elem; } EmuMap;
+// (tile: a TMA tensor tile, the box at coordinates c of a copy of the map (the kernel's parameter may be
+// gone when it lands), into the 128B-swizzled shared bytes at dst)
+typedef struct { uint8_t *dst; const uint8_t *src; int n; Mbar *bar; int tile; EmuMap map; int64_t c[4]; } Bulk;
+static void tile_land(const Bulk *b);
 static Mbar M_bars[64];
 static int M_n;
 static Bulk M_q[4096];
@@ -227,7 +239,7 @@ void emu_bulk_copy(uint8_t *dst, const uint8_t *src, int n, void *addr) {
   check_read(src, n);
   pthread_mutex_lock(&M_mu);
   if (M_qn == 4096) { fprintf(stderr, "more than 4096 bulk copies in flight\n"); abort(); }
-  M_q[M_qn++] = (Bulk){dst, src, n, mbar_of(addr)};
+  M_q[M_qn++] = (Bulk){.dst = dst, .src = src, .n = n, .bar = mbar_of(addr)};
   pthread_mutex_unlock(&M_mu);
 }
 int emu_mbar_try_wait(void *addr, int parity) {
@@ -236,7 +248,12 @@ int emu_mbar_try_wait(void *addr, int parity) {
   int keep = 0;
   for (int i = 0; i < M_qn; i++) {
     Bulk b = M_q[i];
-    if (b.bar == m) { memcpy(b.dst, b.src, b.n); m->tx -= b.n; mbar_settle(m); }
+    if (b.bar == m) {
+      if (b.tile) tile_land(&b);
+      else memcpy(b.dst, b.src, b.n);
+      m->tx -= b.n;
+      mbar_settle(m);
+    }
     else M_q[keep++] = b;
   }
   M_qn = keep;
@@ -249,6 +266,140 @@ int emu_mbar_try_wait(void *addr, int parity) {
 float emu_ex2(float x) { return exp2f(x); }
 float emu_lg2(float x) { return log2f(x); }
 float emu_rcp(float x) { return 1.0f / x; }
+
+
+// ---- Hopper ----
+// A shared address as the kernels hold it (i32: the low 32 bits of the host address; @smem is 256 KB
+// aligned, so it never straddles a 4 GB boundary) or as a descriptor holds it (18 bits: the offset in @smem).
+static uint8_t *sh(uint8_t *smem, uint32_t a) { return smem + (uint32_t)(a - (uint32_t)(uintptr_t)smem); }
+static void smem_aligned(uint8_t *smem) {
+  if ((uintptr_t)smem & 0x3FFFF) { fprintf(stderr, "@smem is not 256 KB aligned\n"); abort(); }
+}
+// the 128B swizzle: a shared offset's 16-byte chunk (bits 4-6) XOR its row in the 1024-byte atom (bits 7-9)
+static uint32_t swz128(uint32_t off) { return off ^ (((off >> 7) & 7) << 4); }
+
+void emu_mbar_init_n(uint8_t *smem, uint32_t a, int count) {
+  pthread_mutex_lock(&M_mu);
+  Mbar *m = mbar_of(sh(smem, a));
+  m->count = m->pending = count; m->phase = 0; m->tx = 0;
+  pthread_mutex_unlock(&M_mu);
+}
+void emu_mbar_arrive_r(uint8_t *smem, uint32_t a) {
+  pthread_mutex_lock(&M_mu);
+  Mbar *m = mbar_of(sh(smem, a));
+  m->pending -= 1;
+  mbar_settle(m);
+  pthread_mutex_unlock(&M_mu);
+}
+void emu_mbar_expect_tx_r(uint8_t *smem, uint32_t a, int bytes) { emu_mbar_expect_tx(sh(smem, a), bytes); }
+int emu_mbar_try_wait_r(uint8_t *smem, uint32_t a, int parity) { return emu_mbar_try_wait(sh(smem, a), parity); }
+uint32_t emu_ld_shared_u32(uint8_t *smem, uint32_t a) { uint32_t v; memcpy(&v, sh(smem, a), 4); return v; }
+void emu_st_shared_u32(uint8_t *smem, uint32_t a, uint32_t v) { memcpy(sh(smem, a), &v, 4); }
+uint32_t emu_atom_add1(uint32_t *p) { return __atomic_fetch_add(p, 1u, __ATOMIC_SEQ_CST); }
+void emu_store_zero2(uint32_t *p, uint32_t *q) { __atomic_store_n(p, 0u, __ATOMIC_SEQ_CST); __atomic_store_n(q, 0u, __ATOMIC_SEQ_CST); }
+
+void emu_tma_load(uint8_t *smem, uint32_t dst, const EmuMap *map, int c0, int c1, int c2, int c3, uint32_t bar) {
+  smem_aligned(smem);
+  pthread_mutex_lock(&M_mu);
+  if (M_qn == 4096) { fprintf(stderr, "more than 4096 bulk copies in flight\n"); abort(); }
+  // (the box's bytes count on the barrier whether or not they lie inside the tensor: TMA fills zeros)
+  M_q[M_qn++] = (Bulk){.dst = sh(smem, dst), .n = (int)(map->box_rows * 64 * map->elem), .bar = mbar_of(sh(smem, bar)), .tile = 1, .map = *map, .c = {c0, c1, c2, c3}};
+  pthread_mutex_unlock(&M_mu);
+}
+static void tile_land(const Bulk *b) {
+  const EmuMap *m = &b->map;
+  uint8_t *smem = b->dst - ((uintptr_t)b->dst & 0x3FFFF);
+  uint32_t off0 = (uint32_t)(b->dst - smem);
+  if (b->c[2] < 0 || b->c[3] < 0 || (uint64_t)b->c[2] >= m->dims[2] || (uint64_t)b->c[3] >= m->dims[3]) {
+    fprintf(stderr, "TMA box at head %lld, batch %lld outside the map\n", (long long)b->c[2], (long long)b->c[3]);
+    abort();
+  }
+  for (uint32_t r = 0; r < m->box_rows; r++)
+    for (uint32_t e = 0; e < 64; e++) {
+      int64_t col = b->c[0] + e, row = b->c[1] + r;
+      uint8_t *d = smem + swz128(off0 + r * 64 * m->elem + e * m->elem);
+      if (col < 0 || row < 0 || (uint64_t)col >= m->dims[0] || (uint64_t)row >= m->dims[1]) { memset(d, 0, m->elem); continue; }
+      const uint8_t *s = m->base + (uint64_t)b->c[3] * m->strides[2] + (uint64_t)b->c[2] * m->strides[1] + (uint64_t)row * m->strides[0] + (uint64_t)col * m->elem;
+      check_read(s, (int)m->elem);
+      memcpy(d, s, m->elem);
+    }
+}
+
+// named barriers: bar.sync waits until `count` threads have arrived (bar.arrive counts without waiting)
+typedef struct { pthread_mutex_t mu; pthread_cond_t cv; int arrived; unsigned gen; } NamedBar;
+static NamedBar N_bars[16];
+static void named_reset(void) {
+  for (int i = 0; i < 16; i++) {
+    pthread_mutex_init(&N_bars[i].mu, NULL); pthread_cond_init(&N_bars[i].cv, NULL);
+    N_bars[i].arrived = 0; N_bars[i].gen = 0;
+  }
+}
+static void named(int id, int count, int wait) {
+  NamedBar *b = &N_bars[id & 15];
+  pthread_mutex_lock(&b->mu);
+  unsigned gen = b->gen;
+  if (++b->arrived == count) { b->arrived = 0; b->gen++; pthread_cond_broadcast(&b->cv); }
+  else if (wait) while (b->gen == gen) pthread_cond_wait(&b->cv, &b->mu);
+  pthread_mutex_unlock(&b->mu);
+}
+void emu_bar_sync(int id, int count) { named(id, count, 1); }
+void emu_bar_arrive(int id, int count) { named(id, count, 0); }
+
+// wgmma m64nNk16 (f32 += bf16/f16 products) of one warpgroup: every thread brings its accumulators (and A's
+// registers); the first gathers A and B, each thread then computes its own fragment: thread i of the
+// warpgroup (warp w = i / 32, g = lane / 4, t = lane % 4) holds, for each n8 tile j, D[16w + g][8j + 2t],
+// D[16w + g][8j + 2t + 1], D[16w + g + 8][8j + 2t], D[16w + g + 8][8j + 2t + 1]; A's registers are the
+// mma.sync A fragment of rows 16w .. 16w + 15.
+typedef struct {
+  pthread_barrier_t bar;
+  uint32_t a[128][4];
+  uint64_t da[128], db[128];
+  float A[64][16], B[16][256];
+} Warpgroup;
+static Warpgroup W_groups[8];
+static float elem16(const uint8_t *p, int bf16) { uint16_t h; memcpy(&h, p, 2); return bf16 ? bf16f(h) : f16f(h); }
+// element (mn, k) of a 128B-swizzled operand at descriptor d: K-major (rows of mn, k contiguous; 8-row
+// groups SBO apart) or MN-major (rows of k, mn contiguous; 8-row groups SBO apart, 64-element panels LBO apart)
+static float operand(uint8_t *smem, uint64_t d, int mn, int k, int mn_major, int bf16) {
+  uint32_t start = (uint32_t)(d & 0x3FFF) << 4, lbo = (uint32_t)((d >> 16) & 0x3FFF) << 4, sbo = (uint32_t)((d >> 32) & 0x3FFF) << 4;
+  if ((d >> 62) != 1) { fprintf(stderr, "wgmma descriptor 0x%llx: not 128B-swizzled\n", (unsigned long long)d); abort(); }
+  uint32_t off = mn_major ? start + (mn / 64) * lbo + (k / 8) * sbo + (k % 8) * 128 + (mn % 64) * 2
+                          : start + (mn / 8) * sbo + (mn % 8) * 128 + k * 2;
+  return elem16(smem + swz128(off & 0x3FFFF), bf16);
+}
+void emu_wgmma(uint8_t *smem, float *acc, int n, const uint32_t *a_regs, uint64_t da, uint64_t db, int scale_d, int tnsp_a, int tnsp_b, int bf16) {
+  smem_aligned(smem);
+  Warpgroup *w = &W_groups[T_tid / 128];
+  int i = T_tid % 128;
+  if (a_regs) memcpy(w->a[i], a_regs, 16);
+  w->da[i] = da; w->db[i] = db;
+  pthread_barrier_wait(&w->bar);
+  if (i == 0) {
+    for (int j = 0; j < 128; j++)
+      if (w->db[j] != db || (!a_regs && w->da[j] != da)) { fprintf(stderr, "wgmma: descriptors differ within the warpgroup (thread %d)\n", T_tid + j); abort(); }
+    for (int j = 0; j < 128; j++) {
+      int r = 16 * (j / 32) + (j % 32) / 4, t = (j % 32) % 4;
+      for (int h = 0; h < 2; h++)
+        for (int q = 0; q < 4; q++) {
+          int row = r + 8 * (q % 2), col = 2 * t + 8 * (q / 2) + h;
+          if (a_regs) { uint16_t x = (uint16_t)(w->a[j][q] >> (16 * h)); w->A[row][col] = bf16 ? bf16f(x) : f16f(x); }
+        }
+    }
+    if (!a_regs)
+      for (int m = 0; m < 64; m++) for (int k = 0; k < 16; k++) w->A[m][k] = operand(smem, da, m, k, tnsp_a, bf16);
+    for (int k = 0; k < 16; k++) for (int c = 0; c < n; c++) w->B[k][c] = operand(smem, db, c, k, tnsp_b, bf16);
+  }
+  pthread_barrier_wait(&w->bar);
+  int warp = i / 32, g = (i % 32) / 4, t = (i % 32) % 4;
+  for (int j = 0; j < n / 8; j++)
+    for (int e = 0; e < 4; e++) {
+      int row = 16 * warp + g + 8 * (e / 2), col = 8 * j + 2 * t + e % 2;
+      double s = scale_d ? acc[4 * j + e] : 0.0;
+      for (int k = 0; k < 16; k++) s += (double)w->A[row][k] * (double)w->B[k][col];
+      acc[4 * j + e] = (float)s;
+    }
+  pthread_barrier_wait(&w->bar);
+}
 
 // the kernel, called with the argument block the generated main fills
 typedef void (*Launch)(void);
@@ -275,9 +426,12 @@ void emu_run_grid(int nx, int ny, int nz, int threads, Launch launch) {
         M_n = 0; M_qn = 0;
         pthread_barrier_init(&cta_bar, NULL, threads);
         for (int w = 0; w < threads / 32; w++) pthread_barrier_init(&warps[w].bar, NULL, 32);
+        for (int w = 0; w < threads / 128; w++) pthread_barrier_init(&W_groups[w].bar, NULL, 128);
+        named_reset();
         for (int t = 0; t < threads; t++) pthread_create(&th[t], &attr, thread_main, (void *)(intptr_t)t);
         for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
         pthread_barrier_destroy(&cta_bar);
         for (int w = 0; w < threads / 32; w++) pthread_barrier_destroy(&warps[w].bar);
+        for (int w = 0; w < threads / 128; w++) pthread_barrier_destroy(&W_groups[w].bar);
       }
 }

@@ -22,6 +22,10 @@ pub enum Arg {
     I64(i64),
     F32(f32),
     I32(i32),
+    /// A TMA tensor map (emu.c's EmuMap, standing in for the driver's CUtensorMap) over buffer `buf` from
+    /// `offset` bytes: `dims` innermost first, the byte strides of dims 1..3, boxes of 64 elements × `box_rows`
+    /// rows of `elem`-byte elements.
+    TensorMap { buf: usize, offset: usize, dims: [u64; 4], strides: [u64; 3], box_rows: u32, elem: u32 },
 }
 
 /// One grid launch.
@@ -116,33 +120,253 @@ const INLINE_PTX: [(&str, &str); 10] = [
     (r#"asm sideeffect "{\0A\09.reg .pred p;\0A\09mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\0A\09selp.u32 $0, 1, 0, p;\0A\09}", "=r,l,r,~{memory}""#, "@emu.mbar_try_wait"),
 ];
 
+/// The Hopper kernels' inline PTX of fixed text and the hopper.ll functions that stand in for it (shared
+/// addresses as i32).
+const HOPPER_PTX: [(&str, &str); 12] = [
+    (r#"asm sideeffect "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}""#, "@emu.hop.mbar_init"),
+    (r#"asm sideeffect "{\0A\09.reg .b64 st;\0A\09mbarrier.arrive.expect_tx.shared::cta.b64 st, [$0], $1;\0A\09}", "r,r,~{memory}""#, "@emu.hop.mbar_expect_tx"),
+    (r#"asm sideeffect "{\0A\09.reg .b64 st;\0A\09mbarrier.arrive.shared::cta.b64 st, [$0];\0A\09}", "r,~{memory}""#, "@emu.hop.mbar_arrive"),
+    (r#"asm sideeffect "{\0A\09.reg .pred p;\0A\09mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\0A\09selp.u32 $0, 1, 0, p;\0A\09}", "=r,r,r,~{memory}""#, "@emu.hop.mbar_try_wait"),
+    (r#"asm sideeffect "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3, $4, $5}], [$6];", "r,l,r,r,r,r,r,~{memory}""#, "@emu.hop.tma_load"),
+    (r#"asm sideeffect "ld.shared.u32 $0, [$1];", "=r,r,~{memory}""#, "@emu.hop.ld_shared"),
+    (r#"asm sideeffect "st.shared.u32 [$0], $1;", "r,r,~{memory}""#, "@emu.hop.st_shared"),
+    (r#"asm sideeffect "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;", "=r,l,~{memory}""#, "@emu.hop.atom_add1"),
+    (r#"asm sideeffect "atom.relaxed.gpu.global.add.u32 $0, [$1], 1;", "=r,l,~{memory}""#, "@emu.hop.atom_add1"),
+    (r#"asm sideeffect "st.relaxed.gpu.global.u32 [$0], 0;\0A\09st.relaxed.gpu.global.u32 [$1], 0;", "l,l,~{memory}""#, "@emu.hop.store_zero2"),
+    // wgmma runs where it is issued (emu_wgmma), so its fence and commit have nothing to order
+    (r#"asm sideeffect "wgmma.fence.sync.aligned;", "~{memory}""#, "@emu.hop.nop"),
+    (r#"asm sideeffect "wgmma.commit_group.sync.aligned;", "~{memory}""#, "@emu.hop.nop"),
+];
+
 /// The kernel's IR for x86-64 with the emulator's intrinsics.
 pub fn retarget(ir: &str) -> String {
+    let hopper = ir.contains("@smem = external");
+    let params = parameter_names(ir);
+    let mut generated = String::new();
     let mut out = String::new();
-    for line in ir.lines() {
+    for line in asm_calls_joined(ir) {
+        let line = line.as_str();
         let l = line.trim_start();
         if l.starts_with("target datalayout") {
             out.push_str(X86_LAYOUT);
         } else if l.starts_with("target triple") {
             out.push_str(X86_TRIPLE);
         } else if l.starts_with("@smem = external") {
-            let _ = write!(out, "@smem = internal addrspace(3) global [{SMEM_BYTES} x i8] zeroinitializer, align 128");
+            // (256 KB aligned: emu.c finds a shared address's bytes from its low bits, wgmma's descriptors from 18)
+            let _ = write!(out, "@smem = internal addrspace(3) global [{SMEM_BYTES} x i8] zeroinitializer, align {SMEM_BYTES}");
         } else if l.starts_with("declare") && l.contains("@llvm.nvvm.") {
             continue;
         } else {
-            // the PTX the templates write inline (softcap's tanh, the decode pair's launch overlap) as calls of stand-ins
-            let line = INLINE_PTX.iter().fold(line.to_string(), |l, (asm, stand_in)| l.replace(asm, stand_in));
+            // the PTX the templates write inline (softcap's tanh, the decode pair's launch overlap, the Hopper
+            // kernels' barriers, copies and wgmma) as calls of stand-ins
+            let line = INLINE_PTX.iter().chain(if hopper { HOPPER_PTX.as_slice() } else { &[] }).fold(line.to_string(), |l, (asm, stand_in)| l.replace(asm, stand_in));
+            // (a CUtensorMap parameter: a pointer to the emulator's map, its address what the kernel reads)
+            let line = line.replace("ptr byval([128 x i8]) align 64 %", "ptr %");
+            let line = match AsmCall::parse(&line) {
+                Some(call) => call.stand_in(&line, &params, &mut generated),
+                None => line,
+            };
             out.push_str(&line.replace("@llvm.nvvm.", "@emu.nvvm."));
         }
         out.push('\n');
     }
     out.push_str(include_str!("wrappers.ll"));
+    if hopper {
+        out.push_str(include_str!("hopper.ll"));
+    }
+    out.push_str(&generated);
     out
+}
+
+/// The IR's lines, an inline asm whose text spans lines (the templates' narrowed wgmma chains) joined into
+/// one (the line breaks in its PTX dropped: its statements are separated by \0A\09).
+fn asm_calls_joined(ir: &str) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut open = false;
+    for line in ir.lines() {
+        if open {
+            lines.last_mut().unwrap().push_str(line);
+        } else {
+            lines.push(line.to_string());
+        }
+        let last = lines.last().unwrap();
+        open = last.contains(" asm ") && last.matches('"').count() % 2 == 1;
+    }
+    lines
+}
+
+/// The kernel's parameter names in order (`%name` of its define), for the asm that reads parameter i.
+fn parameter_names(ir: &str) -> Vec<String> {
+    let Some(start) = ir.find("\ndefine ") else { return Vec::new() };
+    let header = &ir[start..];
+    let open = header.find('(').unwrap_or(0);
+    let close = header.find(") {").unwrap_or(open);
+    header[open + 1..close].split(',').filter_map(|p| p.split_whitespace().last().map(|n| n.trim_start_matches('%').to_string())).collect()
+}
+
+/// One inline-asm call that no fixed stand-in replaced: `call RET asm [sideeffect] "TEXT", "CONS"(ARGS)`.
+struct AsmCall<'a> {
+    /// The call's byte range in its line (from `call ` to the argument list's `)`).
+    range: std::ops::Range<usize>,
+    ret: &'a str,
+    text: &'a str,
+    cons: &'a str,
+    /// (type, value) of each argument.
+    args: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> AsmCall<'a> {
+    fn parse(line: &'a str) -> Option<AsmCall<'a>> {
+        let at = line.find(" asm ")?;
+        let call = line[..at].rfind("call ")?;
+        let ret = &line[call + 5..at];
+        let rest = &line[at + 5..];
+        let q = rest.find('"')?;
+        let body = &rest[q + 1..];
+        let text_end = body.find("\", \"")?;
+        let text = &body[..text_end];
+        let cons_body = &body[text_end + 4..];
+        let cons_end = cons_body.find("\"(")?;
+        let cons = &cons_body[..cons_end];
+        let args_body = &cons_body[cons_end + 2..];
+        let args_end = args_body.find(')')?;
+        let args = if args_body[..args_end].trim().is_empty() {
+            Vec::new()
+        } else {
+            args_body[..args_end].split(", ").map(|a| a.trim().split_once(' ').expect("an asm argument is `type value`")).collect()
+        };
+        let end = line.len() - args_body.len() + args_end + 1;
+        Some(AsmCall { range: call..end, ret, text, cons, args })
+    }
+
+    /// The line with this call replaced by a call of a generated function (appended to `defs`) that does what
+    /// the PTX does: a kernel parameter's address, a named barrier, setmaxnreg (nothing), or a chain of wgmma
+    /// and its waits. Other PTX panics, naming itself: the emulator does not know it.
+    fn stand_in(&self, line: &str, params: &[String], defs: &mut String) -> String {
+        let replaced = |callee: &str| format!("{}call {} {callee}{}", &line[..self.range.start], self.ret, &line[self.range.end..]);
+        if let Some(i) = self.text.find("_param_") {
+            let index: usize = self.text[i + 7..].split(';').next().and_then(|n| n.parse().ok()).expect("a parameter index");
+            return replaced(&format!("@emu.hop.param(ptr %{})", params[index]));
+        }
+        static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let name = format!("@emu.asm.{}", COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let params: Vec<String> = self.args.iter().enumerate().map(|(i, (t, _))| format!("{t} %a{i}")).collect();
+        let body = if self.text.starts_with("setmaxnreg.") {
+            "  ret void\n".to_string()
+        } else if let Some(b) = self.named_barrier() {
+            b
+        } else if self.text.contains("wgmma.") {
+            self.wgmma_chain()
+        } else {
+            panic!("the emulator has no stand-in for this inline PTX: \"{}\", \"{}\"", self.text, self.cons);
+        };
+        let _ = writeln!(defs, "define internal {} {name}({}) {{\nentry:\n{body}}}", self.ret, params.join(", "));
+        let values: Vec<String> = self.args.iter().map(|(t, v)| format!("{t} {v}")).collect();
+        replaced(&format!("{name}({})", values.join(", ")))
+    }
+
+    /// `%aK` for operand `$k` (outputs come first in the numbering).
+    fn operand(&self, token: &str) -> String {
+        let outputs = self.cons.split(',').filter(|c| c.starts_with('=')).count();
+        let k: usize = token.trim().trim_start_matches('$').parse().unwrap_or_else(|_| panic!("operand {token} in {}", self.text));
+        format!("%a{}", k - outputs)
+    }
+
+    /// bar.sync / bar.arrive / barrier.sync / barrier.arrive with an id ($k or a literal) and a thread count.
+    fn named_barrier(&self) -> Option<String> {
+        let t = self.text.trim_end_matches(';');
+        let (op, rest) = t.split_once(' ')?;
+        let wait = match op {
+            "bar.sync" | "barrier.sync" => true,
+            "bar.arrive" | "barrier.arrive" => false,
+            _ => return None,
+        };
+        let (id, count) = rest.split_once(", ")?;
+        let id = if id.starts_with('$') { self.operand(id) } else { id.to_string() };
+        let f = if wait { "@emu_bar_sync" } else { "@emu_bar_arrive" };
+        Some(format!("  call void {f}(i32 {id}, i32 {count})\n  ret void\n"))
+    }
+
+    /// A chain of wgmma.mma_async and wgmma.wait_group (with the templates' predicates and branches) over the
+    /// accumulators: the outputs, which tied inputs start from; each wgmma computed in emu_wgmma.
+    fn wgmma_chain(&self) -> String {
+        let cons: Vec<&str> = self.cons.split(',').filter(|c| !c.starts_with("~{")).collect();
+        let outputs = cons.iter().filter(|c| c.starts_with('=')).count();
+        let mut b = format!("  %acc = alloca [{outputs} x float], align 16\n  %ar = alloca [4 x i32], align 16\n  %s = call ptr @emu.smem()\n");
+        for (j, c) in cons[outputs..].iter().enumerate() {
+            if let Ok(i) = c.parse::<usize>() {
+                let _ = writeln!(b, "  %t{j} = getelementptr float, ptr %acc, i32 {i}\n  store float %a{j}, ptr %t{j}");
+            }
+        }
+        let mut fresh = 0;
+        for stmt in self.text.split("\\0A\\09").map(str::trim) {
+            let s = stmt.trim_end_matches(';');
+            if s.is_empty() || s == "{" || s == "}" || s.starts_with(".reg") || s.starts_with("wgmma.wait_group") {
+                continue;
+            } else if let Some(label) = s.strip_suffix(':') {
+                let _ = writeln!(b, "  br label %{label}\n{label}:");
+            } else if let Some(rest) = s.strip_prefix("setp.ne.b32 ") {
+                let v: Vec<&str> = rest.split(", ").collect();
+                let _ = writeln!(b, "  %p.{} = icmp ne i32 {}, {}", v[0], self.operand(v[1]), v[2]);
+            } else if let Some(rest) = s.strip_prefix('@') {
+                let (pred, what) = rest.split_once(' ').unwrap();
+                if what.starts_with("wgmma.wait_group") {
+                    continue;
+                }
+                let target = what.strip_prefix("bra.uni ").unwrap_or_else(|| panic!("predicated {what}"));
+                fresh += 1;
+                let _ = writeln!(b, "  br i1 %p.{pred}, label %{target}, label %f{fresh}\nf{fresh}:");
+            } else if let Some(target) = s.strip_prefix("bra.uni ") {
+                fresh += 1;
+                let _ = writeln!(b, "  br label %{target}\nf{fresh}:");
+            } else if s.starts_with("wgmma.mma_async") {
+                fresh += 1;
+                b.push_str(&self.wgmma(s, outputs, fresh));
+            } else {
+                panic!("the emulator has no stand-in for `{s}` in \"{}\"", self.text);
+            }
+        }
+        let mut agg = "undef".to_string();
+        for i in 0..outputs {
+            let _ = writeln!(b, "  %o{i}p = getelementptr float, ptr %acc, i32 {i}\n  %o{i} = load float, ptr %o{i}p\n  %r{i} = insertvalue {} {agg}, float %o{i}, {i}", self.ret);
+            agg = format!("%r{i}");
+        }
+        let _ = writeln!(b, "  ret {} {agg}", self.ret);
+        b
+    }
+
+    /// One `wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{t}.{t} {acc}, A, B-desc, scale-d, 1, 1, [tnsp-a,] tnsp-b`.
+    fn wgmma(&self, s: &str, outputs: usize, id: usize) -> String {
+        let (op, rest) = s.split_once(' ').unwrap();
+        let n: usize = op.split("m64n").nth(1).and_then(|x| x.split("k16").next()).and_then(|x| x.parse().ok()).expect("wgmma shape");
+        let bf16 = op.ends_with(".bf16.bf16") as u32;
+        let parts: Vec<&str> = rest.split(", ").collect();
+        let acc: Vec<String> = (0..n / 2).map(|i| format!("${i}")).collect();
+        assert_eq!(parts[0], format!("{{{}}}", acc.join(",")), "wgmma accumulators other than the asm's outputs in order");
+        assert_eq!(n / 2, outputs, "wgmma of {n} columns in an asm of {outputs} outputs");
+        let mut b = String::new();
+        let (a, da, nums) = if let Some(regs) = parts[1].strip_prefix('{') {
+            for (q, r) in regs.trim_end_matches('}').split(',').enumerate() {
+                let _ = writeln!(b, "  %ar{id}.{q} = getelementptr i32, ptr %ar, i32 {q}\n  store i32 {}, ptr %ar{id}.{q}", self.operand(r));
+            }
+            ("ptr %ar".to_string(), "0".to_string(), &parts[3..])
+        } else {
+            ("ptr null".to_string(), self.operand(parts[1]), &parts[3..])
+        };
+        let db = self.operand(parts[2]);
+        let (scale, tnsp_a, tnsp_b) = match nums.len() {
+            4 => (nums[0], "0", nums[3]),
+            5 => (nums[0], nums[3], nums[4]),
+            _ => panic!("wgmma operands {rest}"),
+        };
+        let _ = writeln!(b, "  call void @emu_wgmma(ptr %s, ptr %acc, i32 {n}, {a}, i64 {da}, i64 {db}, i32 {scale}, i32 {tnsp_a}, i32 {tnsp_b}, i32 {bf16})");
+        b
+    }
 }
 
 fn c_type(a: &Arg) -> &'static str {
     match a {
-        Arg::Buf(_) | Arg::BufAt(..) | Arg::Null => "void *",
+        Arg::Buf(_) | Arg::BufAt(..) | Arg::Null | Arg::TensorMap { .. } => "void *",
         Arg::I64(_) => "long long",
         Arg::F32(_) => "float",
         Arg::I32(_) => "int",
@@ -157,6 +381,10 @@ fn c_value(a: &Arg) -> String {
         Arg::I64(v) => format!("{v}LL"),
         Arg::F32(v) => format!("f32_of(0x{:08x}u)", v.to_bits()),
         Arg::I32(v) => format!("({v})"),
+        // (a compound literal: it lives while the launch's kernel call runs)
+        Arg::TensorMap { buf, offset, dims: [d0, d1, d2, d3], strides: [s0, s1, s2], box_rows, elem } => {
+            format!("(void *)&(EmuMap){{ (unsigned char *)B[{buf}] + {offset}, {{ {d0}ULL, {d1}ULL, {d2}ULL, {d3}ULL }}, {{ {s0}ULL, {s1}ULL, {s2}ULL }}, {box_rows}u, {elem}u }}")
+        }
     }
 }
 
@@ -178,6 +406,7 @@ pub fn run(tools: &Tools, launches: &[Launch], buffers: &mut [Vec<u8>]) -> Resul
     let mut main = String::from("#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n");
     main.push_str("typedef void (*Launch)(void);\nvoid emu_run_grid(int, int, int, int, Launch);\nvoid emu_register(const void *, size_t);\n");
     main.push_str("static float f32_of(unsigned u) { float f; memcpy(&f, &u, 4); return f; }\n");
+    main.push_str("typedef struct { unsigned char *base; unsigned long long dims[4]; unsigned long long strides[3]; unsigned box_rows, elem; } EmuMap;\n");
     let _ = writeln!(main, "static void *B[{}];", buffers.len().max(1));
     // (a module compiled once however many launches run its entries)
     let mut compiled: Vec<&str> = Vec::new();
