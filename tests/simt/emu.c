@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static __thread int T_tid, T_cx, T_cy, T_cz;
 static int G_nx, G_ny, G_nz, G_threads;
@@ -399,6 +400,62 @@ void emu_wgmma(uint8_t *smem, float *acc, int n, const uint32_t *a_regs, uint64_
       acc[4 * j + e] = (float)s;
     }
   pthread_barrier_wait(&w->bar);
+}
+
+// the fused backward's copies out of shared memory, done where they are issued (a thread that waits for
+// them finds them done): a bulk store of n bytes, and a bulk f32 reduction (one at a time, as the copy
+// engine's adds are atomic per element)
+static pthread_mutex_t R_mu = PTHREAD_MUTEX_INITIALIZER;
+static void check_write(const uint8_t *dst, int n) {
+  for (int i = 0; i < R_n; i++)
+    if (dst >= R_lo[i] && dst + n <= R_lo[i] + R_len[i]) return;
+  fprintf(stderr, "a bulk copy writes %d bytes at %p, outside every buffer (thread %d of CTA %d,%d,%d)\n", n, (const void *)dst, T_tid, T_cx, T_cy, T_cz);
+  abort();
+}
+uint8_t *emu_sh(uint8_t *smem, uint32_t a) { return sh(smem, a); }
+void emu_bulk_store(uint8_t *dst, const uint8_t *src, int n) {
+  check_write(dst, n);
+  memcpy(dst, src, n);
+}
+void emu_bulk_reduce_add_f32(uint8_t *dst, const uint8_t *src, int n) {
+  check_write(dst, n);
+  pthread_mutex_lock(&R_mu);
+  for (int i = 0; i < n / 4; i++) {
+    float a, b;
+    memcpy(&a, dst + 4 * i, 4);
+    memcpy(&b, src + 4 * i, 4);
+    a += b;
+    memcpy(dst + 4 * i, &a, 4);
+  }
+  pthread_mutex_unlock(&R_mu);
+}
+// cp.async.mbarrier.arrive.noinc: the barrier sees this thread's arrival once its cp.async copies have
+// landed (here: at once, landing them)
+void emu_cp_arrive_noinc(uint8_t *bar) {
+  for (int i = 0; i < T_qn; i++) if (T_q[i].group < 0) T_q[i].group = T_groups;
+  T_groups++;
+  emu_cp_wait(0);
+  pthread_mutex_lock(&M_mu);
+  Mbar *m = mbar_of(bar);
+  m->pending -= 1;
+  mbar_settle(m);
+  pthread_mutex_unlock(&M_mu);
+}
+uint32_t emu_ld_acquire(uint32_t *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+void emu_st_release(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
+void emu_st_shared_v4f32(uint8_t *at, float x, float y, float z, float w) {
+  float v[4] = {x, y, z, w};
+  memcpy(at, v, 16);
+}
+// __syncwarp with the full mask (the kernels' only one)
+void emu_warp_sync(int mask) {
+  if (mask != -1) { fprintf(stderr, "bar.warp.sync with mask 0x%x\n", mask); abort(); }
+  wsync();
+}
+uint64_t emu_globaltimer(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
 // the kernel, called with the argument block the generated main fills

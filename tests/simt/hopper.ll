@@ -14,6 +14,13 @@ declare void @emu_tma_load(ptr, i32, ptr, i32, i32, i32, i32, i32)
 declare void @emu_bar_sync(i32, i32)
 declare void @emu_bar_arrive(i32, i32)
 declare void @emu_wgmma(ptr, ptr, i32, ptr, i64, i64, i32, i32, i32, i32)
+declare ptr @emu_sh(ptr, i32)
+declare void @emu_bulk_store(ptr, ptr, i32)
+declare void @emu_bulk_reduce_add_f32(ptr, ptr, i32)
+declare void @emu_cp_arrive_noinc(ptr)
+declare i32 @emu_ld_acquire(ptr)
+declare void @emu_st_release(ptr, i32)
+declare void @emu_st_shared_v4f32(ptr, float, float, float, float)
 
 define internal ptr @emu.smem() {
   %p = addrspacecast ptr addrspace(3) @smem to ptr

@@ -229,11 +229,24 @@ impl<'a> AsmCall<'a> {
         let cons_end = cons_body.find("\"(")?;
         let cons = &cons_body[..cons_end];
         let args_body = &cons_body[cons_end + 2..];
-        let args_end = args_body.find(')')?;
+        // (the argument list's own `)`: types may hold parentheses, `ptr addrspace(1)`)
+        let mut depth = 0;
+        let args_end = args_body.char_indices().find_map(|(i, ch)| match ch {
+            '(' => {
+                depth += 1;
+                None
+            }
+            ')' if depth == 0 => Some(i),
+            ')' => {
+                depth -= 1;
+                None
+            }
+            _ => None,
+        })?;
         let args = if args_body[..args_end].trim().is_empty() {
             Vec::new()
         } else {
-            args_body[..args_end].split(", ").map(|a| a.trim().split_once(' ').expect("an asm argument is `type value`")).collect()
+            args_body[..args_end].split(", ").map(|a| a.trim().rsplit_once(' ').expect("an asm argument is `type value`")).collect()
         };
         let end = line.len() - args_body.len() + args_end + 1;
         Some(AsmCall { range: call..end, ret, text, cons, args })
@@ -257,6 +270,8 @@ impl<'a> AsmCall<'a> {
             b
         } else if self.text.contains("wgmma.") {
             self.wgmma_chain()
+        } else if let Some(b) = self.memory_op() {
+            b
         } else {
             panic!("the emulator has no stand-in for this inline PTX: \"{}\", \"{}\"", self.text, self.cons);
         };
@@ -270,6 +285,69 @@ impl<'a> AsmCall<'a> {
         let outputs = self.cons.split(',').filter(|c| c.starts_with('=')).count();
         let k: usize = token.trim().trim_start_matches('$').parse().unwrap_or_else(|_| panic!("operand {token} in {}", self.text));
         format!("%a{}", k - outputs)
+    }
+
+    /// The fused backward's other PTX: special registers, register moves, bulk copies out of shared memory
+    /// (done at once: their waits are then nothing), cp.async's arrival on an mbarrier, the ordered chains'
+    /// acquire / release, vector and swizzled stores to shared memory.
+    fn memory_op(&self) -> Option<String> {
+        let t = self.text;
+        let smem = "  %s = call ptr @emu.smem()\n";
+        // (argument i as a generic pointer %{name}: the asm's "l" operand is an i64 or a pointer)
+        let global = |i: usize, name: &str| -> String {
+            match self.args[i].0 {
+                "i64" => format!("  %{name} = inttoptr i64 %a{i} to ptr\n"),
+                "ptr" => format!("  %{name} = getelementptr i8, ptr %a{i}, i64 0\n"),
+                t => format!("  %{name} = addrspacecast {t} %a{i} to ptr\n"),
+            }
+        };
+        // (argument i, a shared address, as a generic pointer %{name}: an i32 or a `ptr addrspace(3)`)
+        let shared = |i: usize, name: &str| -> String {
+            match self.args[i].0 {
+                "i32" => format!("  %{name} = call ptr @emu_sh(ptr %s, i32 %a{i})\n"),
+                t => format!("  %{name} = addrspacecast {t} %a{i} to ptr\n"),
+            }
+        };
+        let bulk_bytes = |t: &str| -> String { t.split("], ").nth(2).and_then(|x| x.split(';').next()).expect("bulk copy bytes").to_string() };
+        let body = if let Some(reg) = t.strip_prefix("mov.u32 $0, %").map(|r| r.trim_end_matches(';')) {
+            let f = match reg {
+                "tid.x" => "@emu_tid",
+                "ctaid.x" => "@emu_ctaid_x",
+                "ctaid.y" => "@emu_ctaid_y",
+                "nctaid.x" => "@emu_nctaid_x",
+                _ => return None,
+            };
+            format!("  %r = call i32 {f}()\n  ret i32 %r\n")
+        } else if t == "mov.u32 $0, $1;" || t == "mov.b64 $0, $1;" {
+            format!("  ret {} %a0\n", self.ret)
+        } else if t.starts_with("cp.async.bulk.global.shared::cta.bulk_group [$0], [$1], ") {
+            format!("{smem}{}{}  call void @emu_bulk_store(ptr %g, ptr %h, i32 {})\n  ret void\n", global(0, "g"), shared(1, "h"), bulk_bytes(t))
+        } else if t.starts_with("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], ") {
+            format!("{smem}{}{}  call void @emu_bulk_reduce_add_f32(ptr %g, ptr %h, i32 {})\n  ret void\n", global(0, "g"), shared(1, "h"), bulk_bytes(t))
+        } else if t.starts_with("cp.async.bulk.wait_group") {
+            "  ret void\n".to_string()
+        } else if t == "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];" {
+            format!("{smem}{}  call void @emu_cp_arrive_noinc(ptr %h)\n  ret void\n", shared(0, "h"))
+        } else if t == "ld.acquire.gpu.global.b32 $0, [$1];" {
+            format!("{}  %r = call i32 @emu_ld_acquire(ptr %p)\n  ret i32 %r\n", global(0, "p"))
+        } else if t == "st.release.gpu.global.b32 [$0], $1;" {
+            format!("{}  call void @emu_st_release(ptr %p, i32 %a1)\n  ret void\n", global(0, "p"))
+        } else if t == "st.shared.v4.f32 [$0], {$1, $2, $3, $4};" {
+            format!("{smem}{}  call void @emu_st_shared_v4f32(ptr %h, float %a1, float %a2, float %a3, float %a4)\n  ret void\n", shared(0, "h"))
+        } else if let Some(rest) = t.strip_prefix("{\\0A\\09.reg .b32 a;\\0A\\09xor.b32 a, $0, ") {
+            // st.shared.b32 [a + offset], $k for a = $0 ^ constant
+            let mut stmts = rest.split("\\0A\\09");
+            let x = stmts.next()?.trim_end_matches(';');
+            let mut b = format!("{smem}  %a = xor i32 %a0, {x}\n");
+            for (i, st) in stmts.filter_map(|s| s.strip_prefix("st.shared.b32 [a+")).enumerate() {
+                let (off, v) = st.trim_end_matches(';').split_once("], ")?;
+                let _ = writeln!(b, "  %at{i} = add i32 %a, {off}\n  call void @emu_st_shared_u32(ptr %s, i32 %at{i}, i32 {})", self.operand(v));
+            }
+            b + "  ret void\n"
+        } else {
+            return None;
+        };
+        Some(body)
     }
 
     /// bar.sync / bar.arrive / barrier.sync / barrier.arrive with an id ($k or a literal) and a thread count.

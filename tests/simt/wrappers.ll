@@ -202,3 +202,13 @@ define internal <2 x half> @emu.nvvm.ff2f16x2.rn(float %hi, float %lo) {
   %r = bitcast i32 %u to <2 x half>
   ret <2 x half> %r
 }
+declare void @emu_warp_sync(i32)
+declare i64 @emu_globaltimer()
+define internal void @emu.nvvm.bar.warp.sync(i32 %m) {
+  call void @emu_warp_sync(i32 %m)
+  ret void
+}
+define internal i64 @emu.nvvm.read.ptx.sreg.globaltimer() {
+  %t = call i64 @emu_globaltimer()
+  ret i64 %t
+}
