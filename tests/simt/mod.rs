@@ -6,6 +6,11 @@
 //! thread a pthread; warp instructions exchange operands at warp barriers; cp.async copies are done at the
 //! wait_group that must have completed them) and writes the buffers back. Tools: opt-19 and llc-19 (Debian's
 //! llvm-19, which scripts/setup.sh installs) and a C compiler (cc); `tools()` is None without them.
+//!
+//! The Hopper kernels' inline PTX becomes calls too: fixed texts through the tables below, the rest through
+//! functions generated per asm (`AsmCall`: a kernel parameter's address, named barriers, wgmma chains with
+//! their predicates and branches, the fused backward's bulk copies and chains' acquire/release). PTX the
+//! emulator does not know panics with its text rather than compiling into something else.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
