@@ -235,7 +235,7 @@ fn geometry_cases() -> Vec<Case> {
         cases.push(Case { causal, ..RAGGED });
         cases.push(Case { z: 2, h: 1, h_kv: 1, n_q: 70, n_kv: 300, causal, ..RAGGED });
         cases.push(Case { z: 1, h: 2, h_kv: 2, n_q: 300, n_kv: 130, causal, ..RAGGED });
-        cases.push(Case { h: 2, h_kv: 1, causal, packed: &[(70, 70), (0, 0), (130, 200), (200, 130)], ..RAGGED });
+        cases.push(Case { h: 2, h_kv: 1, causal, packed: &[(70, 70), (0, 0), (130, 200), (200, 130), (30, 0)], ..RAGGED });
     }
     cases
 }
@@ -253,7 +253,14 @@ fn warp_specialized_forward_on_the_emulator() {
 #[test]
 fn persistent_forward_on_the_emulator() {
     let Some(tools) = simt::tools_or_skip() else { return };
-    for (i, c) in geometry_cases().into_iter().chain([Case { h: 2, h_kv: 1, causal: true, packed: &[(30, 0)], ..RAGGED }]).enumerate() {
+    // (and a program's tiles that see a key followed by tiles that see none: packed, and fixed lengths with
+    // more queries than keys, whose tiles run bottom first: the last turn of the one before must not wait
+    // on them)
+    let vacant_after_keyed = [
+        Case { h: 2, h_kv: 1, causal: true, packed: &[(70, 70), (30, 0), (30, 0), (30, 0)], ..RAGGED },
+        Case { z: 1, h: 2, h_kv: 1, n_q: 520, n_kv: 100, causal: true, ..RAGGED },
+    ];
+    for (i, c) in geometry_cases().into_iter().chain(vacant_after_keyed).enumerate() {
         for (d, dtype) in [(64, DType::F16), (128, DType::Bf16)] {
             check(&tools, spec_for(KernelKind::FwdWsPersistent, dtype, d, &c), c, 200 + i as u64);
         }
@@ -443,5 +450,6 @@ fn fused_backward_windows_and_softcap_on_the_emulator() {
         }
     }
 }
+
 
 

@@ -532,7 +532,8 @@ pub fn run(tools: &Tools, launches: &[Launch], buffers: &mut [Vec<u8>]) -> Resul
     let emu = Path::new(env!("CARGO_MANIFEST_DIR")).join("simt/emu.c");
     let exe = dir.join("run");
     sh(Command::new("cc").args(["-O2", "-pthread"]).arg(dir.join("main.c")).arg(&emu).args(&objects).args(["-lm", "-o"]).arg(&exe), "cc")?;
-    sh(Command::new(&exe).current_dir(&dir), "the emulated run")?;
+    // (a deadlocked kernel spins for ever: ten minutes is far past any emulated grid here)
+    sh(Command::new("timeout").arg("600").arg(&exe).current_dir(&dir), "the emulated run (exit status 124: it ran 600 s, a deadlock?)")?;
     for (i, b) in buffers.iter_mut().enumerate() {
         *b = std::fs::read(dir.join(format!("out{i}.bin"))).map_err(|e| e.to_string())?;
     }
