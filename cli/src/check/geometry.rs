@@ -78,6 +78,16 @@ fn cases(a: &CheckArgs, seed: u64, hopper: bool) -> Vec<Case> {
                     push(format!("N_q {nq} N_kv {nkv} {align:?}"), dtype, p);
                 }
             }
+            if causal {
+                // a program's tiles that see a key followed by tiles that see none, on a grid of more tiles than
+                // SMs (bottom-right with N_q − N_kv past a query block; packed queries without keys): the
+                // persistent forward's last turn must not wait on them (it deadlocked before 2c51b96)
+                let p = RefProblem::new(2, 32, 2048, d).kv_heads(8).seqlens(2048, 200).causal(true).order(TensorOrder::Bshd);
+                push("vacant after keyed N_q 2048 N_kv 200 H32/8".into(), dtype, p);
+                let (q, k) = ([700, 300, 0, 900, 1200, 64, 500, 2000], [0, 300, 500, 100, 0, 64, 0, 1]);
+                let p = RefProblem::new(8, 16, 1, d).kv_heads(4).varlen_from_lengths(&q, &k).causal(true).order(TensorOrder::Bshd);
+                push(format!("varlen queries without keys q {q:?} k {k:?}"), dtype, p);
+            }
             // packed sequences: equal query and key lengths per sequence, then unequal ones
             let (lq, lk) = (lengths(&mut rng, 5, long), lengths(&mut rng, 5, long));
             let p = RefProblem::new(5, 4, 1, d).kv_heads(2).varlen_from_lengths(&lq, &lq).causal(causal).order(TensorOrder::Bshd);
