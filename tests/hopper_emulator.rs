@@ -13,7 +13,9 @@ mod simt;
 use flashgen::abi::{self, Entry, ParamType};
 use flashgen::numeric::SplitMix;
 use flashgen::plan::{self, Problem};
-use flashgen::reference::{backward, forward, Qkv, RefProblem, Window};
+use flashgen::mods::{builtins, MaskMod, Scalar, ScoreMod, TensorData, TensorDecl, Tensors};
+use flashgen::reference::{self, backward, forward, Qkv, RefProblem, Window};
+use flashgen::spec::Modifiers;
 use flashgen::spec::{defaults, GridGeometry};
 use flashgen::{Arch, DType, KernelKind, KernelSpec};
 use simt::{bits, bytes16, bytes32, f32s, u16s, value, Arg, Launch};
@@ -33,9 +35,72 @@ struct Case {
     softcap: Option<f64>,
     /// Packed sequences' (queries, keys), [H, total, D] tensors; empty: `z` sequences of n_q and n_kv.
     packed: &'static [(usize, usize)],
+    /// A score_mod and mask_mod compiled into the kernels (`Mods`).
+    mods: Mods,
 }
 
-const RAGGED: Case = Case { z: 1, h: 2, h_kv: 1, n_q: 200, n_kv: 200, causal: false, window: Window::UNBOUNDED, softcap: None, packed: &[] };
+const RAGGED: Case = Case { z: 1, h: 2, h_kv: 1, n_q: 200, n_kv: 200, causal: false, window: Window::UNBOUNDED, softcap: None, packed: &[], mods: Mods::None };
+
+/// The modifiers of a case: ALiBi (`builtins::alibi`, a per-head f32 slope), causal written as a mask_mod
+/// (the proved key interval), ALiBi with a per-batch document mask (the per-element path, an i32 tensor).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mods {
+    None,
+    Alibi,
+    CausalMask,
+    AlibiDocuments,
+}
+
+impl Mods {
+    /// The score_mod, mask_mod and their tensors' values.
+    fn parts(self) -> (Option<ScoreMod>, Option<MaskMod>, Tensors) {
+        let slopes = Tensors::new().f32("slope", (0..8).map(|h| 0.5f32.powi(h + 1) * 4.0).collect());
+        match self {
+            Mods::None => (None, None, Tensors::new()),
+            Mods::Alibi => (builtins::alibi("slope").ok(), None, slopes),
+            Mods::CausalMask => (None, builtins::causal(0).ok(), Tensors::new()),
+            Mods::AlibiDocuments => {
+                let docs = MaskMod::parse("q_idx // 64 >= kv_idx // 64 && kv_idx < doc_end[b]", &[TensorDecl::per_batch("doc_end", Scalar::I32)]).ok();
+                (builtins::alibi("slope").ok(), docs, slopes.i32("doc_end", vec![150, 90, 300]))
+            }
+        }
+    }
+    fn modifiers(self) -> Option<Modifiers> {
+        let (score, mask, _) = self.parts();
+        Modifiers::new(score.as_ref(), mask.as_ref()).unwrap()
+    }
+    /// The reference with the same modifiers (the expressions' f64 interpreter).
+    fn on(self, p: RefProblem) -> RefProblem {
+        let (score, mask, tensors) = self.parts();
+        let mut p = p;
+        if let Some(sm) = score {
+            let (t1, t2, sm2) = (tensors.clone(), tensors.clone(), sm.clone());
+            let value = move |b: usize, h: usize, i: usize, j: usize, s: f64| sm.eval_score(b as i64, h as i64, i as i64, j as i64, s, &t1);
+            let grad = move |b: usize, h: usize, i: usize, j: usize, s: f64| sm2.eval_grad(b as i64, h as i64, i as i64, j as i64, s, &t2);
+            p = p.score_mod(reference::ScoreMod::new(value, grad));
+        }
+        if let Some(mm) = mask {
+            let t = tensors.clone();
+            p = p.mask_mod(reference::MaskMod::new(move |b, h, i, j| mm.eval_mask(b as i64, h as i64, i as i64, j as i64, &t)));
+        }
+        p
+    }
+    /// MOD_TENSOR0.. as the kernel's slots order them: buffers `first`, `first` + 1, ..., and their bytes.
+    fn tensor_args(self, first: usize) -> (Vec<(&'static str, Arg)>, Vec<Vec<u8>>) {
+        let (_, _, tensors) = self.parts();
+        let Some(m) = self.modifiers() else { return (Vec::new(), Vec::new()) };
+        let names = ["MOD_TENSOR0", "MOD_TENSOR1", "MOD_TENSOR2", "MOD_TENSOR3"];
+        let bytes: Vec<Vec<u8>> = m
+            .tensors()
+            .iter()
+            .map(|decl| match tensors.get(&decl.name).unwrap() {
+                TensorData::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+                TensorData::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            })
+            .collect();
+        ((0..bytes.len()).map(|i| (names[i], Arg::Buf(first + i))).collect(), bytes)
+    }
+}
 
 impl Case {
     fn reference(&self, d: usize) -> RefProblem {
@@ -46,10 +111,11 @@ impl Case {
             let (q, k): (Vec<usize>, Vec<usize>) = self.packed.iter().copied().unzip();
             p.varlen_from_lengths(&q, &k)
         };
-        match self.softcap {
+        let p = match self.softcap {
             Some(cap) => p.softcap(cap),
             None => p,
-        }
+        };
+        self.mods.on(p)
     }
     /// The plan's view of it (the kernel's features), and the window as the kernel takes it.
     fn planned(&self, dtype: DType, d: u32) -> (Problem, Window) {
@@ -57,6 +123,7 @@ impl Case {
         let mut p = Problem::new(dtype, d, self.causal, g.seqlen_q as usize);
         p.seqlen_k = g.seqlen_k as usize;
         p.varlen = !self.packed.is_empty();
+        p.modifiers = self.mods.modifiers();
         let p = p.with_window(self.window, self.softcap.is_some());
         let w = p.window;
         (p, w)
@@ -141,6 +208,8 @@ fn run(tools: &simt::Tools, spec: &KernelSpec, c: Case, seed: u64) -> (Vec<f32>,
     let nan = bits(dt, f32::NAN);
     let (cu_q, cu_k) = c.offsets();
     let mut bufs = vec![enc(&q), enc(&k), enc(&v), bytes16(&vec![nan; p.q_len()]), bytes32(&vec![f32::NAN; rows], f32::to_le_bytes), vec![0u8; 8], cu_q, cu_k];
+    let (mod_args, mod_bytes) = c.mods.tensor_args(bufs.len());
+    bufs.extend(mod_bytes);
     let (qshape, kshape) = c.shapes(d);
     let strides: HashMap<&str, [i64; 4]> = [("Q", bhsd(qshape)), ("K", bhsd(kshape)), ("V", bhsd(kshape)), ("Out", bhsd(qshape))].into_iter().collect();
     let named: HashMap<&str, Arg> = shared_args(&c, dt, d, [CU_Q, CU_K])
@@ -156,6 +225,7 @@ fn run(tools: &simt::Tools, spec: &KernelSpec, c: Case, seed: u64) -> (Vec<f32>,
             ("tmap_v", map(V, dt, kshape, spec.block_n())),
             ("tile_counter", Arg::Buf(COUNTER)),
         ])
+        .chain(mod_args)
         .collect();
     let args = args_of(abi::kernel_parameters(spec.kind()), &named, &strides);
     let geometry = c.grid();
@@ -298,7 +368,8 @@ fn windows_and_softcap_on_the_emulator() {
 
 /// dQ, dK, dV of the fused backward `spec` on the emulator for `c` (M from the reference, Δ from O rounded to
 /// the dtype, as the forward and the preprocess give them), and the reference's; `inputs` makes Q, K, V, dO.
-fn run_backward(tools: &simt::Tools, spec: &KernelSpec, c: Case, inputs: &mut dyn FnMut(usize, usize) -> Vec<f32>, chains: u32) -> [(Vec<f32>, Vec<f64>); 3] {
+fn run_backward(tools: &simt::Tools, specs: &[KernelSpec], c: Case, inputs: &mut dyn FnMut(usize, usize) -> Vec<f32>, chains: u32) -> [(Vec<f32>, Vec<f64>); 3] {
+    let spec = &specs[0];
     let dt = spec.dtype();
     let d = spec.params().head_dim as usize;
     let p = c.reference(d);
@@ -336,6 +407,8 @@ fn run_backward(tools: &simt::Tools, spec: &KernelSpec, c: Case, inputs: &mut dy
     const CUK: usize = 12;
     let (cu_q, cu_k) = c.offsets();
     let mut bufs = vec![nan16(p.q_len()), nan16(p.k_len()), nan16(p.v_len()), enc(&q), enc(&k), enc(&v), enc(&d_o), f32b(&m), f32b(&delta), f32b(&vec![start; partial]), vec![0u8; 4 * blocks * pieces * chains as usize], cu_q, cu_k];
+    let (mod_args, mod_bytes) = c.mods.tensor_args(bufs.len());
+    bufs.extend(mod_bytes);
     let (qshape, kshape) = c.shapes(d);
     let (qs, ks) = (bhsd(qshape), bhsd(kshape));
     let strides: HashMap<&str, [i64; 4]> = [("Q", qs), ("K", ks), ("V", ks), ("DO", qs), ("DQ", qs), ("DK", ks), ("DV", ks)].into_iter().collect();
@@ -357,31 +430,33 @@ fn run_backward(tools: &simt::Tools, spec: &KernelSpec, c: Case, inputs: &mut dy
             ("tmap_q", map(QB, dt, qshape, spec.block_m())),
             ("tmap_do", map(DOB, dt, qshape, spec.block_m())),
         ])
+        .chain(mod_args)
         .collect();
-    let ir = flashgen::render::render(spec).unwrap();
     let geometry = c.grid();
-    // (programs 0: the grid unfolded; a folded program waits on programs launched after it, which the
-    // emulator, running CTAs one at a time, cannot)
-    let kernel = Launch { ir: ir.clone(), entry: spec.name(), args: args_of(abi::kernel_parameters(spec.kind()), &named, &strides), grid: spec.grid(&geometry, 0), threads: spec.threads() };
-    let sum = Launch {
-        ir,
-        entry: spec.dq_sum_entry().unwrap(),
-        args: args_of(abi::parameters(Entry::DqSum), &named, &strides),
-        grid: (geometry.seqlen_q.div_ceil(spec.block_m()), geometry.batch * geometry.heads, 1),
-        threads: flashgen::spec::DQ_SUM_THREADS,
-    };
-    simt::run(tools, &[kernel, sum], &mut bufs).unwrap();
+    let mut launches = Vec::new();
+    for spec in specs {
+        let ir = flashgen::render::render(spec).unwrap();
+        // (programs 0: the grid unfolded; a folded program waits on programs launched after it, which the
+        // emulator, running CTAs one at a time, cannot)
+        launches.push(Launch { ir: ir.clone(), entry: spec.name(), args: args_of(abi::kernel_parameters(spec.kind()), &named, &strides), grid: spec.grid(&geometry, 0), threads: spec.threads() });
+        if let Some(entry) = spec.dq_sum_entry() {
+            let grid = (geometry.seqlen_q.div_ceil(spec.block_m()), geometry.batch * geometry.heads, 1);
+            launches.push(Launch { ir, entry, args: args_of(abi::parameters(Entry::DqSum), &named, &strides), grid, threads: flashgen::spec::DQ_SUM_THREADS });
+        }
+    }
+    simt::run(tools, &launches, &mut bufs).unwrap();
     let dec = |b: &[u8]| u16s(b).into_iter().map(|x| value(dt, x)).collect::<Vec<f32>>();
     [(dec(&bufs[DQ]), want.dq), (dec(&bufs[DK]), want.dk), (dec(&bufs[DV]), want.dv)]
 }
 
-fn check_backward(tools: &simt::Tools, spec: KernelSpec, c: Case, inputs: &mut dyn FnMut(usize, usize) -> Vec<f32>, chains: u32) {
-    let label = format!("{} chains {chains} {c:?}", spec.name());
-    let tol = match spec.dtype() {
+fn check_backward(tools: &simt::Tools, specs: &[KernelSpec], c: Case, inputs: &mut dyn FnMut(usize, usize) -> Vec<f32>, chains: u32) {
+    let names: Vec<String> = specs.iter().map(KernelSpec::name).collect();
+    let label = format!("{} chains {chains} {c:?}", names.join(" + "));
+    let tol = match specs[0].dtype() {
         DType::Bf16 => 3e-2,
         DType::F16 => 6e-3,
     };
-    for ((got, want), what) in run_backward(tools, &spec, c, inputs, chains).into_iter().zip(["dQ", "dK", "dV"]) {
+    for ((got, want), what) in run_backward(tools, specs, c, inputs, chains).into_iter().zip(["dQ", "dK", "dV"]) {
         let scale = want.iter().fold(1.0f64, |m, w| m.max(w.abs()));
         let worst = got.iter().zip(&want).map(|(&a, &b)| if a.is_finite() { (a as f64 - b).abs() } else { f64::INFINITY }).fold(0.0, f64::max);
         assert!(worst <= tol * scale, "{label}: {what} off the reference by {worst} (tolerance {tol} × {scale})");
@@ -403,7 +478,7 @@ fn fused_backward_on_the_emulator() {
             // 128-row blocks, is not what the plan runs)
             for spec in kinds.iter().filter_map(|&kind| admitted(kind, dtype, d, &c).ok()) {
                 let chains = if spec.kind() == KernelKind::BwdFused { 2 } else { 1 };
-                check_backward(&tools, spec, c, &mut normal_inputs(dtype, 500 + i as u64), chains);
+                check_backward(&tools, &[spec], c, &mut normal_inputs(dtype, 500 + i as u64), chains);
             }
         }
     }
@@ -427,7 +502,7 @@ fn far_negative_scores_on_ragged_lengths_stay_finite_in_the_fused_backward() {
                 let centre = [4.0, -4.0, 0.0, 0.0][which];
                 (0..n).map(|_| centre + if which < 2 { 0.1 } else { 1.0 } * rng.normal() as f32).collect()
             };
-            check_backward(&tools, spec_for(kind, dtype, 64, &c), c, &mut inputs, 1);
+            check_backward(&tools, &[spec_for(kind, dtype, 64, &c)], c, &mut inputs, 1);
         }
     }
 }
@@ -446,10 +521,53 @@ fn fused_backward_windows_and_softcap_on_the_emulator() {
     ];
     for (i, (kind, c)) in cases.into_iter().enumerate() {
         for d in [64, 128] {
-            check_backward(&tools, spec_for(kind, DType::Bf16, d, &c), c, &mut normal_inputs(DType::Bf16, 700 + i as u64), 1);
+            check_backward(&tools, &[spec_for(kind, DType::Bf16, d, &c)], c, &mut normal_inputs(DType::Bf16, 700 + i as u64), 1);
         }
     }
 }
 
 
 
+
+/// The wgmma backward pair (bwd_dkdv_wgmma, then bwd_dq_wgmma: cp.async rings, wgmma), where the plan runs
+/// what the fused kernels do not take: windows that are not causal, packed windows, and below 1024 tokens
+/// at every head dim; the geometry's cases and windows.
+#[test]
+fn wgmma_backward_pair_on_the_emulator() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    let sliding = Window { left: Some(70), right: Some(0) };
+    let windows = [Case { window: Window { left: Some(40), right: Some(90) }, ..RAGGED }, Case { causal: true, window: sliding, softcap: Some(5.0), ..RAGGED }];
+    for (i, c) in geometry_cases().into_iter().chain(windows).enumerate() {
+        for (d, dtype) in [(64, DType::F16), (128, DType::Bf16)] {
+            let pair = [spec_for(KernelKind::BwdDkdvWgmma, dtype, d, &c), spec_for(KernelKind::BwdDqWgmma, dtype, d, &c)];
+            check_backward(&tools, &pair, c, &mut normal_inputs(dtype, 800 + i as u64), 1);
+        }
+    }
+}
+
+/// Score and mask modifiers compiled into the kernels: fwd_ws (the forward with modifiers), the wgmma pair
+/// (mask_mods' backward) and the fused backward (score_mods at HEAD_DIM 96/128): ALiBi (ragged, GQA, unequal
+/// lengths, packed, causal), causal as a mask_mod, ALiBi with a per-batch document mask.
+#[test]
+fn modifiers_on_the_emulator() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    let cases = [
+        Case { mods: Mods::Alibi, ..RAGGED },
+        Case { mods: Mods::Alibi, causal: true, z: 1, h: 4, h_kv: 2, n_q: 130, n_kv: 260, ..RAGGED },
+        Case { mods: Mods::Alibi, causal: true, packed: &[(70, 70), (0, 0), (130, 200), (30, 0)], ..RAGGED },
+        Case { mods: Mods::CausalMask, ..RAGGED },
+        Case { mods: Mods::AlibiDocuments, z: 3, h: 2, h_kv: 1, n_q: 200, n_kv: 200, ..RAGGED },
+    ];
+    for (i, c) in cases.into_iter().enumerate() {
+        for (d, dtype) in [(64, DType::Bf16), (128, DType::F16)] {
+            check(&tools, spec_for(KernelKind::FwdWs, dtype, d, &c), c, 900 + i as u64);
+            let pair = [spec_for(KernelKind::BwdDkdvWgmma, dtype, d, &c), spec_for(KernelKind::BwdDqWgmma, dtype, d, &c)];
+            check_backward(&tools, &pair, c, &mut normal_inputs(dtype, 950 + i as u64), 1);
+            // (the fused kernels take a score_mod without a mask_mod where their tile holds it: not HEAD_DIM
+            // 64's 128-row one)
+            if let Ok(fused) = admitted(if c.causal { KernelKind::BwdFusedUp } else { KernelKind::BwdFused }, dtype, d, &c) {
+                check_backward(&tools, &[fused], c, &mut normal_inputs(dtype, 970 + i as u64), 1);
+            }
+        }
+    }
+}
