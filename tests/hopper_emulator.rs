@@ -189,8 +189,12 @@ fn spec_for(kind: KernelKind, dtype: DType, d: u32, c: &Case) -> KernelSpec {
 
 /// `spec_for`, or the rule that refuses it.
 fn admitted(kind: KernelKind, dtype: DType, d: u32, c: &Case) -> Result<KernelSpec, flashgen::SpecError> {
+    admitted_on(Arch::Sm90a, kind, dtype, d, c)
+}
+
+fn admitted_on(arch: Arch, kind: KernelKind, dtype: DType, d: u32, c: &Case) -> Result<KernelSpec, flashgen::SpecError> {
     let (problem, _) = c.planned(dtype, d);
-    let table = defaults::spec(kind, Arch::Sm90a, dtype, d, problem.causal, problem.seqlen)?;
+    let table = defaults::spec(kind, arch, dtype, d, problem.causal, problem.seqlen)?;
     plan::with_features(&table, problem.features())
 }
 
@@ -405,13 +409,16 @@ fn run_backward(tools: &simt::Tools, specs: &[KernelSpec], c: Case, inputs: &mut
     const LOCKS: usize = 10;
     const CUQ: usize = 11;
     const CUK: usize = 12;
+    const OB: usize = 13;
     let (cu_q, cu_k) = c.offsets();
-    let mut bufs = vec![nan16(p.q_len()), nan16(p.k_len()), nan16(p.v_len()), enc(&q), enc(&k), enc(&v), enc(&d_o), f32b(&m), f32b(&delta), f32b(&vec![start; partial]), vec![0u8; 4 * blocks * pieces * chains as usize], cu_q, cu_k];
+    // (with the preprocess among the kernels, Δ is its own: poisoned until it runs)
+    let delta = if specs.iter().any(|s| s.kind() == KernelKind::BwdPre) { vec![f32::NAN; rows] } else { delta };
+    let mut bufs = vec![nan16(p.q_len()), nan16(p.k_len()), nan16(p.v_len()), enc(&q), enc(&k), enc(&v), enc(&d_o), f32b(&m), f32b(&delta), f32b(&vec![start; partial]), vec![0u8; 4 * blocks * pieces * chains as usize], cu_q, cu_k, enc(&o)];
     let (mod_args, mod_bytes) = c.mods.tensor_args(bufs.len());
     bufs.extend(mod_bytes);
     let (qshape, kshape) = c.shapes(d);
     let (qs, ks) = (bhsd(qshape), bhsd(kshape));
-    let strides: HashMap<&str, [i64; 4]> = [("Q", qs), ("K", ks), ("V", ks), ("DO", qs), ("DQ", qs), ("DK", ks), ("DV", ks)].into_iter().collect();
+    let strides: HashMap<&str, [i64; 4]> = [("Q", qs), ("K", ks), ("V", ks), ("O", qs), ("DO", qs), ("DQ", qs), ("DK", ks), ("DV", ks)].into_iter().collect();
     let named: HashMap<&str, Arg> = shared_args(&c, dt, d, [CUQ, CUK])
         .into_iter()
         .chain([
@@ -419,6 +426,7 @@ fn run_backward(tools: &simt::Tools, specs: &[KernelSpec], c: Case, inputs: &mut
             ("K", Arg::Buf(KB)),
             ("V", Arg::Buf(VB)),
             ("DO", Arg::Buf(DOB)),
+            ("O", Arg::Buf(OB)),
             ("DQ", Arg::Buf(DQ)),
             ("DK", Arg::Buf(DK)),
             ("DV", Arg::Buf(DV)),
@@ -568,6 +576,21 @@ fn modifiers_on_the_emulator() {
             if let Ok(fused) = admitted(if c.causal { KernelKind::BwdFusedUp } else { KernelKind::BwdFused }, dtype, d, &c) {
                 check_backward(&tools, &[fused], c, &mut normal_inputs(dtype, 970 + i as u64), 1);
             }
+        }
+    }
+}
+
+/// The mma.sync kernels (sm_80 and every GPU without wgmma: A100, L40, RTX): the forward and the three-kernel
+/// backward (Δ, dK/dV, dQ) on the geometry's cases.
+#[test]
+fn mma_sync_kernels_on_the_emulator() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    for (i, c) in geometry_cases().into_iter().enumerate() {
+        for (d, dtype) in [(64, DType::F16), (128, DType::Bf16)] {
+            let on = |kind| admitted_on(Arch::Sm80, kind, dtype, d, &c).unwrap_or_else(|e| panic!("{kind:?} {c:?}: {e}"));
+            check(&tools, on(KernelKind::Fwd), c, 1000 + i as u64);
+            let three = [on(KernelKind::BwdPre), on(KernelKind::BwdDkdv), on(KernelKind::BwdDq)];
+            check_backward(&tools, &three, c, &mut normal_inputs(dtype, 1050 + i as u64), 1);
         }
     }
 }
