@@ -14,7 +14,7 @@ use flashgen::abi::{self, Entry, ParamType};
 use flashgen::numeric::SplitMix;
 use flashgen::plan::{self, Problem};
 use flashgen::mods::{builtins, MaskMod, Scalar, ScoreMod, TensorData, TensorDecl, Tensors};
-use flashgen::reference::{self, backward, forward, Qkv, RefProblem, Window};
+use flashgen::reference::{backward, forward, Qkv, RefProblem, Window};
 use flashgen::spec::Modifiers;
 use flashgen::spec::{defaults, GridGeometry};
 use flashgen::{Arch, DType, KernelKind, KernelSpec};
@@ -72,18 +72,7 @@ impl Mods {
     /// The reference with the same modifiers (the expressions' f64 interpreter).
     fn on(self, p: RefProblem) -> RefProblem {
         let (score, mask, tensors) = self.parts();
-        let mut p = p;
-        if let Some(sm) = score {
-            let (t1, t2, sm2) = (tensors.clone(), tensors.clone(), sm.clone());
-            let value = move |b: usize, h: usize, i: usize, j: usize, s: f64| sm.eval_score(b as i64, h as i64, i as i64, j as i64, s, &t1);
-            let grad = move |b: usize, h: usize, i: usize, j: usize, s: f64| sm2.eval_grad(b as i64, h as i64, i as i64, j as i64, s, &t2);
-            p = p.score_mod(reference::ScoreMod::new(value, grad));
-        }
-        if let Some(mm) = mask {
-            let t = tensors.clone();
-            p = p.mask_mod(reference::MaskMod::new(move |b, h, i, j| mm.eval_mask(b as i64, h as i64, i as i64, j as i64, &t)));
-        }
-        p
+        p.modifiers(score.as_ref(), mask.as_ref(), &tensors)
     }
     /// MOD_TENSOR0.. as the kernel's slots order them: buffers `first`, `first` + 1, ..., and their bytes.
     fn tensor_args(self, first: usize) -> (Vec<(&'static str, Arg)>, Vec<Vec<u8>>) {

@@ -35,18 +35,7 @@ struct CaseMods {
 impl CaseMods {
     /// The reference problem with the same modifiers (evaluated in f64 by the expressions' interpreter).
     fn on(&self, p: RefProblem) -> RefProblem {
-        let mut p = p;
-        if let Some(sm) = self.score.clone() {
-            let (t1, t2, sm2) = (self.tensors.clone(), self.tensors.clone(), sm.clone());
-            let value = move |b: usize, h: usize, i: usize, j: usize, s: f64| sm.eval_score(b as i64, h as i64, i as i64, j as i64, s, &t1);
-            let grad = move |b: usize, h: usize, i: usize, j: usize, s: f64| sm2.eval_grad(b as i64, h as i64, i as i64, j as i64, s, &t2);
-            p = p.score_mod(reference::ScoreMod::new(value, grad));
-        }
-        if let Some(mm) = self.mask.clone() {
-            let t = self.tensors.clone();
-            p = p.mask_mod(reference::MaskMod::new(move |b, h, i, j| mm.eval_mask(b as i64, h as i64, i as i64, j as i64, &t)));
-        }
-        p
+        p.modifiers(self.score.as_ref(), self.mask.as_ref(), &self.tensors)
     }
 }
 

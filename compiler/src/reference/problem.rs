@@ -491,6 +491,22 @@ impl RefProblem {
         self.rules.mask_mod = Some(m);
         self
     }
+    /// The kernels' modifiers (`crate::mods`) as this problem's rules, evaluated in f64 by the expressions'
+    /// interpreter over `tensors`: what a kernel compiled with them computes.
+    pub fn modifiers(self, score: Option<&crate::mods::ScoreMod>, mask: Option<&crate::mods::MaskMod>, tensors: &crate::mods::Tensors) -> Self {
+        let mut p = self;
+        if let Some(sm) = score.cloned() {
+            let (t1, t2, sm2) = (tensors.clone(), tensors.clone(), sm.clone());
+            let value = move |b: usize, h: usize, i: usize, j: usize, s: f64| sm.eval_score(b as i64, h as i64, i as i64, j as i64, s, &t1);
+            let grad = move |b: usize, h: usize, i: usize, j: usize, s: f64| sm2.eval_grad(b as i64, h as i64, i as i64, j as i64, s, &t2);
+            p = p.score_mod(ScoreMod::new(value, grad));
+        }
+        if let Some(mm) = mask.cloned() {
+            let t = tensors.clone();
+            p = p.mask_mod(MaskMod::new(move |b, h, i, j| mm.eval_mask(b as i64, h as i64, i as i64, j as i64, &t)));
+        }
+        p
+    }
     pub fn order(mut self, order: TensorOrder) -> Self {
         self.order = order;
         self.custom_layouts = None;
