@@ -222,12 +222,13 @@ static Mbar *mbar_of(void *addr) {
 static void mbar_settle(Mbar *m) {
   if (m->pending == 0 && m->tx == 0) { m->phase ^= 1; m->pending = m->count; }
 }
-void emu_mbar_init(void *addr) {
+static void mbar_init(void *addr, int count) {
   pthread_mutex_lock(&M_mu);
   Mbar *m = mbar_of(addr);
-  m->count = m->pending = 1; m->phase = 0; m->tx = 0;
+  m->count = m->pending = count; m->phase = 0; m->tx = 0;
   pthread_mutex_unlock(&M_mu);
 }
+void emu_mbar_init(void *addr) { mbar_init(addr, 1); }
 void emu_mbar_expect_tx(void *addr, int bytes) {
   pthread_mutex_lock(&M_mu);
   Mbar *m = mbar_of(addr);
@@ -279,19 +280,9 @@ static void smem_aligned(uint8_t *smem) {
 // the 128B swizzle: a shared offset's 16-byte chunk (bits 4-6) XOR its row in the 1024-byte atom (bits 7-9)
 static uint32_t swz128(uint32_t off) { return off ^ (((off >> 7) & 7) << 4); }
 
-void emu_mbar_init_n(uint8_t *smem, uint32_t a, int count) {
-  pthread_mutex_lock(&M_mu);
-  Mbar *m = mbar_of(sh(smem, a));
-  m->count = m->pending = count; m->phase = 0; m->tx = 0;
-  pthread_mutex_unlock(&M_mu);
-}
-void emu_mbar_arrive_r(uint8_t *smem, uint32_t a) {
-  pthread_mutex_lock(&M_mu);
-  Mbar *m = mbar_of(sh(smem, a));
-  m->pending -= 1;
-  mbar_settle(m);
-  pthread_mutex_unlock(&M_mu);
-}
+void emu_mbar_init_n(uint8_t *smem, uint32_t a, int count) { mbar_init(sh(smem, a), count); }
+// (an arrival is an expect_tx of no bytes)
+void emu_mbar_arrive_r(uint8_t *smem, uint32_t a) { emu_mbar_expect_tx(sh(smem, a), 0); }
 void emu_mbar_expect_tx_r(uint8_t *smem, uint32_t a, int bytes) { emu_mbar_expect_tx(sh(smem, a), bytes); }
 int emu_mbar_try_wait_r(uint8_t *smem, uint32_t a, int parity) { return emu_mbar_try_wait(sh(smem, a), parity); }
 uint32_t emu_ld_shared_u32(uint8_t *smem, uint32_t a) { uint32_t v; memcpy(&v, sh(smem, a), 4); return v; }
@@ -435,11 +426,7 @@ void emu_cp_arrive_noinc(uint8_t *bar) {
   for (int i = 0; i < T_qn; i++) if (T_q[i].group < 0) T_q[i].group = T_groups;
   T_groups++;
   emu_cp_wait(0);
-  pthread_mutex_lock(&M_mu);
-  Mbar *m = mbar_of(bar);
-  m->pending -= 1;
-  mbar_settle(m);
-  pthread_mutex_unlock(&M_mu);
+  emu_mbar_expect_tx(bar, 0);
 }
 uint32_t emu_ld_acquire(uint32_t *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
 void emu_st_release(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
