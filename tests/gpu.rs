@@ -502,7 +502,10 @@ fn score_mods_and_softcap_on_the_fused_backward_repeat_and_agree_with_the_pair()
 
 /// The fused backward on a length that is not a whole number of key blocks, with every score of a row far below
 /// zero (q ≈ 4, k ≈ −4 in every element: logits below −128 at HEAD_DIM 64 and 128): the program's zero-filled keys past the end have
-/// P = exp2(−M), infinite there unless masked, and dQ = dS·K would add inf·0. dQ, dK, dV stay finite and match f64.
+/// P = exp2(−M), infinite there unless masked, and dQ = dS·K would add inf·0. dQ, dK, dV stay finite; dK and dV
+/// match f64. dQ is checked against the pair (Split) instead: K's common −4 cancels in dQ = Σ dS·K (each row's
+/// dS sums to 0), so the bf16 rounding of O (through Δ) and of dS, every kernel's, is amplified ~40× against
+/// f64 (0.116 relative at HEAD_DIM 128 on the H200, bench/results/2026-12-05-checks); the pair rounds the same.
 #[test]
 #[ignore = "needs a GPU: run on the device machine with --ignored"]
 fn far_negative_scores_on_ragged_lengths_stay_finite_in_the_fused_backward() {
@@ -521,16 +524,21 @@ fn far_negative_scores_on_ragged_lengths_stay_finite_in_the_fused_backward() {
         let (tq, tk) = (Tensor::from_f32(&f.gpu, &q, DType::Bf16, layout).unwrap(), Tensor::from_f32(&f.gpu, &k, DType::Bf16, layout).unwrap());
         let out = f.attention_forward(&tq, &tk, &tv, causal, None).unwrap();
         let r = backward_f64(&q, &k, &v, &d_o, s, causal, 1.0 / (d as f64).sqrt());
-        f.set_backward_path(BackwardPath::Fused);
-        let specs = f.backward_specs(&tq, causal).unwrap();
-        assert!(specs.dkdv.kind().fuses_dq(), "{}", specs.names());
-        let g = f.attention_backward(&tq, &tk, &tv, &out.o, RowStats::M(&out.m), &tdo, causal, None).unwrap();
+        let mut grads = |path: BackwardPath| {
+            f.set_backward_path(path);
+            let fused = f.backward_specs(&tq, causal).unwrap().dkdv.kind().fuses_dq();
+            assert_eq!(fused, path == BackwardPath::Fused, "{path:?}: {}", f.backward_specs(&tq, causal).unwrap().names());
+            let g = f.attention_backward(&tq, &tk, &tv, &out.o, RowStats::M(&out.m), &tdo, causal, None).unwrap();
+            [&g.dq, &g.dk, &g.dv].map(|t| t.to_f32(&f.gpu).unwrap())
+        };
+        let [dq, dk, dv] = grads(BackwardPath::Fused);
+        let [pair_dq, ..] = grads(BackwardPath::Split);
         f.set_backward_path(BackwardPath::Default);
-        for (name, got, want) in [("dQ", &g.dq, &r.dq), ("dK", &g.dk, &r.dk), ("dV", &g.dv, &r.dv)] {
-            let got = got.to_f32(&f.gpu).unwrap();
+        let pair_dq: Vec<f64> = pair_dq.iter().map(|&x| x as f64).collect();
+        for (name, got, want, tol) in [("dQ (against the pair)", &dq, &pair_dq, 1e-2), ("dK", &dk, &r.dk, 2e-2), ("dV", &dv, &r.dv, 2e-2)] {
             assert!(got.iter().all(|x| x.is_finite()), "{name} has a value that is not finite (d{d} causal={causal} N={n})");
-            let e = relative_error(&got, want);
-            assert!(e <= 2e-2, "{name} relative error {e:.3e} (d{d} causal={causal} N={n})");
+            let e = relative_error(got, want);
+            assert!(e <= tol, "{name} relative error {e:.3e} (d{d} causal={causal} N={n})");
         }
     }
 }
