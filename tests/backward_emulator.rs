@@ -98,7 +98,7 @@ fn check_dims(label: &str, tools: &simt::Tools, (z, h, hkv, n_q, n_kv, d, dv): (
         })
         .collect();
     let grid = spec.grid(&GridGeometry { batch: z as u32, heads: h as u32, kv_heads: hkv as u32, seqlen_q: n_q as u32, seqlen_k: n_kv as u32 }, 1);
-    let launch = Launch { ir: flashgen::render::render(&spec).unwrap(), entry: spec.name(), args, grid, threads: spec.threads() };
+    let launch = Launch { ir: flashgen::render::render(&spec).unwrap(), entry: spec.name(), args, grid, threads: spec.threads(), together: false };
     simt::run(tools, &[launch], &mut bufs).unwrap();
     let (dk, dv) = (decode16(&bufs[4]), decode16(&bufs[5]));
     let (ek, ev) = (rel(&dk, &want.dk), rel(&dv, &want.dv));

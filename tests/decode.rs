@@ -138,11 +138,12 @@ fn run_case(tools: &simt::Tools, c: &Case, x: &KvCacheInputs<'_>, merge: SplitMe
         args: args_of(KernelKind::Decode, &named, &strides),
         grid: (c.splits as u32, (hkv * row_tiles) as u32, b as u32),
         threads: spec.threads(),
+        together: false,
     }];
     if c.splits > 1 && !in_kernel {
         let comb = KernelSpec::decode_combine(Arch::Sm90a, dt, d as u32);
         let programs = rows.div_ceil(flashgen::spec::DECODE_COMBINE_WARPS as usize) as u32;
-        launches.push(Launch { ir: flashgen::render::render(&comb).unwrap(), entry: comb.name(), args: args_of(KernelKind::DecodeCombine, &named, &strides), grid: (programs, 1, 1), threads: comb.threads() });
+        launches.push(Launch { ir: flashgen::render::render(&comb).unwrap(), entry: comb.name(), args: args_of(KernelKind::DecodeCombine, &named, &strides), grid: (programs, 1, 1), threads: comb.threads(), together: false });
     }
     simt::run(tools, &launches, &mut bufs).unwrap();
     let dec = |b: &[u8]| u16s(b).into_iter().map(|v| value(dt, v)).collect::<Vec<f32>>();

@@ -4,8 +4,9 @@
 //! transaction bytes, named barriers) against the f64 reference: ragged lengths, grouped-query heads,
 //! unequal lengths, causal or not, both dtypes; and the fused backward (bwd_fused, bwd_fused_up,
 //! bwd_fused_atomic: its dQ pieces added across programs by bulk reductions in their order, then the dQ
-//! sum pass), its CTAs run one after another in launch order, as its ordered chains allow. A CPU check of the code paths that otherwise only the H200
-//! runs; the emulator runs each wgmma where it is issued, so it checks the arithmetic and the indexing, not
+//! sum pass), its CTAs one after another in launch order as its ordered chains allow, or, for bwd_fused_up's
+//! folded grid and the persistent programs, all together (a process each). A CPU check of the code paths
+//! that otherwise only the H200 runs; the emulator runs each wgmma where it is issued, so it checks the arithmetic and the indexing, not
 //! the ordering of asynchronous work (compute-sanitizer's racecheck on the GPU does that).
 
 mod simt;
@@ -37,9 +38,13 @@ struct Case {
     packed: &'static [(usize, usize)],
     /// A score_mod and mask_mod compiled into the kernels (`Mods`).
     mods: Mods,
+    /// The SM count the backward's grid is planned for: 0, the grid unfolded, one CTA after another; N,
+    /// bwd_fused_up's grid folded where `KernelSpec::folds` would on N SMs, its CTAs run together (a folded
+    /// program's heavy half waits on the light half of programs launched after it).
+    programs: u32,
 }
 
-const RAGGED: Case = Case { z: 1, h: 2, h_kv: 1, n_q: 200, n_kv: 200, causal: false, window: Window::UNBOUNDED, softcap: None, packed: &[], mods: Mods::None };
+const RAGGED: Case = Case { z: 1, h: 2, h_kv: 1, n_q: 200, n_kv: 200, causal: false, window: Window::UNBOUNDED, softcap: None, packed: &[], mods: Mods::None, programs: 0 };
 
 /// The modifiers of a case: ALiBi (`builtins::alibi`, a per-head f32 slope), causal written as a mask_mod
 /// (the proved key interval), ALiBi with a per-batch document mask (the per-element path, an i32 tensor).
@@ -222,8 +227,10 @@ fn run(tools: &simt::Tools, spec: &KernelSpec, c: Case, seed: u64) -> (Vec<f32>,
         .collect();
     let args = args_of(abi::kernel_parameters(spec.kind()), &named, &strides);
     let geometry = c.grid();
-    // (a persistent grid of 3 programs: the first tiles by program, the rest by the counter)
-    let launch = Launch { ir: flashgen::render::render(spec).unwrap(), entry: spec.name(), args, grid: spec.grid(&geometry, 3), threads: spec.threads() };
+    // (a persistent grid of 3 programs: the first tiles by program, the rest by the counter; run together,
+    // they take the counter's tiles in whatever order the threads reach it)
+    let together = spec.kind().persistent();
+    let launch = Launch { ir: flashgen::render::render(spec).unwrap(), entry: spec.name(), args, grid: spec.grid(&geometry, 3), threads: spec.threads(), together };
     simt::run(tools, &[launch], &mut bufs).unwrap();
     assert_eq!(bufs[COUNTER], vec![0u8; 8], "{}: the tile counter is left at zero for the next launch", spec.name());
     let o = u16s(&bufs[OUT]).into_iter().map(|x| value(dt, x)).collect();
@@ -434,12 +441,11 @@ fn run_backward(tools: &simt::Tools, specs: &[KernelSpec], c: Case, inputs: &mut
     let mut launches = Vec::new();
     for spec in specs {
         let ir = flashgen::render::render(spec).unwrap();
-        // (programs 0: the grid unfolded; a folded program waits on programs launched after it, which the
-        // emulator, running CTAs one at a time, cannot)
-        launches.push(Launch { ir: ir.clone(), entry: spec.name(), args: args_of(abi::kernel_parameters(spec.kind()), &named, &strides), grid: spec.grid(&geometry, 0), threads: spec.threads() });
+        let grid = spec.grid(&geometry, c.programs);
+        launches.push(Launch { ir: ir.clone(), entry: spec.name(), args: args_of(abi::kernel_parameters(spec.kind()), &named, &strides), grid, threads: spec.threads(), together: c.programs > 0 });
         if let Some(entry) = spec.dq_sum_entry() {
             let grid = (geometry.seqlen_q.div_ceil(spec.block_m()), geometry.batch * geometry.heads, 1);
-            launches.push(Launch { ir, entry, args: args_of(abi::parameters(Entry::DqSum), &named, &strides), grid, threads: flashgen::spec::DQ_SUM_THREADS });
+            launches.push(Launch { ir, entry, args: args_of(abi::parameters(Entry::DqSum), &named, &strides), grid, threads: flashgen::spec::DQ_SUM_THREADS, together: false });
         }
     }
     simt::run(tools, &launches, &mut bufs).unwrap();
@@ -501,6 +507,26 @@ fn far_negative_scores_on_ragged_lengths_stay_finite_in_the_fused_backward() {
                 (0..n).map(|_| centre + if which < 2 { 0.1 } else { 1.0 } * rng.normal() as f32).collect()
             };
             check_backward(&tools, &[spec_for(kind, dtype, 64, &c)], c, &mut inputs, 1);
+        }
+    }
+}
+
+/// bwd_fused_up's folded grid (a program takes a light key block and a heavy one; the heavy half adds its dQ
+/// after programs launched later added theirs, so its CTAs run together): causal, GQA, lengths that end
+/// inside a block, an odd count of key blocks (the last program's lone block), N_q ≠ N_kv, both dtypes.
+#[test]
+fn folded_bwd_fused_up_grid_on_the_emulator() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    let cases = [
+        (DType::Bf16, Case { n_q: 600, n_kv: 600, causal: true, programs: 8, ..RAGGED }),
+        (DType::Bf16, Case { z: 2, h: 2, h_kv: 2, n_q: 300, n_kv: 520, causal: true, programs: 8, ..RAGGED }),
+        (DType::F16, Case { h: 4, h_kv: 1, n_q: 1000, n_kv: 1000, causal: true, programs: 8, ..RAGGED }),
+    ];
+    for (i, (dtype, c)) in cases.into_iter().enumerate() {
+        for d in [64, 128] {
+            let spec = spec_for(KernelKind::BwdFusedUp, dtype, d, &c);
+            assert!(spec.folds(&c.grid(), c.programs), "{c:?} D{d}: the grid does not fold");
+            check_backward(&tools, &[spec], c, &mut normal_inputs(dtype, 900 + i as u64), 1);
         }
     }
 }

@@ -196,6 +196,7 @@ impl Chunk {
             ],
             grid: (self.rows().div_ceil(ring_kernels::MERGE_WARPS as usize) as u32, 1, 1),
             threads: ring_kernels::MERGE_THREADS,
+            together: false,
         }
     }
 }
@@ -207,6 +208,7 @@ fn merge(ir: &str, dtype: DType, c: &Chunk, [acc_o, acc_m, part_o, part_m]: [Arg
         args: vec![acc_o, acc_m, part_o, part_m, Arg::I32(c.rows() as i32), Arg::I32(c.cols as i32), Arg::I32(first as i32), Arg::I32(c.len as i32), Arg::I32(c.acc_len as i32), Arg::I32(c.acc_start as i32)],
         grid: (c.rows().div_ceil(ring_kernels::MERGE_WARPS as usize) as u32, 1, 1),
         threads: ring_kernels::MERGE_THREADS,
+        together: false,
     }
 }
 

@@ -4,7 +4,9 @@
 // warp-wide instructions (shfl, vote, ldmatrix, mma) meet at a barrier of the warp's 32 threads, exchange
 // their operands through the warp's slots and meet again; bar.sync is a barrier of the CTA. cp.async copies
 // are queued per thread and done at the cp.async.wait_group that must have completed them (a read of shared
-// memory before its wait sees stale bytes, as it could on the GPU). One CTA runs at a time.
+// memory before its wait sees stale bytes, as it could on the GPU). A grid's CTAs run one at a time, or
+// (emu_run_grid's `together`) all at once, each in a process of its own: its shared memory (@smem), barriers
+// and bulk queue its own, device memory (emu_alloc: a shared mapping) common, as resident programs on SMs.
 // Hopper (the warp-specialized kernels): shared addresses as the kernels hold them (i32, the low bits of the
 // host address of @smem, which the retargeted module aligns to 256 KB), wgmma on 128-thread warpgroups
 // (operands from 128B-swizzled shared memory through their descriptors, or A from registers), TMA tensor
@@ -17,7 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static __thread int T_tid, T_cx, T_cy, T_cz;
 static int G_nx, G_ny, G_nz, G_threads;
@@ -396,7 +403,6 @@ void emu_wgmma(uint8_t *smem, float *acc, int n, const uint32_t *a_regs, uint64_
 // the fused backward's copies out of shared memory, done where they are issued (a thread that waits for
 // them finds them done): a bulk store of n bytes, and a bulk f32 reduction (one at a time, as the copy
 // engine's adds are atomic per element)
-static pthread_mutex_t R_mu = PTHREAD_MUTEX_INITIALIZER;
 static void check_write(const uint8_t *dst, int n) {
   for (int i = 0; i < R_n; i++)
     if (dst >= R_lo[i] && dst + n <= R_lo[i] + R_len[i]) return;
@@ -408,17 +414,19 @@ void emu_bulk_store(uint8_t *dst, const uint8_t *src, int n) {
   check_write(dst, n);
   memcpy(dst, src, n);
 }
+// (element by element, a compare-and-swap each: the CTAs adding into one tensor may be processes)
 void emu_bulk_reduce_add_f32(uint8_t *dst, const uint8_t *src, int n) {
   check_write(dst, n);
-  pthread_mutex_lock(&R_mu);
   for (int i = 0; i < n / 4; i++) {
+    uint32_t *at = (uint32_t *)(dst + 4 * i), old = __atomic_load_n(at, __ATOMIC_RELAXED), sum;
     float a, b;
-    memcpy(&a, dst + 4 * i, 4);
     memcpy(&b, src + 4 * i, 4);
-    a += b;
-    memcpy(dst + 4 * i, &a, 4);
+    do {
+      memcpy(&a, &old, 4);
+      a += b;
+      memcpy(&sum, &a, 4);
+    } while (!__atomic_compare_exchange_n(at, &old, sum, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
   }
-  pthread_mutex_unlock(&R_mu);
 }
 // cp.async.mbarrier.arrive.noinc: the barrier sees this thread's arrival once its cp.async copies have
 // landed (here: at once, landing them)
@@ -428,7 +436,12 @@ void emu_cp_arrive_noinc(uint8_t *bar) {
   emu_cp_wait(0);
   emu_mbar_expect_tx(bar, 0);
 }
-uint32_t emu_ld_acquire(uint32_t *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+// (the kernels read with acquire in their spins on another program's release: yield the CPU to it)
+uint32_t emu_ld_acquire(uint32_t *p) {
+  uint32_t v = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+  sched_yield();
+  return v;
+}
 void emu_st_release(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
 void emu_st_shared_v4f32(uint8_t *at, float x, float y, float z, float w) {
   float v[4] = {x, y, z, w};
@@ -457,25 +470,54 @@ static void *thread_main(void *arg) {
   emu_cp_wait(0);
   return NULL;
 }
-void emu_run_grid(int nx, int ny, int nz, int threads, Launch launch) {
-  G_nx = nx; G_ny = ny; G_nz = nz; G_threads = threads; G_launch = launch;
-  pthread_t th[1024];
+// device memory: a shared mapping, so CTAs run as processes (`together`) write where the others read
+void *emu_alloc(size_t n) {
+  void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) { perror("emu_alloc"); exit(2); }
+  return p;
+}
+static void run_cta(int x, int y, int z, int threads) {
+  static pthread_t th[1024];
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 1 << 20);
+  S_cx = x; S_cy = y; S_cz = z;
+  M_n = 0; M_qn = 0;
+  pthread_barrier_init(&cta_bar, NULL, threads);
+  for (int w = 0; w < threads / 32; w++) pthread_barrier_init(&warps[w].bar, NULL, 32);
+  for (int w = 0; w < threads / 128; w++) pthread_barrier_init(&W_groups[w].bar, NULL, 128);
+  named_reset();
+  for (int t = 0; t < threads; t++) pthread_create(&th[t], &attr, thread_main, (void *)(intptr_t)t);
+  for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
+  pthread_barrier_destroy(&cta_bar);
+  for (int w = 0; w < threads / 32; w++) pthread_barrier_destroy(&warps[w].bar);
+  for (int w = 0; w < threads / 128; w++) pthread_barrier_destroy(&W_groups[w].bar);
+}
+// together: every CTA at once, a forked process each (a program that waits on one launched after it, as
+// bwd_fused_up's folded grid does, needs that one running); a CTA that fails fails the run.
+void emu_run_grid(int nx, int ny, int nz, int threads, Launch launch, int together) {
+  G_nx = nx; G_ny = ny; G_nz = nz; G_threads = threads; G_launch = launch;
+  if (!together) {
+    for (int z = 0; z < nz; z++)
+      for (int y = 0; y < ny; y++)
+        for (int x = 0; x < nx; x++) run_cta(x, y, z, threads);
+    return;
+  }
+  fflush(NULL);
   for (int z = 0; z < nz; z++)
     for (int y = 0; y < ny; y++)
       for (int x = 0; x < nx; x++) {
-        S_cx = x; S_cy = y; S_cz = z;
-        M_n = 0; M_qn = 0;
-        pthread_barrier_init(&cta_bar, NULL, threads);
-        for (int w = 0; w < threads / 32; w++) pthread_barrier_init(&warps[w].bar, NULL, 32);
-        for (int w = 0; w < threads / 128; w++) pthread_barrier_init(&W_groups[w].bar, NULL, 128);
-        named_reset();
-        for (int t = 0; t < threads; t++) pthread_create(&th[t], &attr, thread_main, (void *)(intptr_t)t);
-        for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
-        pthread_barrier_destroy(&cta_bar);
-        for (int w = 0; w < threads / 32; w++) pthread_barrier_destroy(&warps[w].bar);
-        for (int w = 0; w < threads / 128; w++) pthread_barrier_destroy(&W_groups[w].bar);
+        pid_t pid = fork();
+        if (pid < 0) { perror("fork"); exit(2); }
+        if (pid == 0) {
+          prctl(PR_SET_PDEATHSIG, SIGKILL);  // (a deadlocked run's timeout kills the parent: its CTAs with it)
+          run_cta(x, y, z, threads);
+          fflush(NULL);
+          _exit(0);
+        }
       }
+  int failed = 0, status;
+  while (wait(&status) > 0)
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed = 1;
+  if (failed) { fprintf(stderr, "a CTA of the grid run together failed\n"); exit(4); }
 }

@@ -2,7 +2,8 @@
 //!
 //! The kernel's rendered IR is retargeted to x86-64 (its @llvm.nvvm.* intrinsics renamed to the stand-ins of
 //! wrappers.ll, which call emu.c; shared memory one static array), optimized with opt and compiled with llc,
-//! linked with emu.c and a generated main that loads the buffers, runs the grid one CTA at a time (each GPU
+//! linked with emu.c and a generated main that loads the buffers, runs the grid one CTA at a time or (a
+//! launch's `together`) every CTA at once, a forked process each over shared device memory (each GPU
 //! thread a pthread; warp instructions exchange operands at warp barriers; cp.async copies are done at the
 //! wait_group that must have completed them) and writes the buffers back. Tools: opt-19 and llc-19 (Debian's
 //! llvm-19, which scripts/setup.sh installs) and a C compiler (cc); `tools()` is None without them.
@@ -40,6 +41,9 @@ pub struct Launch {
     pub args: Vec<Arg>,
     pub grid: (u32, u32, u32),
     pub threads: u32,
+    /// Run every CTA at once (a process each: its own shared memory, device memory common), for grids whose
+    /// programs wait on programs launched after them; otherwise one CTA after another, in launch order.
+    pub together: bool,
 }
 
 /// The tools, if this machine has them.
@@ -487,7 +491,7 @@ pub fn run(tools: &Tools, launches: &[Launch], buffers: &mut [Vec<u8>]) -> Resul
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let mut objects = Vec::new();
     let mut main = String::from("#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n");
-    main.push_str("typedef void (*Launch)(void);\nvoid emu_run_grid(int, int, int, int, Launch);\nvoid emu_register(const void *, size_t);\n");
+    main.push_str("typedef void (*Launch)(void);\nvoid emu_run_grid(int, int, int, int, Launch, int);\nvoid emu_register(const void *, size_t);\nvoid *emu_alloc(size_t);\n");
     main.push_str("static float f32_of(unsigned u) { float f; memcpy(&f, &u, 4); return f; }\n");
     main.push_str("typedef struct { unsigned char *base; unsigned long long dims[4]; unsigned long long strides[3]; unsigned box_rows, elem; } EmuMap;\n");
     let _ = writeln!(main, "static void *B[{}];", buffers.len().max(1));
@@ -516,10 +520,10 @@ pub fn run(tools: &Tools, launches: &[Launch], buffers: &mut [Vec<u8>]) -> Resul
     main.push_str("int main(void) {\n");
     for (i, b) in buffers.iter().enumerate() {
         let size = b.len().max(1).next_multiple_of(128);
-        let _ = writeln!(main, "  B[{i}] = aligned_alloc(128, {size}); {{ FILE *f = fopen(\"in{i}.bin\", \"rb\"); if (!f || fread(B[{i}], 1, {}, f) != {}) return 2; fclose(f); }} emu_register(B[{i}], {});", b.len(), b.len(), b.len());
+        let _ = writeln!(main, "  B[{i}] = emu_alloc({size}); {{ FILE *f = fopen(\"in{i}.bin\", \"rb\"); if (!f || fread(B[{i}], 1, {}, f) != {}) return 2; fclose(f); }} emu_register(B[{i}], {});", b.len(), b.len(), b.len());
     }
     for (i, l) in launches.iter().enumerate() {
-        let _ = writeln!(main, "  emu_run_grid({}, {}, {}, {}, launch{i});", l.grid.0, l.grid.1, l.grid.2, l.threads);
+        let _ = writeln!(main, "  emu_run_grid({}, {}, {}, {}, launch{i}, {});", l.grid.0, l.grid.1, l.grid.2, l.threads, u8::from(l.together));
     }
     for (i, b) in buffers.iter().enumerate() {
         let _ = writeln!(main, "  {{ FILE *f = fopen(\"out{i}.bin\", \"wb\"); if (!f || fwrite(B[{i}], 1, {}, f) != {}) return 3; fclose(f); }}", b.len(), b.len());
