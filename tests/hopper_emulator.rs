@@ -630,3 +630,23 @@ fn planned_backward_at_every_head_dim_on_the_emulator() {
         }
     }
 }
+
+/// Windows on the persistent forward (exp/persistent-window): each tile's blocks from its first row's
+/// first key's, the ring counting on from there across tiles; tiles past the window's reach vacant.
+#[test]
+fn persistent_forward_windows_on_the_emulator() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    let sliding = Window { left: Some(70), right: Some(0) };
+    let cases = [
+        Case { causal: true, window: sliding, ..RAGGED },
+        Case { window: Window { left: Some(40), right: Some(90) }, ..RAGGED },
+        Case { n_q: 130, n_kv: 330, causal: true, window: sliding, ..RAGGED },
+        Case { z: 1, h: 2, h_kv: 1, n_q: 520, n_kv: 100, causal: true, window: sliding, ..RAGGED },
+        Case { causal: true, window: sliding, packed: &[(70, 70), (0, 0), (130, 200), (300, 300), (30, 0)], ..RAGGED },
+    ];
+    for (i, c) in cases.into_iter().enumerate() {
+        for (d, dtype) in [(64, DType::F16), (128, DType::Bf16)] {
+            check(&tools, spec_for(KernelKind::FwdWsPersistent, dtype, d, &c), c, 1100 + i as u64);
+        }
+    }
+}

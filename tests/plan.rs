@@ -320,7 +320,9 @@ fn windows_and_softcap_plan_their_kernels_and_refuse_the_others() {
             let p = problem(d, causal, 4096).with_window(window, softcap);
             let planned = plan(Arch::Sm90a, &p, &options, &NoTuning).unwrap();
             let (fwd, bwd) = (planned.forward, planned.backward);
-            assert_eq!(fwd.kind(), KernelKind::FwdWs, "{p:?}");
+            // (a window alone: the persistent kernel, exp/persistent-window)
+            let persistent = !window.is_unbounded() && !softcap;
+            assert_eq!(fwd.kind(), if persistent { KernelKind::FwdWsPersistent } else { KernelKind::FwdWs }, "{p:?}");
             assert!(fwd.ping_pong());
             assert_eq!(fwd.features().window, !window.is_unbounded());
             assert_eq!(fwd.features().softcap, softcap);
@@ -406,12 +408,18 @@ fn windows_and_softcap_plan_their_kernels_and_refuse_the_others() {
     assert_eq!(flashgen::plan::dq_chains(&flashgen::plan::with_features(&up, window).unwrap(), Some(4)), 1);
     // the kinds that do not take them refuse them by name
     let features = flashgen::Features { window: true, ..flashgen::Features::NONE };
-    for kind in [KernelKind::FwdWsPersistent, KernelKind::BwdFused, KernelKind::Fwd] {
+    for kind in [KernelKind::BwdFused, KernelKind::Fwd] {
         let arch = if kind == KernelKind::Fwd { Arch::Sm80 } else { Arch::Sm90a };
         let spec = defaults::spec(kind, arch, DType::Bf16, 128, true, 4096).unwrap();
         let e = flashgen::plan::with_features(&spec, features).unwrap_err().to_string();
         assert!(e.contains("a sliding window is built into fwd_ws") && e.contains(kind.name()), "{e}");
     }
+    // (fwd_ws_persistent takes a window on its cross-tile consumers only)
+    let persistent = defaults::spec(KernelKind::FwdWsPersistent, Arch::Sm90a, DType::Bf16, 128, true, 4096).unwrap();
+    assert!(flashgen::plan::with_features(&persistent, features).is_ok());
+    let separate = ScheduleOverrides { cross_tile: Some(false), ..ScheduleOverrides::NONE };
+    let e = KernelSpec::with_features(*persistent.params(), separate, features).unwrap_err().to_string();
+    assert!(e.contains("a sliding window is built into") && e.contains("fwd_ws_persistent with cross_tile"), "{e}");
     let ws2 = SpecParams { num_stages: 2, ..*defaults::spec(KernelKind::FwdWs, Arch::Sm90a, DType::Bf16, 128, true, 4096).unwrap().params() };
     let e = KernelSpec::with_features(ws2, ScheduleOverrides::NONE, flashgen::Features { softcap: true, ..flashgen::Features::NONE }).unwrap_err().to_string();
     assert!(e.contains("softcap") && e.contains("NUM_STAGES=2"), "{e}");

@@ -109,7 +109,7 @@ fn window_and_softcap_kernels_assemble_without_spills() {
     let Some(tool) = ptxas_or_skip() else { return };
     let specs = rule_variants(&flashgen::plan::default_set());
     let kinds: Vec<_> = specs.iter().map(|s| s.kind()).collect();
-    for kind in [flashgen::KernelKind::FwdWs, flashgen::KernelKind::BwdDkdvWgmma, flashgen::KernelKind::BwdDqWgmma, flashgen::KernelKind::BwdFused, flashgen::KernelKind::BwdFusedUp] {
+    for kind in [flashgen::KernelKind::FwdWs, flashgen::KernelKind::FwdWsPersistent, flashgen::KernelKind::BwdDkdvWgmma, flashgen::KernelKind::BwdDqWgmma, flashgen::KernelKind::BwdFused, flashgen::KernelKind::BwdFusedUp] {
         assert!(kinds.contains(&kind), "no window/softcap variant of {}", kind.name());
     }
     assemble_all_clean(&tool, &specs, |_, _| {});

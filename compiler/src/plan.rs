@@ -193,8 +193,13 @@ pub fn with_features(spec: &KernelSpec, features: Features) -> Result<KernelSpec
 /// The forward kind a problem runs (`FORWARD_KINDS` on Hopper, fwd elsewhere).
 pub fn forward_kind(arch: Arch, problem: &Problem, options: &PlanOptions) -> Result<KernelKind, SpecError> {
     if problem.modified() {
-        // (the ping-pong consumer of fwd_ws is where windows and softcap are built in so far)
+        // (a window alone: the persistent kernel, whose tiles of a window's few blocks overlap one another's
+        // epilogue and start (exp/persistent-window, not yet timed); softcap and modifiers: the ping-pong
+        // consumer of fwd_ws, where they are built in so far)
+        let window_only = !problem.softcap && problem.modifiers.is_none();
+        let persistent = window_only && defaults::spec(KernelKind::FwdWsPersistent, arch, problem.dtype, problem.head_dim, problem.causal, problem.seqlen).is_ok();
         return match hopper(arch, options) {
+            true if persistent => Ok(KernelKind::FwdWsPersistent),
             true => Ok(KernelKind::FwdWs),
             false => Err(SpecError(format!("sliding windows, softcap, score_mod and mask_mod run on sm_90a's fwd_ws only so far, not on {} with wgmma {}: use an H100/H200 with the Hopper kernels on", arch.name(), if options.wgmma { "on" } else { "off" }))),
         };

@@ -80,9 +80,12 @@ impl KernelSpec {
         let window_fused = p.kind == KernelKind::BwdFusedUp && p.stage == 3 && !features.varlen;
         // (bwd_fused_up refuses a window on packed sequences: the message says so where that is the reason)
         let packed = if features.varlen && p.kind == KernelKind::BwdFusedUp { " on packed sequences" } else { "" };
-        for (on, what, also, why) in [(features.window, "a sliding window", window_fused, packed), (features.softcap, "softcap", fused, "")] {
+        // (fwd_ws_persistent takes a window on its cross-tile consumers: each tile's blocks from its first row's
+        // first key's, `seq::kv_blocks`)
+        let window_persistent = p.kind == KernelKind::FwdWsPersistent && spec.cross_tile();
+        for (on, what, also, why) in [(features.window, "a sliding window", window_fused || window_persistent, packed), (features.softcap, "softcap", fused, "")] {
             rule(!on || takes_them || also || p.kind == KernelKind::Decode, || {
-                format!("{what} is built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3), the backward's bwd_dkdv_wgmma / bwd_dq_wgmma, decode, the fused backward (softcap) and (a causal window on fixed lengths) bwd_fused_up only, not into {} with NUM_STAGES={}{why}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
+                format!("{what} is built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3), fwd_ws_persistent with cross_tile (a window), the backward's bwd_dkdv_wgmma / bwd_dq_wgmma, decode, the fused backward (softcap) and (a causal window on fixed lengths) bwd_fused_up only, not into {} with NUM_STAGES={}{why}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
             })?;
         }
         // (bwd_fused, causal, on packed sequences at HEAD_DIM 64's 128-row query blocks: ptxas spills 8 B of
