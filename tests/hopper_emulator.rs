@@ -348,18 +348,19 @@ fn padded_and_wide_head_dims_on_the_emulator() {
     }
 }
 
+/// A causal sliding window of 70 keys (`SLIDING`), a two-sided one, the sliding one on N_q < N_kv.
+const SLIDING: Window = Window { left: Some(70), right: Some(0) };
+const WINDOWS: [Case; 3] = [
+    Case { causal: true, window: SLIDING, ..RAGGED },
+    Case { window: Window { left: Some(40), right: Some(90) }, ..RAGGED },
+    Case { n_q: 130, n_kv: 330, causal: true, window: SLIDING, ..RAGGED },
+];
+
 #[test]
 fn windows_and_softcap_on_the_emulator() {
     let Some(tools) = simt::tools_or_skip() else { return };
-    let sliding = Window { left: Some(70), right: Some(0) };
-    let cases = [
-        Case { causal: true, window: sliding, ..RAGGED },
-        Case { window: Window { left: Some(40), right: Some(90) }, ..RAGGED },
-        Case { n_q: 130, n_kv: 330, causal: true, window: sliding, ..RAGGED },
-        Case { softcap: Some(5.0), ..RAGGED },
-        Case { causal: true, softcap: Some(5.0), window: sliding, ..RAGGED },
-    ];
-    for (i, c) in cases.into_iter().enumerate() {
+    let softcaps = [Case { softcap: Some(5.0), ..RAGGED }, Case { causal: true, softcap: Some(5.0), window: SLIDING, ..RAGGED }];
+    for (i, c) in WINDOWS.into_iter().chain(softcaps).enumerate() {
         for d in [64, 128] {
             check(&tools, spec_for(KernelKind::FwdWs, DType::Bf16, d, &c), c, 400 + i as u64);
         }
@@ -536,10 +537,9 @@ fn folded_bwd_fused_up_grid_on_the_emulator() {
 #[test]
 fn fused_backward_windows_and_softcap_on_the_emulator() {
     let Some(tools) = simt::tools_or_skip() else { return };
-    let sliding = Window { left: Some(70), right: Some(0) };
     let cases = [
-        (KernelKind::BwdFusedUp, Case { causal: true, window: sliding, ..RAGGED }),
-        (KernelKind::BwdFusedUp, Case { n_q: 130, n_kv: 330, causal: true, window: sliding, ..RAGGED }),
+        (KernelKind::BwdFusedUp, Case { causal: true, window: SLIDING, ..RAGGED }),
+        (KernelKind::BwdFusedUp, Case { n_q: 130, n_kv: 330, causal: true, window: SLIDING, ..RAGGED }),
         (KernelKind::BwdFused, Case { softcap: Some(5.0), ..RAGGED }),
         (KernelKind::BwdFusedUp, Case { causal: true, softcap: Some(5.0), ..RAGGED }),
     ];
@@ -559,8 +559,7 @@ fn fused_backward_windows_and_softcap_on_the_emulator() {
 #[test]
 fn wgmma_backward_pair_on_the_emulator() {
     let Some(tools) = simt::tools_or_skip() else { return };
-    let sliding = Window { left: Some(70), right: Some(0) };
-    let windows = [Case { window: Window { left: Some(40), right: Some(90) }, ..RAGGED }, Case { causal: true, window: sliding, softcap: Some(5.0), ..RAGGED }];
+    let windows = [Case { window: Window { left: Some(40), right: Some(90) }, ..RAGGED }, Case { causal: true, window: SLIDING, softcap: Some(5.0), ..RAGGED }];
     for (i, c) in geometry_cases().into_iter().chain(windows).enumerate() {
         for (d, dtype) in [(64, DType::F16), (128, DType::Bf16)] {
             let pair = [spec_for(KernelKind::BwdDkdvWgmma, dtype, d, &c), spec_for(KernelKind::BwdDqWgmma, dtype, d, &c)];
@@ -636,15 +635,11 @@ fn planned_backward_at_every_head_dim_on_the_emulator() {
 #[test]
 fn persistent_forward_windows_on_the_emulator() {
     let Some(tools) = simt::tools_or_skip() else { return };
-    let sliding = Window { left: Some(70), right: Some(0) };
-    let cases = [
-        Case { causal: true, window: sliding, ..RAGGED },
-        Case { window: Window { left: Some(40), right: Some(90) }, ..RAGGED },
-        Case { n_q: 130, n_kv: 330, causal: true, window: sliding, ..RAGGED },
-        Case { z: 1, h: 2, h_kv: 1, n_q: 520, n_kv: 100, causal: true, window: sliding, ..RAGGED },
-        Case { causal: true, window: sliding, packed: &[(70, 70), (0, 0), (130, 200), (300, 300), (30, 0)], ..RAGGED },
+    let more = [
+        Case { z: 1, h: 2, h_kv: 1, n_q: 520, n_kv: 100, causal: true, window: SLIDING, ..RAGGED },
+        Case { causal: true, window: SLIDING, packed: &[(70, 70), (0, 0), (130, 200), (300, 300), (30, 0)], ..RAGGED },
     ];
-    for (i, c) in cases.into_iter().enumerate() {
+    for (i, c) in WINDOWS.into_iter().chain(more).enumerate() {
         for (d, dtype) in [(64, DType::F16), (128, DType::Bf16)] {
             check(&tools, spec_for(KernelKind::FwdWsPersistent, dtype, d, &c), c, 1100 + i as u64);
         }
