@@ -96,7 +96,7 @@ fn emit_features_name_the_kernel_and_reach_its_code() {
     assert!(text.contains("%WINDOW_LEFT") && text.contains("%kv_first") && text.contains("tanh.approx.f32") && text.contains("%SOFTCAP"));
     // a kernel that does not take them, and an unknown feature: the rule, non-zero
     for (args, phrase) in [
-        (vec!["--kernel", "fwd_ws_persistent", "--features", "window"], "a sliding window is built into fwd_ws"),
+        (vec!["--kernel", "fwd_wgmma", "--features", "window"], "a sliding window is built into fwd_ws"),
         (vec!["--kernel", "fwd_ws", "--num-stages", "2", "--features", "softcap"], "NUM_STAGES=2"),
         (vec!["--features", "alibi"], "feature `alibi` is unknown"),
     ] {
