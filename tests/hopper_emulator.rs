@@ -550,6 +550,32 @@ fn fused_backward_windows_and_softcap_on_the_emulator() {
     }
 }
 
+/// `Schedule::ds_handover` (the dSᵀ tile passed between the two MMA warpgroups by announcements instead of a
+/// barrier of both every step; bwd_fused_up unfolded) over the geometry's cases, softcap and a window. Without
+/// either wait the same cases give one warpgroup's dQ rows wrong under CPU load (its race).
+#[test]
+fn fused_backward_ds_handover_on_the_emulator() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    let handed = |kind: KernelKind, dtype: DType, d: u32, c: &Case| -> Option<KernelSpec> {
+        let base = admitted(kind, dtype, d, c).ok()?;
+        let fold = (kind == KernelKind::BwdFusedUp).then_some(false);
+        let overrides = flashgen::ScheduleOverrides { ds_handover: Some(true), fold_key_blocks: fold, ..flashgen::ScheduleOverrides::NONE };
+        let spec = KernelSpec::with_features(*base.params(), overrides, base.features()).unwrap_or_else(|e| panic!("{kind:?} {c:?} D{d}: {e}"));
+        assert!(spec.schedule().ds_handover, "{}: no hand-over", spec.name());
+        Some(spec)
+    };
+    let extra = [Case { softcap: Some(5.0), ..RAGGED }, Case { causal: true, window: SLIDING, ..RAGGED }];
+    for (i, c) in geometry_cases().into_iter().chain(extra).enumerate() {
+        // (one head dim and dtype a case, alternating: HEAD_DIM 64's 128-row blocks and 128's 64-row ones)
+        let (d, dtype) = if i % 2 == 0 { (64, DType::Bf16) } else { (128, DType::F16) };
+        let kinds: &[KernelKind] = if c.causal { &[KernelKind::BwdFused, KernelKind::BwdFusedUp] } else { &[KernelKind::BwdFused, KernelKind::BwdFusedAtomic] };
+        for spec in kinds.iter().filter_map(|&kind| handed(kind, dtype, d, &c)) {
+            let chains = if spec.kind() == KernelKind::BwdFused { 2 } else { 1 };
+            check_backward(&tools, &[spec], c, &mut normal_inputs(dtype, 1100 + i as u64), chains);
+        }
+    }
+}
+
 
 
 

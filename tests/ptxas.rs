@@ -550,3 +550,30 @@ fn modifier_kernels_assemble_without_spills() {
     assemble_all_clean(&tool, &specs, |_, _| {});
 }
 
+
+/// `Schedule::ds_handover` on the fused backward's default specs (bwd_fused_up unfolded: the rules refuse the
+/// folded grid with it), alone, packed, with windows and softcap and with score_mods: no spills (the rules
+/// refuse the one combination that spilled, bwd_fused_atomic with a score_mod).
+#[test]
+fn ds_handover_kernels_assemble_without_spills() {
+    let Some(tool) = ptxas_or_skip() else { return };
+    let handed = |spec: &KernelSpec| -> Option<KernelSpec> {
+        let fold = (spec.kind() == KernelKind::BwdFusedUp).then_some(false);
+        let o = flashgen::ScheduleOverrides { ds_handover: Some(true), fold_key_blocks: fold, ..Default::default() };
+        KernelSpec::with_features(*spec.params(), o, spec.features()).ok()
+    };
+    let fused: Vec<KernelSpec> = flashgen::plan::default_set().into_iter().filter(|s| s.kind().fuses_dq() && s.num_warps() == 12).collect();
+    let mut specs: Vec<KernelSpec> = fused.iter().filter_map(handed).collect();
+    assert_eq!(specs.len(), fused.len(), "every two-warpgroup fused spec takes ds_handover");
+    let folded = fused.iter().find(|s| s.kind() == KernelKind::BwdFusedUp).expect("a bwd_fused_up spec");
+    let o = flashgen::ScheduleOverrides { ds_handover: Some(true), fold_key_blocks: Some(true), ..Default::default() };
+    assert!(KernelSpec::with_schedule(*folded.params(), o).unwrap_err().to_string().contains("fold_key_blocks=off"));
+    for variant in [feature_variants(&specs), rule_variants(&specs), modifier_variants(&specs)] {
+        specs.extend(variant.into_iter().filter(|s| s.schedule().ds_handover));
+    }
+    assert!(specs.iter().any(|s| s.features().window) && specs.iter().any(|s| s.features().modifiers.is_some()));
+    assemble_all_clean(&tool, &specs, |spec, ptx| {
+        // (the hand-over's announcements count the 256 MMA threads; the dQ staging's, 160)
+        assert!(ptx.lines().any(|l| l.contains("barrier.arrive") && l.trim_end().ends_with(", 256;")), "{}: no hand-over announcement", spec.name());
+    });
+}

@@ -430,6 +430,9 @@ struct FusedDq {
     /// bwd_fused_up: a program may run two key blocks, the light one and then the heavy one, when the launch
     /// folded the grid (`KernelSpec::fold_key_blocks`, `KernelSpec::folds`).
     FOLD_KEY_BLOCKS: bool,
+    /// The dSᵀ tile passes between the MMA warpgroups by a hand-over (`Schedule::ds_handover`), else a
+    /// barrier of both every step.
+    DS_HANDOVER: bool,
     MMA_WARPGROUPS: u32,
     /// Warpgroup w's piece of a block of dQ: its rows 64w .. (HEAD_DIM 64, BLOCK_M 128:
     /// `KernelSpec::dq_splits_rows`), else its columns 64w ..
@@ -588,6 +591,7 @@ impl KernelConstants {
                 DQ_ATOMIC: kind.dq_atomics(),
                 DQ_UP: kind.dq_up(),
                 FOLD_KEY_BLOCKS: spec.fold_key_blocks(),
+                DS_HANDOVER: spec.schedule().ds_handover,
                 MMA_WARPGROUPS: (spec.mma_warps() / 4).max(1),
                 DQ_SPLITS_ROWS: spec.dq_splits_rows(),
                 DQ_PANEL_COLUMNS: 64,

@@ -105,6 +105,11 @@ impl KernelSpec {
         } else {
             None
         };
+        // (the hand-over's barrier ids beside a score_mod's indices spill 32 B of bwd_fused_atomic's MMA registers
+        // at HEAD_DIM 96/128; bwd_fused and bwd_fused_up, none)
+        rule(!(spec.schedule.ds_handover && score_mod && p.kind == KernelKind::BwdFusedAtomic), || {
+            format!("{}: ds_handover=on with a score_mod spills the MMA warpgroups' registers: use ds_handover=off (or bwd_fused)", p.kind.name())
+        })?;
         if let (Some(why), true) = (unfold_for, spec.schedule.fold_key_blocks) {
             // (the caller's switches: one equal to the derived value is dropped from the spec's)
             rule(overrides.fold_key_blocks != Some(true), || format!("{}: fold_key_blocks=on {why}; use fold_key_blocks=off", p.kind.name()))?;
@@ -158,7 +163,7 @@ impl KernelSpec {
         // the kinds below take two switches, programs_per_sm (the separate wgmma backward) and column_splits
         // (the separate dK/dV kernels; resolve's rules)
         let others = ScheduleOverrides { programs_per_sm: None, column_splits: None, ..overrides };
-        rule(others.is_empty(), || format!("{}: schedule `{others}`: this kind has no such schedule switches (the forward's belong to fwd_ws and fwd_ws_persistent, fold_key_blocks to bwd_fused_up)", p.kind.name()))?;
+        rule(others.is_empty(), || format!("{}: schedule `{others}`: this kind has no such schedule switches (the forward's belong to fwd_ws and fwd_ws_persistent, fold_key_blocks to bwd_fused_up, ds_handover to the fused backward)", p.kind.name()))?;
         rule(NUM_WARPS.contains(&w), || format!("num_warps={w} is not supported: use one of {NUM_WARPS:?}"))?;
         if p.kind == KernelKind::BwdPre {
             return only_canonical(p, KernelSpec::backward_preprocess(p.arch, p.dtype, d), "Δ does not depend on tiles or causality", "backward_preprocess");

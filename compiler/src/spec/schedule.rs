@@ -89,6 +89,14 @@ pub struct Schedule {
     /// loop (13.45 → 14.17 µs) and at batch 16 (−37 to −42%: a request per row is slower than cp.async),
     /// 2026-12-04-decode-bulk.
     pub bulk_kv: bool,
+    /// The fused backward's dSᵀ tile passes between its two MMA warpgroups by a hand-over: each warpgroup
+    /// announces (named barrier READ[w]) that it has waited for its dS·K of the step, and waits for the
+    /// other's announcement before it stores its next rows, instead of a barrier of both warpgroups every
+    /// step (which makes the faster one wait for the other's whole step). Both keep the one tile safe (its
+    /// race found by the CPU emulator, 2026-12-05). Off until the GPU times it: the full barrier cost the
+    /// backward 0-3% (2026-12-05-fixes-ab, with the key mask); not on a folded grid (ptxas spilled it at
+    /// HEAD_DIM 96/128 causal).
+    pub ds_handover: bool,
 }
 
 /// Which switches a caller sets explicitly; `None` takes the derived value. Written and parsed as
@@ -121,6 +129,8 @@ pub struct ScheduleOverrides {
     pub fold_key_blocks: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bulk_kv: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ds_handover: Option<bool>,
 }
 
 /// One switch: its name (the field's, on the CLI), its tag in kernel names, and how to read and write it.
@@ -132,7 +142,7 @@ struct Switch {
 }
 
 /// The switches in resolution order: a switch's derived value may depend on the ones before it.
-const SWITCHES: [Switch; 13] = [
+const SWITCHES: [Switch; 14] = [
     Switch { name: "q_from_registers", tag: "qreg", get: |o| o.q_from_registers.map(u32::from), set: |o, v| o.q_from_registers = Some(v != 0) },
     Switch { name: "lazy_rescale", tag: "lazy", get: |o| o.lazy_rescale.map(u32::from), set: |o, v| o.lazy_rescale = Some(v != 0) },
     Switch { name: "half_block_softmax", tag: "halfsm", get: |o| o.half_block_softmax.map(u32::from), set: |o, v| o.half_block_softmax = Some(v != 0) },
@@ -146,6 +156,7 @@ const SWITCHES: [Switch; 13] = [
     Switch { name: "column_splits", tag: "colsplit", get: |o| o.column_splits, set: |o, v| o.column_splits = Some(v) },
     Switch { name: "fold_key_blocks", tag: "fold", get: |o| o.fold_key_blocks.map(u32::from), set: |o, v| o.fold_key_blocks = Some(v != 0) },
     Switch { name: "bulk_kv", tag: "bulk", get: |o| o.bulk_kv.map(u32::from), set: |o, v| o.bulk_kv = Some(v != 0) },
+    Switch { name: "ds_handover", tag: "dshand", get: |o| o.ds_handover.map(u32::from), set: |o, v| o.ds_handover = Some(v != 0) },
 ];
 
 /// The switches that take a number rather than on/off.
@@ -169,6 +180,7 @@ impl ScheduleOverrides {
         column_splits: None,
         fold_key_blocks: None,
         bulk_kv: None,
+        ds_handover: None,
     };
 
     pub fn is_empty(&self) -> bool {
@@ -263,6 +275,7 @@ impl Schedule {
         column_splits: 1,
         fold_key_blocks: false,
         bulk_kv: false,
+        ds_handover: false,
     };
 
     /// Resolve `overrides` against the derived values, switch by switch in order, checking each switch that
@@ -368,6 +381,12 @@ impl Schedule {
 
         decide!(bulk_kv, false);
         rule(!s.bulk_kv, || format!("{kind}: bulk_kv=on is for the decode kernel (its K/V copies)"))?;
+
+        // (one MMA warpgroup reads only the rows it wrote, in its own order: nothing to hand over)
+        let two_mma_warpgroups = p.kind.fuses_dq() && p.num_warps == 12;
+        decide!(ds_handover, false);
+        rule(!s.ds_handover || two_mma_warpgroups, || format!("{kind}: ds_handover=on is for the fused backward with two MMA warpgroups (num_warps=12)"))?;
+        rule(!s.ds_handover || !s.fold_key_blocks, || format!("{kind}: ds_handover=on with a folded grid spills the MMA warpgroups' registers: use fold_key_blocks=off"))?;
         Ok((s, canonical))
     }
 }
