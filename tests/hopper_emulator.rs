@@ -367,6 +367,28 @@ fn windows_and_softcap_on_the_emulator() {
     }
 }
 
+/// HEAD_DIM 256 with softcap, windows and ALiBi (Gemma's width): the plan's forward, the ping-pong tile of
+/// `defaults::MODIFIED_TILES` (the table's 128×64 on two stages cannot take them), and its backward.
+#[test]
+fn head_dim_256_windows_softcap_and_alibi_on_the_emulator() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    let cases = [
+        Case { causal: true, softcap: Some(5.0), window: SLIDING, ..RAGGED },
+        Case { softcap: Some(5.0), ..RAGGED },
+        Case { n_q: 130, n_kv: 330, causal: true, window: SLIDING, ..RAGGED },
+        Case { mods: Mods::Alibi, causal: true, ..RAGGED },
+    ];
+    for (i, c) in cases.into_iter().enumerate() {
+        let (problem, _) = c.planned(DType::Bf16, 256);
+        let planned = plan::plan(Arch::Sm90a, &problem, &Default::default(), &plan::NoTuning).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+        let spec = planned.forward;
+        assert!(spec.kind() == KernelKind::FwdWs && spec.ping_pong(), "{}: not the ping-pong tile", spec.name());
+        check(&tools, spec, c, 450 + i as u64);
+        // (the backward: the wgmma pair in two column slices)
+        check_backward(&tools, &planned.backward.kernels(), c, &mut normal_inputs(DType::Bf16, 460 + i as u64), planned.dq_chains);
+    }
+}
+
 /// dQ, dK, dV of the fused backward `spec` on the emulator for `c` (M from the reference, Δ from O rounded to
 /// the dtype, as the forward and the preprocess give them), and the reference's; `inputs` makes Q, K, V, dO.
 fn run_backward(tools: &simt::Tools, specs: &[KernelSpec], c: Case, inputs: &mut dyn FnMut(usize, usize) -> Vec<f32>, chains: u32) -> [(Vec<f32>, Vec<f64>); 3] {

@@ -476,3 +476,23 @@ fn score_mods_run_fused_where_the_tile_holds_them_and_mask_mods_on_the_pair() {
     let e = flashgen::plan::with_features(&d128, flashgen::Features { modifiers: masked, ..flashgen::Features::NONE }).unwrap_err().to_string();
     assert!(e.contains("not a mask_mod"), "{e}");
 }
+
+/// HEAD_DIM 256 (Gemma: softcap, sliding windows): a modified problem's forward is the ping-pong tile of
+/// `defaults::MODIFIED_TILES` (the table's 128×64 on two stages cannot take the features); the plain one keeps
+/// the table's.
+#[test]
+fn head_dim_256_with_softcap_or_a_window_plans_the_ping_pong_forward() {
+    use flashgen::reference::Window;
+    let sliding = Window { left: Some(4096), right: Some(0) };
+    for (window, softcap) in [(sliding, false), (Window::UNBOUNDED, true), (sliding, true)] {
+        let p = Problem { window, softcap, ..problem(256, true, 8192) };
+        let planned = plan(Arch::Sm90a, &p, &PlanOptions::default(), &NoTuning).unwrap();
+        let f = planned.forward;
+        assert!(f.kind() == KernelKind::FwdWs && f.ping_pong(), "{}", f.name());
+        assert_eq!((f.block_m(), f.block_n(), f.num_warps(), f.num_stages()), (128, 32, 12, 4), "{}", f.name());
+        assert_eq!((f.features().window, f.features().softcap), (!window.is_unbounded(), softcap), "{}", f.name());
+        assert_eq!(planned.backward.dkdv.kind(), KernelKind::BwdDkdvWgmma);
+    }
+    let plain = plan(Arch::Sm90a, &problem(256, true, 8192), &PlanOptions::default(), &NoTuning).unwrap().forward;
+    assert_eq!((plain.block_n(), plain.num_stages()), (64, 2), "{}", plain.name());
+}

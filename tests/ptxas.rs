@@ -577,3 +577,68 @@ fn ds_handover_kernels_assemble_without_spills() {
         assert!(ptx.lines().any(|l| l.contains("barrier.arrive") && l.trim_end().ends_with(", 256;")), "{}: no hand-over announcement", spec.name());
     });
 }
+
+/// Every kernel the plan runs over a grid of problems (both targets, dtypes and head dims, 192/128, causal
+/// or not, equal and unequal lengths in both alignments, packed, windows, softcap, ALiBi, a causal mask_mod)
+/// assembles without spills: the other sweeps start from the default set's tiles, and a modified problem
+/// may plan other tiles (`defaults::MODIFIED_TILES`). Each problem plans or is refused by a rule that
+/// names the target (no legal problem on sm_90a is refused). The kernels the other sweeps assemble are
+/// left out here.
+#[test]
+fn every_planned_kernel_of_the_problem_grid_assembles_without_spills() {
+    use flashgen::mods::builtins;
+    use flashgen::plan::{plan, NoTuning, PlanOptions, Problem};
+    use flashgen::reference::Window;
+    let Some(tool) = ptxas_or_skip() else { return };
+    let alibi = builtins::alibi("slope").unwrap();
+    let causal_mask = builtins::causal(0).unwrap();
+    let mods = [None, flashgen::Modifiers::new(Some(&alibi), None).unwrap(), flashgen::Modifiers::new(None, Some(&causal_mask)).unwrap()];
+    let windows = [Window::UNBOUNDED, Window { left: Some(256), right: Some(0) }, Window { left: Some(256), right: Some(64) }, Window { left: Some(1024), right: None }];
+    let mut planned: Vec<KernelSpec> = Vec::new();
+    for arch in [Arch::Sm90a, Arch::Sm80] {
+        for dtype in [DType::Bf16, DType::F16] {
+            for (head_dim, value_dim) in [(32, None), (64, None), (96, None), (128, None), (192, None), (192, Some(128)), (256, None)] {
+                for causal in [false, true] {
+                    for (seqlen, seqlen_k) in [(300, 300), (2048, 2048), (2048, 700), (700, 2048), (5000, 5000)] {
+                        for varlen in [false, true] {
+                            for bottom_right in [true, false] {
+                                for window in windows {
+                                    for softcap in [false, true] {
+                                        for modifiers in mods {
+                                            // (modifiers take the window and softcap as their own; a mask_mod kernel is non-causal)
+                                            if modifiers.is_some() && (softcap || !window.is_unbounded()) || modifiers.is_some_and(|m| m.mask().is_some()) && causal {
+                                                continue;
+                                            }
+                                            let p = Problem { dtype, head_dim, causal, seqlen, seqlen_k, varlen, bottom_right, window, softcap, modifiers, value_dim };
+                                            match plan(arch, &p, &PlanOptions::default(), &NoTuning) {
+                                                Ok(pl) => {
+                                                    let kernels = [pl.forward, pl.forward_without_tma].into_iter().chain(pl.backward.kernels()).chain(pl.backward_without_tma.iter().flat_map(|b| b.kernels()));
+                                                    for spec in kernels {
+                                                        if !planned.contains(&spec) {
+                                                            planned.push(spec);
+                                                        }
+                                                    }
+                                                }
+                                                Err(e) => {
+                                                    let e = e.to_string();
+                                                    assert!(arch != Arch::Sm90a, "{p:?} on sm_90a: {e}");
+                                                    assert!(e.contains("sm_80") || e.contains("value head dim"), "{p:?} on sm_80: {e}");
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let default = flashgen::plan::default_set();
+    let mut covered: std::collections::HashSet<KernelSpec> = default.iter().copied().collect();
+    covered.extend(feature_variants(&default).into_iter().chain(rule_variants(&default)).chain(modifier_variants(&default)));
+    let left: Vec<KernelSpec> = planned.into_iter().filter(|s| !covered.contains(s)).collect();
+    println!("{} planned kernels the other sweeps do not assemble", left.len());
+    assemble_all_clean(&tool, &left, |_, _| {});
+}

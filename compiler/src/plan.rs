@@ -180,6 +180,7 @@ fn chosen(kind: KernelKind, arch: Arch, problem: &Problem, tuned: &dyn Tuned) ->
     let winner = if problem.modified() { None } else { tuned.winner(kind, arch, problem).map_err(SpecError)? };
     let spec = match winner {
         Some(spec) => spec,
+        None if problem.modified() => defaults::modified_spec(kind, arch, problem.dtype, problem.head_dim, problem.causal, problem.seqlen)?,
         None => defaults::spec(kind, arch, problem.dtype, problem.head_dim, problem.causal, problem.seqlen)?,
     };
     with_features(&spec, problem.features())
