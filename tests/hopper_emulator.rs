@@ -658,6 +658,28 @@ fn mma_sync_kernels_on_the_emulator() {
     }
 }
 
+/// Windows and softcap on the mma.sync kernels (Mistral's and Gemma 2's attention on an A100, L40 or RTX):
+/// the plan's forward and three-kernel backward for sm_80, both head dims and dtypes, causal or not,
+/// unequal lengths, packed sequences.
+#[test]
+fn mma_sync_windows_and_softcap_on_the_emulator() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    let more = [
+        Case { softcap: Some(5.0), ..RAGGED },
+        Case { causal: true, softcap: Some(5.0), window: SLIDING, ..RAGGED },
+        Case { causal: true, window: SLIDING, packed: &[(70, 70), (0, 0), (130, 200), (300, 300), (30, 0)], ..RAGGED },
+    ];
+    for (i, c) in WINDOWS.into_iter().chain(more).enumerate() {
+        for (d, dtype) in [(64, DType::F16), (128, DType::Bf16)] {
+            let (problem, _) = c.planned(dtype, d);
+            let planned = plan::plan(Arch::Sm80, &problem, &plan::PlanOptions::default(), &plan::NoTuning).unwrap_or_else(|e| panic!("{c:?} D{d}: {e}"));
+            assert_eq!(planned.forward.kind(), KernelKind::Fwd, "{}", planned.forward.name());
+            check(&tools, planned.forward, c, 1300 + i as u64);
+            check_backward(&tools, &planned.backward.kernels(), c, &mut normal_inputs(dtype, 1350 + i as u64), 1);
+        }
+    }
+}
+
 /// The backward the plan runs at every head dim (Δ, then the wgmma pair below 1024 tokens and the fused
 /// kernel from there where the table has it; 192 and 256 on the pair, 256 in column slices), planned for a
 /// short and a long sequence and run on a ragged one.

@@ -381,11 +381,20 @@ fn windows_and_softcap_plan_their_kernels_and_refuse_the_others() {
     let windowed = problem(128, true, 4096).with_window(w(Some(256), None), true);
     assert_eq!(plan(Arch::Sm90a, &windowed, &options, &TwoStages).unwrap(), plan(Arch::Sm90a, &windowed, &options, &NoTuning).unwrap());
     assert_eq!(plan(Arch::Sm90a, &problem(128, true, 4096), &options, &TwoStages).unwrap().forward.num_stages(), 2, "and are for the others");
-    // elsewhere: a clear error, not a kernel that ignores them
-    let p = problem(128, true, 4096).with_window(w(Some(256), None), false);
-    let e = plan(Arch::Sm80, &p, &options, &NoTuning).unwrap_err().to_string();
-    assert!(e.contains("sm_90a") && e.contains("sm_80"), "{e}");
-    let e = plan(Arch::Sm90a, &p, &PlanOptions { wgmma: false, ..options }, &NoTuning).unwrap_err().to_string();
+    // elsewhere (and on sm_90a with wgmma off): the mma.sync kernels, which take windows and softcap; modifiers
+    // are a clear error, not a kernel that ignores them
+    let p = problem(128, true, 4096).with_window(w(Some(256), None), true);
+    for (arch, wgmma) in [(Arch::Sm80, true), (Arch::Sm86, true), (Arch::Sm90a, false)] {
+        let planned = plan(arch, &p, &PlanOptions { wgmma, ..options }, &NoTuning).unwrap();
+        let kinds: Vec<KernelKind> = std::iter::once(planned.forward).chain(planned.backward.kernels()).map(|s| s.kind()).collect();
+        assert_eq!(kinds, [KernelKind::Fwd, KernelKind::BwdPre, KernelKind::BwdDkdv, KernelKind::BwdDq], "{arch:?}");
+        assert!(planned.forward.features().window && planned.forward.features().softcap && planned.backward.dkdv.features().softcap);
+    }
+    let alibi = flashgen::mods::builtins::alibi("slope").unwrap();
+    let modified = Problem { modifiers: flashgen::Modifiers::new(Some(&alibi), None).unwrap(), ..problem(128, true, 4096) };
+    let e = plan(Arch::Sm80, &modified, &options, &NoTuning).unwrap_err().to_string();
+    assert!(e.contains("sm_90a") && e.contains("sm_80") && e.contains("score_mod"), "{e}");
+    let e = plan(Arch::Sm90a, &modified, &PlanOptions { wgmma: false, ..options }, &NoTuning).unwrap_err().to_string();
     assert!(e.contains("wgmma off"), "{e}");
     // the fused backward's window: both alignments, not on packed sequences; the fold's order is refused
     // by name
@@ -408,9 +417,8 @@ fn windows_and_softcap_plan_their_kernels_and_refuse_the_others() {
     assert_eq!(flashgen::plan::dq_chains(&flashgen::plan::with_features(&up, window).unwrap(), Some(4)), 1);
     // the kinds that do not take them refuse them by name
     let features = flashgen::Features { window: true, ..flashgen::Features::NONE };
-    for kind in [KernelKind::BwdFused, KernelKind::Fwd] {
-        let arch = if kind == KernelKind::Fwd { Arch::Sm80 } else { Arch::Sm90a };
-        let spec = defaults::spec(kind, arch, DType::Bf16, 128, true, 4096).unwrap();
+    for kind in [KernelKind::BwdFused, KernelKind::FwdWgmma] {
+        let spec = defaults::spec(kind, Arch::Sm90a, DType::Bf16, 128, true, 4096).unwrap();
         let e = flashgen::plan::with_features(&spec, features).unwrap_err().to_string();
         assert!(e.contains("a sliding window is built into fwd_ws") && e.contains(kind.name()), "{e}");
     }

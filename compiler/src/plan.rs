@@ -202,7 +202,9 @@ pub fn forward_kind(arch: Arch, problem: &Problem, options: &PlanOptions) -> Res
         return match hopper(arch, options) {
             true if persistent => Ok(KernelKind::FwdWsPersistent),
             true => Ok(KernelKind::FwdWs),
-            false => Err(SpecError(format!("sliding windows, softcap, score_mod and mask_mod run on sm_90a's fwd_ws only so far, not on {} with wgmma {}: use an H100/H200 with the Hopper kernels on", arch.name(), if options.wgmma { "on" } else { "off" }))),
+            // (windows and softcap are built into the mma.sync forward too; modifiers only into fwd_ws)
+            false if problem.modifiers.is_none() => Ok(KernelKind::Fwd),
+            false => Err(SpecError(format!("score_mod and mask_mod run on sm_90a's fwd_ws only so far, not on {} with wgmma {}: use an H100/H200 with the Hopper kernels on (windows and softcap run everywhere)", arch.name(), if options.wgmma { "on" } else { "off" }))),
         };
     }
     if !hopper(arch, options) {
@@ -228,7 +230,8 @@ fn backward_kinds(arch: Arch, problem: &Problem, options: &PlanOptions) -> Resul
         }
         return match hopper(arch, options) {
             true => Ok(&[BwdDkdvWgmma, BwdDqWgmma]),
-            false => Err(SpecError(format!("sliding windows, softcap, score_mod and mask_mod run on sm_90a's wgmma kernels only so far, not on {}: use an H100/H200 with the Hopper kernels on", arch.name()))),
+            false if problem.modifiers.is_none() => Ok(&[BwdDkdv, BwdDq]),
+            false => Err(SpecError(format!("score_mod and mask_mod run on sm_90a's wgmma kernels only so far, not on {}: use an H100/H200 with the Hopper kernels on (windows and softcap run everywhere)", arch.name()))),
         };
     }
     if !hopper(arch, options) {

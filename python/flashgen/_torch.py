@@ -373,7 +373,7 @@ def flash_attn_func(q: Tensor, k: Tensor, v: Tensor, dropout_p: float = 0.0, sof
 
     window_size=(left, right) is a sliding window around that diagonal (query i sees keys i + d - left ..= i + d +
     right, -1 unbounded; causal=True ends it at the diagonal), softcap > 0 caps the scaled scores (cap · tanh(s /
-    cap)), forward and backward, on sm_90a (H100/H200) so far. alibi_slopes (heads,) float32 adds flash-attn's
+    cap)), forward and backward, on every GPU (sm_80 and up). alibi_slopes (heads,) float32 adds flash-attn's
     -slope·|i + seqlen_k - seqlen_q - j| to the scores.
 
     score_mod and mask_mod are FlexAttention's modifiers as expressions, compiled into the kernels (sm_90a):

@@ -83,11 +83,23 @@ impl KernelSpec {
         // (fwd_ws_persistent takes a window on its cross-tile consumers: each tile's blocks from its first row's
         // first key's, `seq::kv_blocks`)
         let window_persistent = p.kind == KernelKind::FwdWsPersistent && spec.cross_tile();
-        for (on, what, also, why) in [(features.window, "a sliding window", window_fused || window_persistent, packed), (features.softcap, "softcap", fused, "")] {
+        // (the mma.sync kernels, every target's: windows and softcap, not modifiers)
+        let mma_sync = matches!(p.kind, KernelKind::Fwd | KernelKind::BwdDkdv | KernelKind::BwdDq);
+        for (on, what, also, why) in [(features.window, "a sliding window", window_fused || window_persistent || mma_sync, packed), (features.softcap, "softcap", fused || mma_sync, "")] {
             rule(!on || takes_them || also || p.kind == KernelKind::Decode, || {
-                format!("{what} is built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3), fwd_ws_persistent with cross_tile (a window), the backward's bwd_dkdv_wgmma / bwd_dq_wgmma, decode, the fused backward (softcap) and (a causal window on fixed lengths) bwd_fused_up only, not into {} with NUM_STAGES={}{why}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
+                format!("{what} is built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3), fwd_ws_persistent with cross_tile (a window), the backward's bwd_dkdv_wgmma / bwd_dq_wgmma, decode, the mma.sync kernels (fwd, bwd_dkdv, bwd_dq), the fused backward (softcap) and (a causal window on fixed lengths) bwd_fused_up only, not into {} with NUM_STAGES={}{why}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
             })?;
         }
+        // (the mma.sync kernels at HEAD_DIM 128 and up, softcap on causal packed sequences: the forward with 32
+        // query rows a warp spills 28-32 B of its 255 registers, bwd_dkdv on 32-row query blocks 8-12 B; with 16
+        // rows, none)
+        let softcap_packed_causal = features.softcap && features.varlen && p.stage == 3 && p.tile_dim() >= 128;
+        rule(!(softcap_packed_causal && p.kind == KernelKind::Fwd && spec.rows_per_warp() >= 32), || {
+            format!("fwd: softcap on causal packed sequences with {} query rows a warp (BLOCK_M={}, num_warps={}) at HEAD_DIM={} spills its registers: use 16 rows a warp (num_warps = BLOCK_M / 16; the plan's tile for it, defaults::MODIFIED_TILES)", spec.rows_per_warp(), p.block_m, p.num_warps, p.head_dim)
+        })?;
+        rule(!(softcap_packed_causal && p.kind == KernelKind::BwdDkdv && p.block_m >= 32), || {
+            format!("bwd_dkdv: softcap on causal packed sequences on {}-row query blocks at HEAD_DIM={} spills its registers: use BLOCK_M=16 (the plan's tile for it, defaults::MODIFIED_TILES)", p.block_m, p.head_dim)
+        })?;
         // (bwd_fused, causal, on packed sequences at HEAD_DIM 64's 128-row query blocks: ptxas spills 8 B of
         // its MMA registers; the plan runs causal on bwd_fused_up, which does not)
         rule(!(p.kind == KernelKind::BwdFused && p.stage == 3 && features.varlen && spec.dq_splits_rows()), || {
