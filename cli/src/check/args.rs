@@ -47,6 +47,10 @@ pub struct CheckArgs {
     /// Schedule overrides for every decode case's kernel, "switch=on|off,..." (`bulk_kv=on`: K/V by bulk copies).
     #[arg(long)]
     pub decode_schedule: Option<String>,
+    /// Schedule overrides for the backward's dK/dV kernels, "switch=on|off,..." (`ds_handover=on`): every set
+    /// whose dK/dV kind takes them is checked with them instead (the others as they are; names show which).
+    #[arg(long)]
+    pub backward_schedule: Option<String>,
     /// Extra specs to check beside the defaults, as "[w:|ws:|wsp:]dtype,d,bm,bn,stage,warps,stages;..." (target = the GPU's; "w:" = fwd_wgmma, "ws:" = fwd_ws, "wsp:" = fwd_ws_persistent).
     #[arg(long)]
     pub specs: Option<String>,

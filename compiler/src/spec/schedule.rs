@@ -219,6 +219,17 @@ impl ScheduleOverrides {
         Ok(out)
     }
 
+    /// These overrides, and `base`'s where these leave a switch derived.
+    pub fn over(&self, base: &ScheduleOverrides) -> ScheduleOverrides {
+        let mut out = *base;
+        for s in &SWITCHES {
+            if let Some(v) = (s.get)(self) {
+                (s.set)(&mut out, v);
+            }
+        }
+        out
+    }
+
     /// The overrides as a kernel-name suffix: `_lazy0_qbuf2` (empty without overrides).
     pub fn name_suffix(&self) -> String {
         SWITCHES.iter().filter_map(|s| (s.get)(self).map(|v| format!("_{}{v}", s.tag))).collect()
