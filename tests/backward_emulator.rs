@@ -161,10 +161,15 @@ fn dkdv_padded_head_dims_on_the_emulator() {
     check("MHA, non-causal, N 50, HEAD_DIM 32", &tools, (1, 2, 2, 50, 50, 32), false, (16, 128, 4, 3));
 }
 
-/// V (dO, dV) narrower than Q and K (DeepSeek's shape, here 128/64 on 128's tiles): V's and dO's copies
-/// zero-fill its columns past 64 and dV is stored 64 wide (its buffer is exactly that: NaN-poisoned).
+/// V (dO, dV) narrower than Q and K (DeepSeek's shape, here 128/64 on 128's tiles, and 192/128 in column
+/// slices): V's and dO's copies zero-fill its columns past 64 and dV is stored 64 wide (its buffer is
+/// exactly that: NaN-poisoned).
 #[test]
 fn dkdv_narrower_values_on_the_emulator() {
     let Some(tools) = simt::tools_or_skip() else { return };
     check_dims("GQA 2, causal, N_q 40 < N_kv 70, D 128 / DV 64", &tools, (1, 4, 2, 40, 70, 128, 64), true, (32, 64, 4, 3));
+    // 192/128 in sm_80's three 64-column slices: two are V's, the third stores no dV (a stored one would
+    // land in the next row's columns, or past the buffer)
+    check_dims("GQA 2, causal, N_q 40 < N_kv 70, D 192 / DV 128, 3 slices", &tools, (1, 4, 2, 40, 70, 192, 128), true, (16, 64, 4, 2));
+    check_dims("MHA, non-causal, N 50, D 192 / DV 128, 3 slices", &tools, (1, 2, 2, 50, 50, 192, 128), false, (16, 64, 4, 2));
 }

@@ -504,3 +504,20 @@ fn head_dim_256_with_softcap_or_a_window_plans_the_ping_pong_forward() {
     let plain = plan(Arch::Sm90a, &problem(256, true, 8192), &PlanOptions::default(), &NoTuning).unwrap().forward;
     assert_eq!((plain.block_n(), plain.num_stages()), (64, 2), "{}", plain.name());
 }
+
+/// DeepSeek's 192/128 on the mma.sync kernels (sm_80, or sm_90a with the wgmma kernels off): dK/dV in three
+/// 64-column slices, the third past V's columns (it stores no dV), and dQ; the wgmma backward on sm_90a.
+#[test]
+fn value_head_dim_128_beside_192_plans_the_backward_everywhere() {
+    for causal in [false, true] {
+        let p = Problem { value_dim: Some(128), ..problem(192, causal, 4096) };
+        for (arch, wgmma) in [(Arch::Sm80, true), (Arch::Sm90a, false)] {
+            let b = plan(arch, &p, &PlanOptions { wgmma, ..PlanOptions::default() }, &NoTuning).unwrap().backward;
+            assert_eq!(b.dkdv.kind(), KernelKind::BwdDkdv, "{}", b.names());
+            assert_eq!((b.dkdv.column_splits(), b.dkdv.value_dim()), (3, 128), "{}", b.names());
+            assert_eq!(b.dq.map(|s| s.value_dim()), Some(128), "{}", b.names());
+        }
+        let hopper = plan(Arch::Sm90a, &p, &PlanOptions::default(), &NoTuning).unwrap().backward;
+        assert_eq!((hopper.dkdv.kind(), hopper.dkdv.column_splits()), (KernelKind::BwdDkdvWgmma, 1), "{}", hopper.names());
+    }
+}

@@ -597,8 +597,12 @@ fn a_value_head_dim_is_narrower_in_whole_chunks_and_one_column_slice() {
         let e = with_dv(ws, dv).unwrap_err().to_string();
         assert!(e.contains(&format!("a value head dim of {dv} with HEAD_DIM=192")) && e.contains("positive multiple of 8 below"), "{e}");
     }
-    // dV in column slices (D192 on 32-row blocks: 3) would need each slice's share of V's columns
+    // dV in column slices (D192 on 32-row blocks: 3 of 64): V's 128 columns are two whole slices, the third
+    // stores no dV; 96 would end inside a slice
     let sliced = SpecParams { block_m: 32, ..dkdv };
-    let e = with_dv(sliced, 128).unwrap_err().to_string();
-    assert!(e.contains("needs dK and dV in one column slice") && e.contains("this tile takes 3"), "{e}");
+    assert_eq!(with_dv(sliced, 128).unwrap().column_splits(), 3);
+    let e = with_dv(sliced, 96).unwrap_err().to_string();
+    assert!(e.contains("a value head dim of 96 in dK/dV column slices of 64 columns") && e.contains("whole number of slices"), "{e}");
+    let mma_sync = SpecParams { kind: KernelKind::BwdDkdv, arch: Arch::Sm80, ..dkdv };
+    assert_eq!(with_dv(mma_sync, 128).unwrap().column_splits(), 3, "sm_80's D192 dK/dV (16 query rows) in three slices");
 }

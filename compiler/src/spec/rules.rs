@@ -54,8 +54,9 @@ impl KernelSpec {
                 format!("a value head dim of {dv} with HEAD_DIM={}: V's must be a positive multiple of 8 below Q's and K's (the tiles are HEAD_DIM wide, V's columns past its own zero)", p.head_dim)
             })?;
             rule(!p.kind.decodes(), || format!("{}: the decode kernels take V as wide as K", p.kind.name()))?;
-            rule(spec.column_splits() == 1, || {
-                format!("{}: a value head dim narrower than HEAD_DIM={} needs dK and dV in one column slice (column_splits=1; this tile takes {}): use bwd_dkdv_wgmma's 16-row query blocks, or V as wide as K", p.kind.name(), p.head_dim, spec.column_splits())
+            // (a dK/dV column slice is wholly V's or wholly past it: the latter stores no dV)
+            rule(spec.column_splits() == 1 || dv % spec.output_columns() == 0, || {
+                format!("{}: a value head dim of {dv} in dK/dV column slices of {} columns (HEAD_DIM={} in {}): V's must be a whole number of slices; use column_splits=1 or a V of a multiple of {} columns", p.kind.name(), spec.output_columns(), p.head_dim, spec.column_splits(), spec.output_columns())
             })?;
         }
         if p.kind == KernelKind::BwdPre {
