@@ -680,6 +680,31 @@ fn mma_sync_windows_and_softcap_on_the_emulator() {
     }
 }
 
+/// Score and mask modifiers on the mma.sync kernels (FlexAttention-style ALiBi, causal as a mask_mod, a
+/// document mask on an A100, L40 or RTX): the plan's forward and three-kernel backward for sm_80 (HEAD_DIM
+/// 128's dK/dV on 16-row query blocks: ALiBi spills 32-row ones), both dtypes, GQA, unequal lengths, packed.
+#[test]
+fn mma_sync_modifiers_on_the_emulator() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    let cases = [
+        Case { mods: Mods::Alibi, ..RAGGED },
+        Case { mods: Mods::Alibi, causal: true, z: 1, h: 4, h_kv: 2, n_q: 130, n_kv: 260, ..RAGGED },
+        Case { mods: Mods::Alibi, causal: true, packed: &[(70, 70), (0, 0), (130, 200), (30, 0)], ..RAGGED },
+        Case { mods: Mods::CausalMask, ..RAGGED },
+        Case { mods: Mods::AlibiDocuments, z: 3, h: 2, h_kv: 1, n_q: 200, n_kv: 200, ..RAGGED },
+    ];
+    for (i, c) in cases.into_iter().enumerate() {
+        for (d, dtype) in [(64, DType::F16), (128, DType::Bf16)] {
+            let (problem, _) = c.planned(dtype, d);
+            let planned = plan::plan(Arch::Sm80, &problem, &plan::PlanOptions::default(), &plan::NoTuning).unwrap_or_else(|e| panic!("{c:?} D{d}: {e}"));
+            assert_eq!(planned.forward.kind(), KernelKind::Fwd, "{}", planned.forward.name());
+            assert!(planned.forward.features().modifiers.is_some(), "{}", planned.forward.name());
+            check(&tools, planned.forward, c, 1400 + i as u64);
+            check_backward(&tools, &planned.backward.kernels(), c, &mut normal_inputs(dtype, 1450 + i as u64), 1);
+        }
+    }
+}
+
 /// The backward the plan runs at every head dim (Δ, then the wgmma pair below 1024 tokens and the fused
 /// kernel from there where the table has it; 192 and 256 on the pair, 256 in column slices), planned for a
 /// short and a long sequence and run on a ragged one.

@@ -202,9 +202,8 @@ pub fn forward_kind(arch: Arch, problem: &Problem, options: &PlanOptions) -> Res
         return match hopper(arch, options) {
             true if persistent => Ok(KernelKind::FwdWsPersistent),
             true => Ok(KernelKind::FwdWs),
-            // (windows and softcap are built into the mma.sync forward too; modifiers only into fwd_ws)
-            false if problem.modifiers.is_none() => Ok(KernelKind::Fwd),
-            false => Err(SpecError(format!("score_mod and mask_mod run on sm_90a's fwd_ws only so far, not on {} with wgmma {}: use an H100/H200 with the Hopper kernels on (windows and softcap run everywhere)", arch.name(), if options.wgmma { "on" } else { "off" }))),
+            // (windows, softcap and modifiers are built into the mma.sync forward too)
+            false => Ok(KernelKind::Fwd),
         };
     }
     if !hopper(arch, options) {
@@ -230,8 +229,7 @@ fn backward_kinds(arch: Arch, problem: &Problem, options: &PlanOptions) -> Resul
         }
         return match hopper(arch, options) {
             true => Ok(&[BwdDkdvWgmma, BwdDqWgmma]),
-            false if problem.modifiers.is_none() => Ok(&[BwdDkdv, BwdDq]),
-            false => Err(SpecError(format!("score_mod and mask_mod run on sm_90a's wgmma kernels only so far, not on {}: use an H100/H200 with the Hopper kernels on (windows and softcap run everywhere)", arch.name()))),
+            false => Ok(&[BwdDkdv, BwdDq]),
         };
     }
     if !hopper(arch, options) {

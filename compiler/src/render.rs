@@ -924,9 +924,9 @@ pub fn render(spec: &KernelSpec) -> Result<String, RenderError> {
     let mut constants = KernelConstants::of(spec);
     if let Some(m) = spec.features().modifiers {
         // (the fused backward takes a score_mod: `KernelSpec::with_features` refuses it a mask_mod)
-        let backward = matches!(spec.kind(), KernelKind::BwdDkdvWgmma | KernelKind::BwdDqWgmma) || spec.kind().fuses_dq();
-        if spec.kind() != KernelKind::FwdWs && !backward {
-            return Err(RenderError { template, spec: spec.name(), detail: "score_mod and mask_mod are built into fwd_ws and the wgmma backward pairs only, a score_mod into the fused backward".into() });
+        let backward = matches!(spec.kind(), KernelKind::BwdDkdvWgmma | KernelKind::BwdDqWgmma | KernelKind::BwdDkdv | KernelKind::BwdDq) || spec.kind().fuses_dq();
+        if !matches!(spec.kind(), KernelKind::FwdWs | KernelKind::Fwd) && !backward {
+            return Err(RenderError { template, spec: spec.name(), detail: "score_mod and mask_mod are built into fwd_ws, fwd and the backward pairs only, a score_mod into the fused backward".into() });
         }
         let code = ModCode::of(&m, spec.block_n(), backward).map_err(|e| RenderError { template, spec: spec.name(), detail: e.to_string() })?;
         constants.common.MOD = Some(code);

@@ -376,7 +376,7 @@ def flash_attn_func(q: Tensor, k: Tensor, v: Tensor, dropout_p: float = 0.0, sof
     cap)), forward and backward, on every GPU (sm_80 and up). alibi_slopes (heads,) float32 adds flash-attn's
     -slope·|i + seqlen_k - seqlen_q - j| to the scores.
 
-    score_mod and mask_mod are FlexAttention's modifiers as expressions, compiled into the kernels (sm_90a):
+    score_mod and mask_mod are FlexAttention's modifiers as expressions, compiled into the kernels (every GPU):
     score_mod over score (the scaled score), b, h, q_idx, kv_idx, e.g. "score + slope[h] * (kv_idx - q_idx)";
     mask_mod a condition (True keeps the pair), e.g. "q_idx // 128 >= kv_idx // 128". The tensors they read come
     in mod_tensors={"slope": t}: float32 or int32, one value per query head (read as slope[h]) or per batch entry

@@ -624,11 +624,7 @@ def test_a_call_on_another_gpu_leaves_torchs_current_device(gpu):
     check_against_sdpa(q, k, v, out, False, 64 ** -0.5)
 
 
-# --- ALiBi, score_mod and mask_mod (sm_90a) -------------------------------------------------------------------------
-
-def _needs_hopper(gpu):
-    if torch.cuda.get_device_capability(gpu) != (9, 0):
-        pytest.skip("score_mod, mask_mod and ALiBi run on sm_90a's fwd_ws and wgmma backward pair so far")
+# --- ALiBi, score_mod and mask_mod (every GPU: fwd_ws and the wgmma pair on sm_90a, the mma.sync kernels elsewhere) ---
 
 
 def _qkv(gpu, b, n_q, n_kv, h, h_kv, d, seed):
@@ -642,7 +638,6 @@ def _qkv(gpu, b, n_q, n_kv, h, h_kv, d, seed):
 @pytest.mark.parametrize("n_q, n_kv", [(1000, 1000), (300, 700)], ids=["equal", "more-keys"])
 def test_alibi_slopes_forward_and_backward(gpu, causal, n_q, n_kv):
     """flash-attn's alibi_slopes: -slope[h]·|i + N_kv - N_q - j| added to the scaled scores."""
-    _needs_hopper(gpu)
     b, h, h_kv, d = 2, 8, 2, 128
     q, k, v = _qkv(gpu, b, n_q, n_kv, h, h_kv, d, n_q + n_kv)
     slopes = torch.tensor([2.0 ** (-8 * (i + 1) / h) for i in range(h)], dtype=torch.float32, device=gpu)
@@ -661,7 +656,6 @@ def test_alibi_slopes_forward_and_backward(gpu, causal, n_q, n_kv):
 def test_score_and_mask_mods_forward_and_backward(gpu, causal):
     """A score_mod with a per-head tensor, a mask_mod with a per-batch int tensor (block-causal documents of
     per-batch lengths), causal joining them, against the definition in float64; through torch.compile too."""
-    _needs_hopper(gpu)
     b, n, h, h_kv, d = 2, 777, 4, 4, 64
     q, k, v = _qkv(gpu, b, n, n, h, h_kv, d, 11 + causal)
     slope = torch.tensor([0.5, 0.25, 0.125, 0.0625], dtype=torch.float32, device=gpu)

@@ -52,7 +52,7 @@ pub struct ForwardCall<'a> {
     pub window: Window,
     /// Softcap: the scaled score s becomes cap · tanh(s / cap) (Gemma 2's 50.0, Grok's 30.0); finite, > 0.
     pub softcap: Option<f32>,
-    /// A score_mod and/or mask_mod compiled into the kernels (`flashgen::mods`; fwd_ws and the wgmma backward pair, a score_mod also the fused backward), with
+    /// A score_mod and/or mask_mod compiled into the kernels (`flashgen::mods`; fwd_ws and the wgmma backward pair on sm_90a, a score_mod also the fused backward; the mma.sync kernels elsewhere), with
     /// the tensors they read. Causal, the window and softcap join them (`modifiers::fold`).
     pub modifiers: Option<CallModifiers<'a>>,
 }

@@ -2,9 +2,9 @@
 //! 8..64), unequal query and key lengths both ways (ragged, causal aligned bottom-right and top-left),
 //! packed variable-length sequences (seeded lengths 0..4097 with empty ones, both dtypes, D 64 and 128,
 //! causal or not), forward and backward, through the view-level calls with poisoned outputs and guard
-//! zones (every element written, nothing past the end). On sm_90a also sliding windows (left, right, with
-//! causal, unequal lengths, GQA and packed sequences) and softcap, forward and backward, and V narrower
-//! than Q and K (192/128).
+//! zones (every element written, nothing past the end). Also sliding windows (left, right, with causal,
+//! unequal lengths, GQA and packed sequences), softcap, score_mod and mask_mod, forward and backward, V
+//! narrower than Q and K (192/128) and HEAD_DIM 256 with softcap, on every GPU's kernels.
 
 use super::args::CheckArgs;
 use super::common::{nan_bits, GRAD_TOL, GUARD, M_TOL, O_TOL};
@@ -44,7 +44,9 @@ fn lengths(rng: &mut SplitMix, batch: usize, max: usize) -> Vec<usize> {
     (0..batch).map(|_| if rng.next_u64() % 6 == 0 { 0 } else { (rng.next_u64() % (max as u64 + 1)) as usize }).collect()
 }
 
-fn cases(a: &CheckArgs, seed: u64, hopper: bool) -> Vec<Case> {
+/// Every case runs on every GPU: the problems the fused kernels and fwd_ws serve on sm_90a (windows, softcap,
+/// modifiers, 192/128, HEAD_DIM 256) run on the mma.sync kernels elsewhere (and with FLASHGEN_WGMMA=0).
+fn cases(a: &CheckArgs, seed: u64) -> Vec<Case> {
     let mut rng = SplitMix(seed ^ 0x6e0);
     let mut out = Vec::new();
     let mut push = |label: String, dtype: DType, problem: RefProblem| out.push(Case { label, dtype, problem, mods: None });
@@ -83,33 +85,31 @@ fn cases(a: &CheckArgs, seed: u64, hopper: bool) -> Vec<Case> {
             push(format!("varlen {lq:?}"), dtype, p);
             let p = RefProblem::new(5, 4, 1, d).varlen_from_lengths(&lq, &lk).causal(causal).order(TensorOrder::Bshd);
             push(format!("varlen q {lq:?} k {lk:?}"), dtype, p);
-            if hopper && d == 128 {
+            if d == 128 {
                 // V narrower than Q and K (DeepSeek's 192/128): equal, unequal, grouped and packed
                 let dims = |p: RefProblem| p.head_dims(192, 128).order(TensorOrder::Bshd);
                 push("dv 192/128 N1000".into(), dtype, dims(RefProblem::new(2, 4, 1000, 192).causal(causal)));
                 push("dv 192/128 gqa H8/2 N_q 300 N_kv 700".into(), dtype, dims(RefProblem::new(1, 8, 300, 192).kv_heads(2).seqlens(300, 700).causal(causal)));
                 push(format!("dv 192/128 varlen {lq:?}"), dtype, dims(RefProblem::new(5, 4, 1, 192).varlen_from_lengths(&lq, &lq).causal(causal)));
             }
-            if hopper && d == 128 {
+            if d == 128 {
                 // HEAD_DIM 256 (Gemma's width) with softcap and a sliding window: the ping-pong tile of
                 // defaults::MODIFIED_TILES forward, the wgmma pair in two column slices backward
                 let gemma = RefProblem::new(2, 4, 1000, 256).kv_heads(2).softcap(1.0).causal(causal).order(TensorOrder::Bshd);
                 push("D256 softcap 1 gqa H4/2 N1000".into(), dtype, gemma.clone());
                 push("D256 softcap 1 window left 300 N1000".into(), dtype, gemma.window(Window { left: Some(300), right: if causal { Some(0) } else { None } }));
             }
-            if hopper {
-                window_cases(&mut push, dtype, d, causal, long, &lq);
-                fused_window_cases(&mut push, dtype, causal);
-                modifier_cases(&mut modified, dtype, d, causal, &lq);
-                fused_modifier_cases(&mut modified, dtype, causal, a.quick);
-            }
+            window_cases(&mut push, dtype, d, causal, long, &lq);
+            fused_window_cases(&mut push, dtype, causal);
+            modifier_cases(&mut modified, dtype, d, causal, &lq);
+            fused_modifier_cases(&mut modified, dtype, causal, a.quick);
         }
     }
     out.extend(modified);
     out
 }
 
-/// score_mod and mask_mod (fwd_ws and the wgmma backward pair on sm_90a), forward and backward: ALiBi with the causal flag (a causal
+/// score_mod and mask_mod (fwd_ws and the wgmma backward pair on sm_90a, the mma.sync kernels elsewhere), forward and backward: ALiBi with the causal flag (a causal
 /// kernel with a score_mod), causal written as a mask_mod (the proved interval path), a document mask with
 /// a per-batch tensor and ALiBi after softcap (the per-element path, and the call's softcap joining the
 /// score_mod), a mask that is no interval, a mask with the causal flag on unequal lengths (the diagonal
@@ -211,7 +211,7 @@ fn fused_modifier_cases(out: &mut Vec<Case>, dtype: DType, causal: bool, quick: 
     }
 }
 
-/// Sliding windows and softcap (fwd_ws and the wgmma backward pair on sm_90a): left bounds inside a block and
+/// Sliding windows and softcap (fwd_ws and the wgmma backward pair on sm_90a, the mma.sync kernels elsewhere): left bounds inside a block and
 /// across many, a bounded right side without causal (the kernel's shifted diagonal), unequal lengths that
 /// leave rows without keys in both alignments, GQA, packed sequences; softcap at a cap small enough to bend
 /// the scores (cap 1: tanh is far from linear on N(0, 1) scores), alone and with a window.
@@ -464,7 +464,7 @@ fn run_case(flash: &Flash, c: &Case, seed: u64) -> Result<([f64; 5], bool), Stri
 pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>) -> Result<(usize, usize), String> {
     let (mut passed, mut failed) = (0, 0);
     let mut seed = a.seed ^ 0x6e0;
-    for c in cases(a, a.seed, flash.gpu.arch.has_wgmma()) {
+    for c in cases(a, a.seed) {
         if !a.selects(&c.label) {
             continue;
         }

@@ -84,7 +84,7 @@ impl KernelSpec {
         // (fwd_ws_persistent takes a window on its cross-tile consumers: each tile's blocks from its first row's
         // first key's, `seq::kv_blocks`)
         let window_persistent = p.kind == KernelKind::FwdWsPersistent && spec.cross_tile();
-        // (the mma.sync kernels, every target's: windows and softcap, not modifiers)
+        // (the mma.sync kernels, every target's: windows, softcap and modifiers)
         let mma_sync = matches!(p.kind, KernelKind::Fwd | KernelKind::BwdDkdv | KernelKind::BwdDq);
         for (on, what, also, why) in [(features.window, "a sliding window", window_fused || window_persistent || mma_sync, packed), (features.softcap, "softcap", fused || mma_sync, "")] {
             rule(!on || takes_them || also || p.kind == KernelKind::Decode, || {
@@ -135,9 +135,9 @@ impl KernelSpec {
             return Ok(KernelSpec { features: Features { empty_rows: false, ..features }, ..spec });
         }
         if features.modifiers.is_some() {
-            rule(takes_them || (fused && !masked_by_mod), || {
+            rule(takes_them || mma_sync || (fused && !masked_by_mod), || {
                 let fused = if fused { " (the fused backward takes a score_mod, not a mask_mod: its programs' order of dQ additions counts on every query block the causal rule leaves)" } else { "" };
-                format!("score_mod and mask_mod are built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3) and the backward's bwd_dkdv_wgmma / bwd_dq_wgmma only, not into {} with NUM_STAGES={}{fused}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
+                format!("score_mod and mask_mod are built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3), the backward's bwd_dkdv_wgmma / bwd_dq_wgmma and the mma.sync kernels (fwd, bwd_dkdv, bwd_dq) only, not into {} with NUM_STAGES={}{fused}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
             })?;
             // (HEAD_DIM 64's fused tile, two warpgroups of 64 keys on 128-row query blocks, holds S and dP of 128
             // queries: ALiBi's per-element indices spill 160-216 B of its registers)
