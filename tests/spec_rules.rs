@@ -606,3 +606,21 @@ fn a_value_head_dim_is_narrower_in_whole_chunks_and_one_column_slice() {
     let mma_sync = SpecParams { kind: KernelKind::BwdDkdv, arch: Arch::Sm80, ..dkdv };
     assert_eq!(with_dv(mma_sync, 128).unwrap().column_splits(), 3, "sm_80's D192 dK/dV (16 query rows) in three slices");
 }
+
+/// The mma.sync kernels with a score_mod at HEAD_DIM 128: the tiles that spill are refused by name and point
+/// at the plan's (defaults::MODIFIED_TILES), which take it.
+#[test]
+fn score_mods_on_the_mma_sync_kernels_refuse_the_tiles_that_spill() {
+    use flashgen::{Features, Modifiers};
+    let alibi = flashgen::mods::builtins::alibi("slope").unwrap();
+    let features = |varlen| Features { varlen, modifiers: Modifiers::new(Some(&alibi), None).unwrap(), ..Features::NONE };
+    let with = |p: SpecParams, varlen| KernelSpec::with_features(p, ScheduleOverrides::NONE, features(varlen));
+    let fwd = SpecParams { kind: KernelKind::Fwd, block_m: 256, block_n: 32, num_warps: 8, num_stages: 3, stage: 1, arch: Arch::Sm80, ..base() };
+    let e = with(fwd, true).unwrap_err().to_string();
+    assert!(e.contains("score_mod on packed sequences with 32 query rows a warp") && e.contains("MODIFIED_TILES"), "{e}");
+    assert!(with(fwd, false).is_ok() && with(SpecParams { block_m: 128, ..fwd }, true).is_ok());
+    let dkdv = SpecParams { kind: KernelKind::BwdDkdv, block_m: 32, block_n: 64, num_warps: 4, num_stages: 3, stage: 1, arch: Arch::Sm80, ..base() };
+    let e = with(dkdv, false).unwrap_err().to_string();
+    assert!(e.contains("bwd_dkdv: a score_mod (non-causal) on 32-row query blocks") && e.contains("BLOCK_M=16"), "{e}");
+    assert!(with(SpecParams { block_m: 16, ..dkdv }, false).is_ok() && with(SpecParams { stage: 3, ..dkdv }, false).is_ok());
+}

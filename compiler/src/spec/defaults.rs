@@ -185,13 +185,14 @@ pub static BACKWARD_KINDS: &[KindRow] = &[
 ///   256's row is 128×64 on two stages (what fits at that width). Its modified problems (Gemma: softcap and
 ///   sliding windows at 256) run 128×32 on four stages, ping-pong, which hdim-v1 read at 0.96-1.04× of
 ///   128×64 without them;
-/// - the mma.sync kernels at HEAD_DIM 128: causal, the forward's 128×32 on 4 warps (32 rows each) spills 32 B
-///   with softcap on packed sequences (255 registers), on 8 warps (16 rows each) 193-197 registers, none;
+/// - the mma.sync kernels at HEAD_DIM 128: the forward on 32 rows a warp spills 32 B with softcap on causal
+///   packed sequences (128×32 on 4 warps, 255 registers) and with ALiBi on non-causal ones (256×32 on 8), on
+///   16 rows a warp (128×32 on 8 warps: 193-197 registers) none;
 ///   bwd_dkdv's 32-row query blocks 8-12 B, 16-row ones none; bwd_dkdv non-causal with a score_mod (ALiBi)
 ///   on 32-row blocks 4 B, on 16-row ones none. Not timed.
 pub static MODIFIED_TILES: &[TileRow] = &[
     row(FwdWs, on(HOPPER, &[256], None, ANY), t(128, 32, 12, 4), "hdim-v1"),
-    row(Fwd, on(EVERY, D128, Some(true), ANY), t(128, 32, 8, 3), "fwd-mma-v5"),
+    row(Fwd, on(EVERY, D128, None, ANY), t(128, 32, 8, 3), "fwd-mma-v5"),
     row(BwdDkdv, on(EVERY, D128, None, ANY), t(16, 64, 4, 3), "bwd-v2"),
 ];
 

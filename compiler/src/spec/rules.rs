@@ -101,6 +101,15 @@ impl KernelSpec {
         rule(!(softcap_packed_causal && p.kind == KernelKind::BwdDkdv && p.block_m >= 32), || {
             format!("bwd_dkdv: softcap on causal packed sequences on {}-row query blocks at HEAD_DIM={} spills its registers: use BLOCK_M=16 (the plan's tile for it, defaults::MODIFIED_TILES)", p.block_m, p.head_dim)
         })?;
+        // (and with a score_mod (ALiBi): the forward on packed sequences with 32 rows a warp 32 B, bwd_dkdv
+        // non-causal on 32-row query blocks 4 B; 16 rows, none)
+        let score_mod_wide = features.modifiers.is_some_and(|m| m.score().is_some()) && p.tile_dim() >= 128;
+        rule(!(score_mod_wide && features.varlen && p.kind == KernelKind::Fwd && spec.rows_per_warp() >= 32), || {
+            format!("fwd: a score_mod on packed sequences with {} query rows a warp (BLOCK_M={}, num_warps={}) at HEAD_DIM={} spills its registers: use 16 rows a warp (num_warps = BLOCK_M / 16; the plan's tile for it, defaults::MODIFIED_TILES)", spec.rows_per_warp(), p.block_m, p.num_warps, p.head_dim)
+        })?;
+        rule(!(score_mod_wide && p.stage == 1 && p.kind == KernelKind::BwdDkdv && p.block_m >= 32), || {
+            format!("bwd_dkdv: a score_mod (non-causal) on {}-row query blocks at HEAD_DIM={} spills its registers: use BLOCK_M=16 (the plan's tile for it, defaults::MODIFIED_TILES)", p.block_m, p.head_dim)
+        })?;
         // (bwd_fused, causal, on packed sequences at HEAD_DIM 64's 128-row query blocks: ptxas spills 8 B of
         // its MMA registers; the plan runs causal on bwd_fused_up, which does not)
         rule(!(p.kind == KernelKind::BwdFused && p.stage == 3 && features.varlen && spec.dq_splits_rows()), || {
