@@ -616,20 +616,23 @@ fn wgmma_backward_pair_on_the_emulator() {
     }
 }
 
+/// The modifier cases: ALiBi (ragged, GQA with unequal lengths, causal packed with empty sequences), causal as
+/// a mask_mod, ALiBi with a per-batch document mask.
+const MODIFIED: [Case; 5] = [
+    Case { mods: Mods::Alibi, ..RAGGED },
+    Case { mods: Mods::Alibi, causal: true, z: 1, h: 4, h_kv: 2, n_q: 130, n_kv: 260, ..RAGGED },
+    Case { mods: Mods::Alibi, causal: true, packed: &[(70, 70), (0, 0), (130, 200), (30, 0)], ..RAGGED },
+    Case { mods: Mods::CausalMask, ..RAGGED },
+    Case { mods: Mods::AlibiDocuments, z: 3, h: 2, h_kv: 1, n_q: 200, n_kv: 200, ..RAGGED },
+];
+
 /// Score and mask modifiers compiled into the kernels: fwd_ws (the forward with modifiers), the wgmma pair
 /// (mask_mods' backward) and the fused backward (score_mods at HEAD_DIM 96/128): ALiBi (ragged, GQA, unequal
 /// lengths, packed, causal), causal as a mask_mod, ALiBi with a per-batch document mask.
 #[test]
 fn modifiers_on_the_emulator() {
     let Some(tools) = simt::tools_or_skip() else { return };
-    let cases = [
-        Case { mods: Mods::Alibi, ..RAGGED },
-        Case { mods: Mods::Alibi, causal: true, z: 1, h: 4, h_kv: 2, n_q: 130, n_kv: 260, ..RAGGED },
-        Case { mods: Mods::Alibi, causal: true, packed: &[(70, 70), (0, 0), (130, 200), (30, 0)], ..RAGGED },
-        Case { mods: Mods::CausalMask, ..RAGGED },
-        Case { mods: Mods::AlibiDocuments, z: 3, h: 2, h_kv: 1, n_q: 200, n_kv: 200, ..RAGGED },
-    ];
-    for (i, c) in cases.into_iter().enumerate() {
+    for (i, c) in MODIFIED.into_iter().enumerate() {
         for (d, dtype) in [(64, DType::Bf16), (128, DType::F16)] {
             check(&tools, spec_for(KernelKind::FwdWs, dtype, d, &c), c, 900 + i as u64);
             let pair = [spec_for(KernelKind::BwdDkdvWgmma, dtype, d, &c), spec_for(KernelKind::BwdDqWgmma, dtype, d, &c)];
@@ -686,14 +689,7 @@ fn mma_sync_windows_and_softcap_on_the_emulator() {
 #[test]
 fn mma_sync_modifiers_on_the_emulator() {
     let Some(tools) = simt::tools_or_skip() else { return };
-    let cases = [
-        Case { mods: Mods::Alibi, ..RAGGED },
-        Case { mods: Mods::Alibi, causal: true, z: 1, h: 4, h_kv: 2, n_q: 130, n_kv: 260, ..RAGGED },
-        Case { mods: Mods::Alibi, causal: true, packed: &[(70, 70), (0, 0), (130, 200), (30, 0)], ..RAGGED },
-        Case { mods: Mods::CausalMask, ..RAGGED },
-        Case { mods: Mods::AlibiDocuments, z: 3, h: 2, h_kv: 1, n_q: 200, n_kv: 200, ..RAGGED },
-    ];
-    for (i, c) in cases.into_iter().enumerate() {
+    for (i, c) in MODIFIED.into_iter().enumerate() {
         for (d, dtype) in [(64, DType::F16), (128, DType::Bf16)] {
             let (problem, _) = c.planned(dtype, d);
             let planned = plan::plan(Arch::Sm80, &problem, &plan::PlanOptions::default(), &plan::NoTuning).unwrap_or_else(|e| panic!("{c:?} D{d}: {e}"));
