@@ -122,4 +122,11 @@ fn bad_flags_name_the_rule_and_exit_nonzero() {
         assert!(err.contains(phrase), "{args:?}: `{err}` should contain `{phrase}`");
         assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
     }
+    // check's schedule flags are read with the arguments: a typo fails before any kernel is generated
+    for (flag, phrase) in [("--backward-schedule", "schedule switch `ds_hand` is unknown"), ("--decode-schedule", "schedule switch `ds_hand` is unknown")] {
+        let out = flashgen().args(["check", "--cpu-only", flag, "ds_hand=on"]).output().unwrap();
+        let (err, stdout) = (String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+        assert!(!out.status.success() && err.contains(phrase) && err.contains(flag), "{flag}: `{err}` should contain `{phrase}`");
+        assert!(!stdout.contains("generated"), "{flag}: kernels were generated before the flag was read: {stdout}");
+    }
 }

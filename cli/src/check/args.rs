@@ -45,15 +45,20 @@ pub struct CheckArgs {
     #[arg(long, conflicts_with = "skip_decode")]
     pub decode_only: bool,
     /// Schedule overrides for every decode case's kernel, "switch=on|off,..." (`bulk_kv=on`: K/V by bulk copies).
-    #[arg(long)]
-    pub decode_schedule: Option<String>,
+    #[arg(long, value_parser = schedule)]
+    pub decode_schedule: Option<flashgen::ScheduleOverrides>,
     /// Schedule overrides for the backward's dK/dV kernels, "switch=on|off,..." (`ds_handover=on`): every set
     /// whose dK/dV kind takes them is checked with them instead (the others as they are; names show which).
-    #[arg(long)]
-    pub backward_schedule: Option<String>,
+    #[arg(long, value_parser = schedule)]
+    pub backward_schedule: Option<flashgen::ScheduleOverrides>,
     /// Extra specs to check beside the defaults, as "[w:|ws:|wsp:]dtype,d,bm,bn,stage,warps,stages;..." (target = the GPU's; "w:" = fwd_wgmma, "ws:" = fwd_ws, "wsp:" = fwd_ws_persistent).
     #[arg(long)]
     pub specs: Option<String>,
+}
+
+/// "switch=on|off,...", read when the arguments are (a typo fails before any kernel is generated).
+fn schedule(text: &str) -> Result<flashgen::ScheduleOverrides, String> {
+    flashgen::ScheduleOverrides::parse(text).map_err(|e| e.to_string())
 }
 
 impl CheckArgs {

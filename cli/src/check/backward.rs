@@ -68,24 +68,22 @@ fn backward_spec_sets(arch: flashgen::Arch, dtype: DType, d: u32, causal: bool, 
             sets.push(set);
         }
     }
-    match &a.backward_schedule {
-        Some(text) => with_backward_schedule(sets, text),
-        None => Ok(sets),
-    }
+    Ok(match &a.backward_schedule {
+        Some(overrides) => with_backward_schedule(sets, overrides),
+        None => sets,
+    })
 }
 
 /// `check --backward-schedule`: each set's dK/dV kernel with the overrides on top of its own, where its kind
 /// takes them; the sets it refuses stay as they are (a switch of the fused kinds leaves the pair alone). The
 /// kernels' names carry the switches (`_dshand1`), so the output shows which ran with them.
-fn with_backward_schedule(sets: Vec<flashgen::BackwardSpecs>, text: &str) -> Result<Vec<flashgen::BackwardSpecs>, String> {
-    let overrides = flashgen::ScheduleOverrides::parse(text).map_err(|e| format!("--backward-schedule: {e}"))?;
-    Ok(sets
-        .into_iter()
+fn with_backward_schedule(sets: Vec<flashgen::BackwardSpecs>, overrides: &flashgen::ScheduleOverrides) -> Vec<flashgen::BackwardSpecs> {
+    sets.into_iter()
         .map(|set| match flashgen::KernelSpec::with_features(*set.dkdv.params(), overrides.over(set.dkdv.schedule_overrides()), set.dkdv.features()) {
             Ok(dkdv) => flashgen::BackwardSpecs { dkdv, ..set },
             Err(_) => set,
         })
-        .collect())
+        .collect()
 }
 
 #[allow(clippy::too_many_arguments)]
