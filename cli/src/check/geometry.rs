@@ -91,8 +91,6 @@ fn cases(a: &CheckArgs, seed: u64) -> Vec<Case> {
                 push("dv 192/128 N1000".into(), dtype, dims(RefProblem::new(2, 4, 1000, 192).causal(causal)));
                 push("dv 192/128 gqa H8/2 N_q 300 N_kv 700".into(), dtype, dims(RefProblem::new(1, 8, 300, 192).kv_heads(2).seqlens(300, 700).causal(causal)));
                 push(format!("dv 192/128 varlen {lq:?}"), dtype, dims(RefProblem::new(5, 4, 1, 192).varlen_from_lengths(&lq, &lq).causal(causal)));
-            }
-            if d == 128 {
                 // HEAD_DIM 256 (Gemma's width) with softcap and a sliding window: the ping-pong tile of
                 // defaults::MODIFIED_TILES forward, the wgmma pair in two column slices backward
                 let gemma = RefProblem::new(2, 4, 1000, 256).kv_heads(2).softcap(1.0).causal(causal).order(TensorOrder::Bshd);
