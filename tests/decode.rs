@@ -105,6 +105,19 @@ fn run_case(tools: &simt::Tools, c: &Case, x: &KvCacheInputs<'_>, merge: SplitMe
     let bshd = |heads: usize, n: usize| [(n * heads * d) as i64, d as i64, (heads * d) as i64, 1];
     let strides: HashMap<&str, [i64; 4]> =
         [("Q", bshd(h, nq)), ("Out", bshd(h, nq)), ("K_CACHE", bshd(hkv, cache_rows)), ("V_CACHE", bshd(hkv, cache_rows)), ("K_NEW", bshd(hkv, nn)), ("V_NEW", bshd(hkv, nn))].into_iter().collect();
+    // the caches' tensor maps as the runtime builds them (tma::decode_maps; kernels without TMA ignore them):
+    // [B or pages, H_kv, rows, D] in rows of H_kv·D elements
+    let e = dt.bytes() as u64;
+    let outer = if page_size > 0 { pool } else { b };
+    let box_rows = c.spec.decode_box_rows(page_size as u32);
+    let cache_map = |buf| Arg::TensorMap {
+        buf,
+        offset: 0,
+        dims: [d as u64, cache_rows as u64, hkv as u64, outer as u64],
+        strides: [(hkv * d) as u64 * e, d as u64 * e, (cache_rows * hkv * d) as u64 * e],
+        box_rows,
+        elem: e as u32,
+    };
     let named: HashMap<&str, Arg> = [
         ("Q", Arg::Buf(Q)),
         ("K_CACHE", Arg::Buf(KC)),
@@ -125,6 +138,8 @@ fn run_case(tools: &simt::Tools, c: &Case, x: &KvCacheInputs<'_>, merge: SplitMe
         ("PAGE_SIZE", Arg::I32(page_size as i32)),
         ("MAX_PAGES", Arg::I32(max_pages as i32)),
         ("POOL_PAGES", Arg::I32(pool as i32)),
+        ("tmap_k", cache_map(KC)),
+        ("tmap_v", cache_map(VC)),
     ]
     .into_iter()
     .chain(simt::fixed_geometry(b, h, hkv, nq, capacity))
@@ -451,10 +466,10 @@ fn admitted_decode_specs_assemble_without_spills_or_local_memory() {
         for (window, softcap) in [(true, false), (false, true), (true, true)] {
             specs.push(featured(spec, window, softcap));
         }
-        // the bulk copies' variants (sm_90), plain and windowed
+        // the TMA boxes' variants (sm_90), plain and windowed
         if matches!(spec.arch(), Arch::Sm90 | Arch::Sm90a) {
-            specs.push(bulk(spec));
-            specs.push(bulk(featured(spec, true, true)));
+            specs.push(tma(spec));
+            specs.push(tma(featured(spec, true, true)));
         }
     }
     specs.dedup();
@@ -477,7 +492,7 @@ fn admitted_decode_specs_assemble_without_spills_or_local_memory() {
                         if spec.kind() == KernelKind::Decode {
                             assert!(text.contains("LDGSTS"), "{}: the cp.async ring is not LDGSTS in SASS", spec.name());
                             assert!(text.contains("HMMA"), "{}: no HMMA", spec.name());
-                            assert_eq!(text.contains("UBLKCP"), spec.decode_bulk_kv(), "{}: bulk copies (UBLKCP) in SASS iff bulk_kv", spec.name());
+                            assert_eq!(text.contains("UTMALDG"), spec.decode_tma_kv(), "{}: TMA boxes (UTMALDG) in SASS iff tma_kv", spec.name());
                         }
                     }
                 }
@@ -486,45 +501,48 @@ fn admitted_decode_specs_assemble_without_spills_or_local_memory() {
     });
 }
 
-/// bulk_kv: the decode kernel's only switch, sm_90 only; rows padded by 16 bytes, one mbarrier a slot past
-/// the merge area.
+/// tma_kv: the decode kernel's only switch, sm_90 only; the tiles in 64-column panels of 128-byte rows, one
+/// mbarrier a slot past the merge area, 1 KB to align the tiles; boxes of a block, or of a page's run.
 #[test]
-fn bulk_kv_is_a_decode_switch_on_sm_90() {
+fn tma_kv_is_a_decode_switch_on_sm_90() {
     use flashgen::spec::ScheduleOverrides;
-    let on = ScheduleOverrides { bulk_kv: Some(true), ..ScheduleOverrides::NONE };
+    let on = ScheduleOverrides { tma_kv: Some(true), ..ScheduleOverrides::NONE };
     let p = SpecParams { kind: KernelKind::Decode, dtype: DType::Bf16, head_dim: 128, block_m: 16, block_n: 64, stage: 1, num_warps: 4, num_stages: 3, arch: Arch::Sm90a };
     let s = KernelSpec::with_schedule(p, on).unwrap();
-    assert_eq!(s.name(), "fa2_decode_bf16_d128_st1_bm16_bn64_w4_ns3_sm90a_bulk1");
-    assert_eq!((s.decode_kv_pitch(), s.decode_slot_bytes()), (272, 2 * 64 * 272));
-    // [Q 16×128 | 3 × (K, V) 64 rows of 272 B] and 3 mbarriers past it
-    assert_eq!(s.shared_memory_bytes(), 4096 + 3 * 2 * 64 * 272 + 3 * 8);
-    assert_eq!(KernelSpec::with_schedule(p, ScheduleOverrides::NONE).unwrap().decode_kv_pitch(), 256);
+    assert_eq!(s.name(), "fa2_decode_bf16_d128_st1_bm16_bn64_w4_ns3_sm90a_tma1");
+    assert_eq!((s.decode_kv_pitch(), s.decode_slot_bytes()), (128, 2 * 64 * 256));
+    // [Q 16×128 | 3 × (K, V) 64 rows × 2 panels] and 3 mbarriers past it, and the alignment's 1 KB
+    assert_eq!(s.shared_memory_bytes(), 4096 + 3 * 2 * 64 * 256 + 3 * 8 + 1024);
+    let plain = KernelSpec::with_schedule(p, ScheduleOverrides::NONE).unwrap();
+    assert_eq!((plain.decode_kv_pitch(), plain.decode_slot_bytes()), (256, 2 * 64 * 256));
+    // boxes: a contiguous block at once; pages of 16, 48, 96, 256 tokens in runs of 16, 16, 32, 64
+    assert_eq!([0, 16, 48, 96, 256].map(|page| s.decode_box_rows(page)), [64, 16, 16, 32, 64]);
     let err = |p: SpecParams| KernelSpec::with_schedule(p, on).unwrap_err().to_string();
-    assert!(err(SpecParams { arch: Arch::Sm80, ..p }).contains("bulk_kv=on needs sm_90"));
-    assert!(err(SpecParams { kind: KernelKind::FwdWs, block_m: 128, block_n: 128, num_warps: 12, num_stages: 2, ..p }).contains("bulk_kv=on is for the decode kernel"));
+    assert!(err(SpecParams { arch: Arch::Sm80, ..p }).contains("tma_kv=on needs sm_90"));
+    assert!(err(SpecParams { kind: KernelKind::FwdWs, block_m: 128, block_n: 128, num_warps: 12, num_stages: 2, ..p }).contains("tma_kv=on is for the decode kernel"));
     let combine = SpecParams { kind: KernelKind::DecodeCombine, block_m: 1, block_n: 0, num_stages: 1, ..p };
     assert!(err(combine).contains("decode_combine none"));
     let other = ScheduleOverrides { lazy_rescale: Some(true), ..ScheduleOverrides::NONE };
-    assert!(KernelSpec::with_schedule(p, other).unwrap_err().to_string().contains("one schedule switch, bulk_kv"));
+    assert!(KernelSpec::with_schedule(p, other).unwrap_err().to_string().contains("one schedule switch, tma_kv"));
 }
 
 #[test]
 fn a_decode_plan_takes_a_schedule_keeping_its_tiles_and_features() {
     use flashgen::plan::{decode, DecodeProblem};
     use flashgen::spec::ScheduleOverrides;
-    let on = ScheduleOverrides::parse("bulk_kv=on").unwrap();
+    let on = ScheduleOverrides::parse("tma_kv=on").unwrap();
     let p = DecodeProblem { dtype: DType::Bf16, head_dim: 128, causal: false, window: true, softcap: true, group: 4, queries: 1 };
     let plan = decode(Arch::Sm90a, &p).unwrap();
-    let bulk = plan.with_schedule(&p, on).unwrap();
-    assert_eq!(bulk.kernel.name(), "fa2_decode_bf16_d128_st1_bm16_bn64_w4_ns3_sm90a_bulk1_window_softcap");
-    assert_eq!((bulk.kernel.params(), bulk.kernel.features()), (plan.kernel.params(), plan.kernel.features()));
-    assert!(bulk.kernel.decode_bulk_kv() && !plan.kernel.decode_bulk_kv());
-    assert_eq!((bulk.combine, bulk.merge), (plan.combine, SplitMerge::for_tile(&bulk.kernel, &p)));
+    let tma = plan.with_schedule(&p, on).unwrap();
+    assert_eq!(tma.kernel.name(), "fa2_decode_bf16_d128_st1_bm16_bn64_w4_ns3_sm90a_tma1_window_softcap");
+    assert_eq!((tma.kernel.params(), tma.kernel.features()), (plan.kernel.params(), plan.kernel.features()));
+    assert!(tma.kernel.decode_tma_kv() && !plan.kernel.decode_tma_kv());
+    assert_eq!((tma.combine, tma.merge), (plan.combine, SplitMerge::for_tile(&tma.kernel, &p)));
     // no override is the plan itself; sm_80 refuses the switch by name
     assert_eq!(plan.with_schedule(&p, ScheduleOverrides::NONE).unwrap(), plan);
     let plain = DecodeProblem { window: false, softcap: false, ..p };
     let e = decode(Arch::Sm80, &plain).unwrap().with_schedule(&plain, on).unwrap_err().to_string();
-    assert!(e.contains("bulk_kv=on needs sm_90"), "{e}");
+    assert!(e.contains("tma_kv=on needs sm_90"), "{e}");
 }
 
 #[test]
@@ -659,56 +677,56 @@ fn decode_odd_pages_deep_rings_and_eight_warps_on_the_emulator() {
     check(&tools, "6 slots fp16 d64 32 rows", case(p, DType::F16, decode_spec(DType::F16, 64, 32, 64, true, 4, 6), 1), 13, None);
 }
 
-/// `spec` with its full K/V blocks copied by bulk copies onto per-slot mbarriers (`Schedule::bulk_kv`).
-fn bulk(spec: KernelSpec) -> KernelSpec {
-    let on = flashgen::spec::ScheduleOverrides { bulk_kv: Some(true), ..flashgen::spec::ScheduleOverrides::NONE };
+/// `spec` with its full K/V blocks copied by TMA boxes onto per-slot mbarriers (`Schedule::tma_kv`).
+fn tma(spec: KernelSpec) -> KernelSpec {
+    let on = flashgen::spec::ScheduleOverrides { tma_kv: Some(true), ..flashgen::spec::ScheduleOverrides::NONE };
     let s = KernelSpec::with_features(*spec.params(), on, spec.features()).unwrap();
-    assert!(s.decode_bulk_kv() && s.name().contains("bulk1"), "{}", s.name());
+    assert!(s.decode_tma_kv() && s.name().contains("tma1"), "{}", s.name());
     s
 }
 
-/// The bulk-copy path against the reference, as the cp.async path's cases: full blocks by bulk copies
-/// (landing only when a thread waits on their slot's barrier), the edge blocks by cp.async, into rows padded
-/// by 16 bytes; contiguous and paged (a page lookup per row), appends, splits and both merges, a padded
-/// head dim (its columns zeroed once), two rows a thread (BLOCK_N 128 on 4 warps), 8 warps, column groups
-/// (whose 8 warps copy 128 rows: half the threads idle), a window, and lying lengths and tables (every bulk
-/// read bounds-checked).
+/// The TMA path against the reference, as the cp.async path's cases: full blocks by TMA boxes (landing only
+/// when a thread waits on their slot's barrier, 128B-swizzled into panels), the edge blocks by cp.async into
+/// the same panels; contiguous (a box a block) and paged (pages of 16: a box per 16 rows and page lookup),
+/// appends, splits and both merges, padded head dims (the boxes' columns past the tensor read as zeros), two
+/// rows a thread (BLOCK_N 128 on 4 warps), 8 warps, column groups, a window, and lying lengths and tables
+/// (every box inside its map: the emulator refuses a box outside one).
 #[test]
-fn decode_bulk_copies_on_the_emulator() {
+fn decode_tma_boxes_on_the_emulator() {
     use flashgen::reference::Window;
     let Some(tools) = simt::tools_or_skip() else { return };
     let p = problem(vec![0, 137, 299], 8, 2, 128, 1, 1, true, CacheStorage::Contiguous { capacity: 300 });
-    check(&tools, "bulk contiguous bf16 d128", case(p, DType::Bf16, bulk(decode_spec(DType::Bf16, 128, 16, 64, true, 4, 4)), 3), 51, None);
+    check(&tools, "tma contiguous bf16 d128", case(p, DType::Bf16, tma(decode_spec(DType::Bf16, 128, 16, 64, true, 4, 4)), 3), 51, None);
     let mut rng = SplitMix(52);
     let lens = vec![45, 0, 100, 16];
     let storage = paged(&mut rng, &lens, 3, 16, 8);
     let p = problem(lens, 4, 2, 64, 3, 3, true, storage);
-    check(&tools, "bulk paged fp16 d64 bn64", case(p.clone(), DType::F16, bulk(decode_spec(DType::F16, 64, 16, 64, true, 4, 3)), 2), 53, None);
-    check(&tools, "bulk paged fp16 d64 bn128", case(p, DType::F16, bulk(decode_spec(DType::F16, 64, 16, 128, true, 4, 2)), 3), 54, None);
+    check(&tools, "tma paged fp16 d64 bn64", case(p.clone(), DType::F16, tma(decode_spec(DType::F16, 64, 16, 64, true, 4, 3)), 2), 53, None);
+    check(&tools, "tma paged fp16 d64 bn128", case(p, DType::F16, tma(decode_spec(DType::F16, 64, 16, 128, true, 4, 2)), 3), 54, None);
     let p = problem(vec![0, 137, 299], 8, 2, 96, 1, 1, true, CacheStorage::Contiguous { capacity: 300 });
-    check(&tools, "bulk contiguous bf16 d96", case(p, DType::Bf16, bulk(decode_spec(DType::Bf16, 96, 16, 64, true, 4, 3)), 3), 55, None);
+    check(&tools, "tma contiguous bf16 d96", case(p, DType::Bf16, tma(decode_spec(DType::Bf16, 96, 16, 64, true, 4, 3)), 3), 55, None);
     let p = problem(vec![70, 1, 0], 2, 2, 128, 2, 0, false, CacheStorage::Contiguous { capacity: 96 });
-    check(&tools, "bulk non-causal fp16 d128 w8", case(p, DType::F16, bulk(decode_spec(DType::F16, 128, 16, 128, false, 8, 2)), 2), 56, None);
+    check(&tools, "tma non-causal fp16 d128 w8", case(p, DType::F16, tma(decode_spec(DType::F16, 128, 16, 128, false, 8, 2)), 2), 56, None);
     let mut rng = SplitMix(57);
     let lens = vec![70, 9];
     let storage = paged(&mut rng, &lens, 4, 16, 8);
     let p = problem(lens, 16, 2, 256, 4, 4, true, storage);
-    check(&tools, "bulk paged fp16 d256 32 rows", case(p, DType::F16, bulk(decode_spec(DType::F16, 256, 32, 64, true, 8, 2)), 2), 58, None);
+    check(&tools, "tma paged fp16 d256 32 rows", case(p, DType::F16, tma(decode_spec(DType::F16, 256, 32, 64, true, 8, 2)), 2), 58, None);
     let mut p = problem(vec![0, 60, 299], 8, 2, 128, 2, 2, true, CacheStorage::Contiguous { capacity: 310 });
     p.rules.mask.window = Window { left: Some(100), right: None };
-    let spec = bulk(featured(decode_spec(DType::Bf16, 128, 16, 64, true, 4, 3), true, false));
-    check(&tools, "bulk window 100 causal bf16 d128", case(p, DType::Bf16, spec, 3), 59, None);
+    let spec = tma(featured(decode_spec(DType::Bf16, 128, 16, 64, true, 4, 3), true, false));
+    check(&tools, "tma window 100 causal bf16 d128", case(p, DType::Bf16, spec, 3), 59, None);
     let p = problem(vec![50, 60, 70], 4, 1, 64, 1, 1, true, CacheStorage::Contiguous { capacity: 128 });
-    let mut c = case(p, DType::Bf16, bulk(decode_spec(DType::Bf16, 64, 16, 64, true, 4, 3)), 2);
+    let mut c = case(p, DType::Bf16, tma(decode_spec(DType::Bf16, 64, 16, 64, true, 4, 3)), 2);
     c.device_lens = vec![50, 1_000_000, -5];
-    check(&tools, "bulk lying lengths", c, 60, Some(&[0]));
+    check(&tools, "tma lying lengths", c, 60, Some(&[0]));
     let mut rng = SplitMix(61);
     let lens = vec![40, 40, 40];
     let storage = paged(&mut rng, &lens, 1, 16, 4);
     let p = problem(lens, 4, 1, 64, 1, 1, true, storage);
-    let mut c = case(p, DType::Bf16, bulk(decode_spec(DType::Bf16, 64, 16, 64, true, 4, 3)), 2);
+    let mut c = case(p, DType::Bf16, tma(decode_spec(DType::Bf16, 64, 16, 64, true, 4, 3)), 2);
     c.device_table[4] = 1_000_000;
     c.device_table[5] = -3;
     c.device_lens = vec![40, 40, 5000];
-    check(&tools, "bulk lying block table", c, 62, Some(&[0]));
+    check(&tools, "tma lying block table", c, 62, Some(&[0]));
 }

@@ -362,6 +362,8 @@ fn decode_parameters() -> Vec<Param> {
     p.push(scalar_i32("MAX_PAGES", "entries per row of BLOCK_TABLE (paged)"));
     p.push(scalar_i32("POOL_PAGES", "pages in the pool (paged; table entries are clamped below it)"));
     p.extend(geometry());
+    p.push(tensor_map("tmap_k", "K_CACHE", "CUtensorMap of K_CACHE, boxes of 64 columns × `decode_box_rows` rows (`tma::decode_maps`; tma_kv kernels, others ignore it)"));
+    p.push(tensor_map("tmap_v", "V_CACHE", "CUtensorMap of V_CACHE, as tmap_k"));
     p
 }
 

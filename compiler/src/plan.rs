@@ -421,7 +421,7 @@ impl SplitMerge {
 
 impl DecodePlan {
     /// This plan with its decode kernel under `schedule`'s overrides (its tiles and features kept; the merge
-    /// chosen anew for the kernel): how `check` and `bench` try a decode switch such as `bulk_kv=on`.
+    /// chosen anew for the kernel): how `check` and `bench` try a decode switch such as `tma_kv=on`.
     pub fn with_schedule(&self, problem: &DecodeProblem, schedule: crate::spec::ScheduleOverrides) -> Result<DecodePlan, SpecError> {
         let kernel = KernelSpec::with_features(*self.kernel.params(), schedule, self.kernel.features())?;
         Ok(DecodePlan { kernel, merge: SplitMerge::for_tile(&kernel, problem), ..*self })

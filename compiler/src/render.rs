@@ -649,14 +649,17 @@ struct Decode {
     V_OFFSET: u32,
     KV_PITCH: u32,
     KV_SLOT_BYTES: u32,
-    /// Bulk copies of the full blocks (`Schedule::bulk_kv`): the slots' mbarriers at BARS_OFFSET, each
-    /// thread copying BULK_ROWS rows of the 2·BLOCK_N K and V rows (thread t: rows t + THREADS·i), each
-    /// BULK_BYTES long (the tensor's HEAD_DIM; a padded tile's columns past it are zeroed once).
-    BULK_KV: bool,
+    /// TMA boxes for the full blocks (`Schedule::tma_kv`): the slots' mbarriers at BARS_OFFSET (from the
+    /// 1024-aligned tile base); K and V tiles of PANELS panels, PANEL_BYTES apart, of 64 columns × BLOCK_N
+    /// rows of 128 bytes; a block's boxes of BLOCK_N / SUB_BOXES_MAX rows or more (`decode_box_rows`),
+    /// TMA_BYTES landing on the slot's barrier in all.
+    TMA_KV: bool,
     BARS_OFFSET: u32,
-    BULK_ROWS: u32,
-    BULK_BYTES: u32,
-    /// The L2 cache policy the bulk copies carry: evict first (CUTLASS's CacheHintSm90::EVICT_FIRST).
+    PANELS: u32,
+    PANEL_BYTES: u32,
+    SUB_BOXES_MAX: u32,
+    TMA_BYTES: u32,
+    /// The L2 cache policy the boxes carry: evict first (CUTLASS's CacheHintSm90::EVICT_FIRST).
     EVICT_FIRST: u64,
     MERGE_ROW_BYTES: u32,
     MERGE_WARP_BYTES: u32,
@@ -688,7 +691,8 @@ impl Decode {
             COLUMN_GROUPS: groups,
             DEC_N8_TILES: d / 8 / groups,
             DEC_N8_PAIRS: d / 16 / groups,
-            CG_TILE_BYTES: d / groups * spec.dtype().bytes(),
+            // (a column group's V columns: bytes into a row, or whole panels with TMA boxes)
+            CG_TILE_BYTES: if spec.decode_tma_kv() { d / groups / 64 * bn * 128 } else { d / groups * spec.dtype().bytes() },
             CG_MERGE_BYTES: d / groups * 4,
             KEYS_PER_WARP: kpw,
             KPW_N8_TILES: kpw / 8,
@@ -702,13 +706,15 @@ impl Decode {
             Q_COPY_ROWS: bm.div_ceil(step),
             Q_COPY_GUARD: bm % step != 0,
             RING_OFFSET: spec.decode_ring_offset(),
-            V_OFFSET: bn * spec.decode_kv_pitch(),
+            V_OFFSET: spec.decode_kv_tile_bytes(),
             KV_PITCH: spec.decode_kv_pitch(),
             KV_SLOT_BYTES: spec.decode_slot_bytes(),
-            BULK_KV: spec.decode_bulk_kv(),
+            TMA_KV: spec.decode_tma_kv(),
             BARS_OFFSET: spec.decode_barriers_offset(),
-            BULK_ROWS: (2 * bn).div_ceil(threads),
-            BULK_BYTES: spec.head_dim() * spec.dtype().bytes(),
+            PANELS: d / 64,
+            PANEL_BYTES: bn * 128,
+            SUB_BOXES_MAX: bn / 16,
+            TMA_BYTES: spec.decode_slot_bytes(),
             EVICT_FIRST: 0x12F0_0000_0000_0000,
             MERGE_ROW_BYTES: (d + crate::spec::DECODE_MERGE_PAD) * 4,
             MERGE_WARP_BYTES: spec.decode_merge_warp_bytes(),

@@ -24,13 +24,14 @@
 //! never a read or write outside the cache, the pool or the tensors.
 
 use crate::kernel::{After, KernelArgs, KernelGeometry, LoadedKernel};
+use crate::tma::TensorMap;
 use crate::stream::{grow, Stream};
 use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
 use crate::{Flash, Layout, LayoutError, RuntimeError};
 use cudarc::driver::LaunchConfig;
 use flashgen::plan::{kernel_window, DecodePlan, DecodeProblem, SplitMerge};
 use flashgen::reference::Window;
-use flashgen::{abi, DType, KernelKind, ScheduleOverrides};
+use flashgen::{abi, DType, KernelKind, KernelSpec, ScheduleOverrides};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -278,7 +279,7 @@ struct Scalars {
 }
 
 /// decode's values by name: [Q, K_NEW, V_NEW], [K_CACHE, V_CACHE, Out], [LSE, O_PARTIAL, LSE_PARTIAL], SPLIT_COUNTERS,
-/// [CACHE_SEQLENS, BLOCK_TABLE], the scalars and the geometry (`KernelArgs::launch` orders them by the list).
+/// [CACHE_SEQLENS, BLOCK_TABLE], [tmap_k, tmap_v], the scalars and the geometry (`KernelArgs::launch` orders them by the list).
 fn decode_args<'a>(
     args: &mut KernelArgs<'a>,
     [q, k_new, v_new]: [&TensorView<'a>; 3],
@@ -286,6 +287,7 @@ fn decode_args<'a>(
     [lse, partial_o, partial_m]: [&'a mut BufferViewMut<'_, f32>; 3],
     counters: &'a mut BufferViewMut<'_, u32>,
     [lens, table]: [&BufferView<'a, i32>; 2],
+    [map_k, map_v]: [TensorMap; 2],
     s: Scalars,
     geometry: &KernelGeometry,
 ) {
@@ -294,6 +296,7 @@ fn decode_args<'a>(
     args.u32s_mut("SPLIT_COUNTERS", counters).i32s("CACHE_SEQLENS", lens).i32s("BLOCK_TABLE", table);
     args.i32("N_NEW", s.new_tokens as i32).i32("NUM_SPLITS", s.splits as i32).i32("PAGE_SIZE", s.paging.page_size as i32);
     args.i32("MAX_PAGES", s.paging.max_pages as i32).i32("POOL_PAGES", s.paging.pages as i32).geometry(geometry);
+    args.map("tmap_k", map_k).map("tmap_v", map_v);
 }
 
 /// decode_combine's values by name: [O_PARTIAL, LSE_PARTIAL], Out, LSE, NUM_SPLITS and the geometry.
@@ -330,7 +333,7 @@ impl Flash {
         self.decode_plan_under(dtype, g, causal, window, softcap, ScheduleOverrides::NONE)
     }
 
-    /// `decode_plan` with its decode kernel under `schedule`, a decode switch such as `bulk_kv=on`
+    /// `decode_plan` with its decode kernel under `schedule`, a decode switch such as `tma_kv=on`
     /// (`DecodePlan::with_schedule`; none: the plan as it is): how `check` and `bench` try one.
     pub fn decode_plan_under(&self, dtype: DType, g: &DecodeGeometry, causal: bool, window: Window, softcap: bool, schedule: ScheduleOverrides) -> Result<DecodePlan, RuntimeError> {
         let err = |e: flashgen::SpecError| RuntimeError::Argument(format!("decode: {e}"));
@@ -383,6 +386,23 @@ impl Flash {
         if g.kv_heads * row_tiles > 65_535 {
             return Err(RuntimeError::Argument(format!("{} K/V heads × {row_tiles} row tiles exceed the 65535 grid rows of one launch", g.kv_heads)));
         }
+        // the TMA kernel (Schedule::tma_kv) reads the caches' full blocks through tensor maps, which the driver
+        // encodes in the thread's current context; a layout it cannot describe runs the cp.async kernel of
+        // the same tiles instead
+        self.gpu.ctx.bind_to_thread()?;
+        let page_size = g.paging.map_or(0, |p| p.page_size);
+        let (spec, maps) = if spec.decode_tma_kv() {
+            match crate::tma::decode_maps(&spec, &call.k_cache, &call.v_cache, page_size) {
+                Ok(maps) => (spec, Some(maps)),
+                Err(why) => {
+                    let instead = KernelSpec::with_features(*spec.params(), ScheduleOverrides::NONE, spec.features()).map_err(|e| RuntimeError::Argument(e.to_string()))?;
+                    self.cache.warn(format!("{}: {why}; running {} instead", spec.name(), instead.name()));
+                    (instead, None)
+                }
+            }
+        } else {
+            (spec, None)
+        };
         let kernel = self.kernel(&spec)?;
         // the partials merge in the decode kernel (its last split of each row tile) or in decode_combine
         let in_kernel = splits > 1 && plan.merge == SplitMerge::InKernel;
@@ -433,7 +453,8 @@ impl Flash {
             let (po, pm) = (partial_o.as_mut().unwrap_or(&mut no_partial), partial_m.as_mut().unwrap_or(&mut no_partial_m));
             let scalars = Scalars { sm_scale, softcap: softcap.unwrap_or(0.0), new_tokens: g.new_tokens, splits, paging };
             let counters = counters.as_mut().unwrap_or(&mut no_counters);
-            decode_args(&mut args, [&q, &k_new, &v_new], [&mut k_cache, &mut v_cache, &mut o], [&mut lse, po, pm], counters, [&cache_seqlens, &table], scalars, &geometry);
+            let maps = maps.unwrap_or_else(|| [TensorMap::unused(), TensorMap::unused()]);
+            decode_args(&mut args, [&q, &k_new, &v_new], [&mut k_cache, &mut v_cache, &mut o], [&mut lse, po, pm], counters, [&cache_seqlens, &table], maps, scalars, &geometry);
             let cfg = LaunchConfig { grid_dim: (splits as u32, (g.kv_heads * row_tiles) as u32, g.batch as u32), block_dim: (spec.threads(), 1, 1), shared_mem_bytes: kernel.shared_bytes };
             self.gpu.ctx.bind_to_thread()?;
             // # Safety
@@ -544,7 +565,7 @@ mod tests {
         let (lens, table) = (ints(2), ints(8));
         let scalars = Scalars { sm_scale: 0.1, softcap: 0.0, new_tokens: 1, splits: 4, paging: Paging { page_size: 256, pages: 10, max_pages: 4 } };
         let mut args = KernelArgs::new();
-        decode_args(&mut args, [&c.q, &kn, &vn], [&mut c.k_cache, &mut c.v_cache, &mut c.o], [&mut lse, &mut po, &mut pm], &mut counters, [&lens, &table], scalars, &geometry);
+        decode_args(&mut args, [&c.q, &kn, &vn], [&mut c.k_cache, &mut c.v_cache, &mut c.o], [&mut lse, &mut po, &mut pm], &mut counters, [&lens, &table], [TensorMap::unused(), TensorMap::unused()], scalars, &geometry);
         argument_order("decode", abi::kernel_parameters(KernelKind::Decode), &args.supplied()).unwrap();
         let (po, pm) = (po.as_view(), pm.as_view());
         let mut args = KernelArgs::new();

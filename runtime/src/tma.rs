@@ -16,6 +16,15 @@ pub struct TensorMap(sys::CUtensorMap);
 // SAFETY: a CUtensorMap is 128 plain bytes that the kernel takes by value (a byval [128 x i8] parameter).
 unsafe impl cudarc::driver::DeviceRepr for TensorMap {}
 
+impl TensorMap {
+    /// A map for a kernel that takes the parameter and never reads it (the decode kernel without
+    /// `Schedule::tma_kv`): zero bytes.
+    pub fn unused() -> TensorMap {
+        // SAFETY: a CUtensorMap is plain bytes; all-zero is a valid value of the type (the kernel never reads it)
+        TensorMap(unsafe { std::mem::zeroed() })
+    }
+}
+
 /// The descriptors of Q, K and V (fwd_ws's parameters `tmap_q`, `tmap_k`, `tmap_v`: flashgen::abi).
 pub struct ForwardMaps(pub [TensorMap; 3]);
 
@@ -69,4 +78,12 @@ pub fn forward_maps(spec: &flashgen::KernelSpec, q: &TensorView<'_>, k: &TensorV
 pub fn fused_backward_maps(spec: &flashgen::KernelSpec, q: &TensorView<'_>, d_o: &TensorView<'_>) -> Result<[TensorMap; 2], String> {
     let map = |t: &TensorView<'_>, what: &str| tensor_map(t.addr(), &t.layout, spec.dtype(), spec.block_m()).map_err(|e| format!("{what}: {e}"));
     Ok([map(q, "Q")?, map(d_o, "dO")?])
+}
+
+/// The maps the decode kernel's TMA boxes read (`Schedule::tma_kv`: its parameters `tmap_k`, `tmap_v`): the
+/// caches viewed [B or pages, H_kv, rows, D], boxes of 64 columns × `KernelSpec::decode_box_rows` rows.
+pub fn decode_maps(spec: &flashgen::KernelSpec, k_cache: &crate::TensorViewMut<'_>, v_cache: &crate::TensorViewMut<'_>, page_size: usize) -> Result<[TensorMap; 2], String> {
+    let rows = spec.decode_box_rows(page_size as u32);
+    let map = |addr, layout: &Layout, what: &str| tensor_map(addr, layout, spec.dtype(), rows).map_err(|e| format!("{what}: {e}"));
+    Ok([map(k_cache.addr(), &k_cache.layout, "K_CACHE")?, map(v_cache.addr(), &v_cache.layout, "V_CACHE")?])
 }

@@ -201,9 +201,8 @@ void emu_cp_wait(int pending) {
   T_qn = keep;
 }
 
-// mbarriers with transaction counts and bulk copies (the decode kernel's Schedule::bulk_kv): a barrier is
-// its 8 bytes of shared memory, its state kept here by address (reset by mbarrier.init in each CTA); a bulk
-// copy is queued on its barrier and lands when a thread tests that barrier (so a read of the slot before the
+// mbarriers with transaction counts and TMA tensor copies: a barrier is its 8 bytes of shared memory, its
+// state kept here by address (reset by mbarrier.init in each CTA); a tensor copy is queued on its barrier and lands when a thread tests that barrier (so a read of the slot before the
 // wait sees stale bytes, as it could on the GPU), completing its bytes then. A phase completes when its
 // arrivals have come and its transaction count is back at 0 (it may go negative meanwhile, as on the GPU).
 typedef struct { void *addr; int count, pending, phase; long tx; } Mbar;
@@ -211,9 +210,9 @@ typedef struct { void *addr; int count, pending, phase; long tx; } Mbar;
 // them) at base, byte strides of dims 1..3, boxes of 64 elements × box_rows rows, elements of elem bytes
 // (flashgen-runtime's tma::tensor_map writes the same fields into a CUtensorMap).
 typedef struct { uint8_t *base; uint64_t dims[4]; uint64_t strides[3]; uint32_t box_rows; uint32_t elem; } EmuMap;
-// (tile: a TMA tensor tile, the box at coordinates c of a copy of the map (the kernel's parameter may be
-// gone when it lands), into the 128B-swizzled shared bytes at dst)
-typedef struct { uint8_t *dst; const uint8_t *src; int n; Mbar *bar; int tile; EmuMap map; int64_t c[4]; } Bulk;
+// A TMA tensor copy in flight: the box at coordinates c of a copy of the map (the kernel's parameter may be
+// gone when it lands), into the 128B-swizzled shared bytes at dst, n bytes counted on bar.
+typedef struct { uint8_t *dst; int n; Mbar *bar; EmuMap map; int64_t c[4]; } Bulk;
 static void tile_land(const Bulk *b);
 static Mbar M_bars[64];
 static int M_n;
@@ -235,20 +234,12 @@ static void mbar_init(void *addr, int count) {
   m->count = m->pending = count; m->phase = 0; m->tx = 0;
   pthread_mutex_unlock(&M_mu);
 }
-void emu_mbar_init(void *addr) { mbar_init(addr, 1); }
 void emu_mbar_expect_tx(void *addr, int bytes) {
   pthread_mutex_lock(&M_mu);
   Mbar *m = mbar_of(addr);
   m->tx += bytes;
   m->pending -= 1;
   mbar_settle(m);
-  pthread_mutex_unlock(&M_mu);
-}
-void emu_bulk_copy(uint8_t *dst, const uint8_t *src, int n, void *addr) {
-  check_read(src, n);
-  pthread_mutex_lock(&M_mu);
-  if (M_qn == 4096) { fprintf(stderr, "more than 4096 bulk copies in flight\n"); abort(); }
-  M_q[M_qn++] = (Bulk){.dst = dst, .src = src, .n = n, .bar = mbar_of(addr)};
   pthread_mutex_unlock(&M_mu);
 }
 int emu_mbar_try_wait(void *addr, int parity) {
@@ -258,8 +249,7 @@ int emu_mbar_try_wait(void *addr, int parity) {
   for (int i = 0; i < M_qn; i++) {
     Bulk b = M_q[i];
     if (b.bar == m) {
-      if (b.tile) tile_land(&b);
-      else memcpy(b.dst, b.src, b.n);
+      tile_land(&b);
       m->tx -= b.n;
       mbar_settle(m);
     }
@@ -302,7 +292,7 @@ void emu_tma_load(uint8_t *smem, uint32_t dst, const EmuMap *map, int c0, int c1
   pthread_mutex_lock(&M_mu);
   if (M_qn == 4096) { fprintf(stderr, "more than 4096 bulk copies in flight\n"); abort(); }
   // (the box's bytes count on the barrier whether or not they lie inside the tensor: TMA fills zeros)
-  M_q[M_qn++] = (Bulk){.dst = sh(smem, dst), .n = (int)(map->box_rows * 64 * map->elem), .bar = mbar_of(sh(smem, bar)), .tile = 1, .map = *map, .c = {c0, c1, c2, c3}};
+  M_q[M_qn++] = (Bulk){.dst = sh(smem, dst), .n = (int)(map->box_rows * 64 * map->elem), .bar = mbar_of(sh(smem, bar)), .map = *map, .c = {c0, c1, c2, c3}};
   pthread_mutex_unlock(&M_mu);
 }
 static void tile_land(const Bulk *b) {

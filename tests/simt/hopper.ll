@@ -73,6 +73,10 @@ define internal void @emu.hop.tma_load(i32 %dst, i64 %map, i32 %c0, i32 %c1, i32
   call void @emu_tma_load(ptr %s, i32 %dst, ptr %m, i32 %c0, i32 %c1, i32 %c2, i32 %c3, i32 %bar)
   ret void
 }
+define internal void @emu.hop.tma_load_hint(i32 %dst, i64 %map, i32 %c0, i32 %c1, i32 %c2, i32 %c3, i32 %bar, i64 %policy) {
+  call void @emu.hop.tma_load(i32 %dst, i64 %map, i32 %c0, i32 %c1, i32 %c2, i32 %c3, i32 %bar)
+  ret void
+}
 define internal void @emu.hop.bar_sync256(i32 %id) {
   call void @emu_bar_sync(i32 %id, i32 256)
   ret void

@@ -113,30 +113,26 @@ const X86_TRIPLE: &str = "target triple = \"x86_64-unknown-linux-gnu\"";
 const SMEM_BYTES: usize = 262_144;
 
 /// Inline PTX of the templates and the wrappers.ll functions that stand in for it.
-const INLINE_PTX: [(&str, &str); 10] = [
+const INLINE_PTX: [(&str, &str); 6] = [
     (r#"asm "tanh.approx.f32 $0, $1;", "=f,f""#, "@emu.tanh"),
     // the emulator runs a grid to its end before the next launch: the overlapped launch's pair is a no-op
     (r#"asm sideeffect "griddepcontrol.launch_dependents;", """#, "@emu.griddepcontrol"),
     (r#"asm sideeffect "griddepcontrol.wait;", "~{memory}""#, "@emu.griddepcontrol"),
     (r#"asm sideeffect "fence.acq_rel.gpu;", "~{memory}""#, "@emu.fence"),
-    // the decode kernel's bulk copies (Schedule::bulk_kv): mbarriers with transaction counts, copies that
-    // land when a thread waits on their barrier (emu.c)
-    (r#"asm sideeffect "mbarrier.init.shared::cta.b64 [$0], 1;", "l,~{memory}""#, "@emu.mbar_init"),
     (r#"asm sideeffect "fence.mbarrier_init.release.cluster;", "~{memory}""#, "@emu.fence"),
     (r#"asm sideeffect "fence.proxy.async.shared::cta;", "~{memory}""#, "@emu.fence"),
-    (r#"asm sideeffect "{\0A\09.reg .b64 st;\0A\09mbarrier.arrive.expect_tx.shared::cta.b64 st, [$0], $1;\0A\09}", "l,r,~{memory}""#, "@emu.mbar_expect_tx"),
-    (r#"asm sideeffect "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [$0], [$1], $2, [$3], $4;", "l,l,r,l,l,~{memory}""#, "@emu.bulk_copy"),
-    (r#"asm sideeffect "{\0A\09.reg .pred p;\0A\09mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\0A\09selp.u32 $0, 1, 0, p;\0A\09}", "=r,l,r,~{memory}""#, "@emu.mbar_try_wait"),
 ];
 
 /// The Hopper kernels' inline PTX of fixed text and the hopper.ll functions that stand in for it (shared
 /// addresses as i32).
-const HOPPER_PTX: [(&str, &str); 12] = [
+const HOPPER_PTX: [(&str, &str); 13] = [
     (r#"asm sideeffect "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}""#, "@emu.hop.mbar_init"),
     (r#"asm sideeffect "{\0A\09.reg .b64 st;\0A\09mbarrier.arrive.expect_tx.shared::cta.b64 st, [$0], $1;\0A\09}", "r,r,~{memory}""#, "@emu.hop.mbar_expect_tx"),
     (r#"asm sideeffect "{\0A\09.reg .b64 st;\0A\09mbarrier.arrive.shared::cta.b64 st, [$0];\0A\09}", "r,~{memory}""#, "@emu.hop.mbar_arrive"),
     (r#"asm sideeffect "{\0A\09.reg .pred p;\0A\09mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\0A\09selp.u32 $0, 1, 0, p;\0A\09}", "=r,r,r,~{memory}""#, "@emu.hop.mbar_try_wait"),
     (r#"asm sideeffect "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3, $4, $5}], [$6];", "r,l,r,r,r,r,r,~{memory}""#, "@emu.hop.tma_load"),
+    // (the decode kernel's boxes carry an L2 policy, which the emulator has no cache to apply)
+    (r#"asm sideeffect "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [$0], [$1, {$2, $3, $4, $5}], [$6], $7;", "r,l,r,r,r,r,r,l,~{memory}""#, "@emu.hop.tma_load_hint"),
     (r#"asm sideeffect "ld.shared.u32 $0, [$1];", "=r,r,~{memory}""#, "@emu.hop.ld_shared"),
     (r#"asm sideeffect "st.shared.u32 [$0], $1;", "r,r,~{memory}""#, "@emu.hop.st_shared"),
     (r#"asm sideeffect "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;", "=r,l,~{memory}""#, "@emu.hop.atom_add1"),

@@ -60,32 +60,6 @@ define internal void @emu.nvvm.cp.async.ca.shared.global.4.s(ptr addrspace(3) %d
 define internal void @emu.griddepcontrol() {
   ret void
 }
-declare void @emu_mbar_init(ptr)
-declare void @emu_mbar_expect_tx(ptr, i32)
-declare i32 @emu_mbar_try_wait(ptr, i32)
-declare void @emu_bulk_copy(ptr, ptr, i32, ptr)
-define internal void @emu.mbar_init(ptr addrspace(3) %b) {
-  %bb = addrspacecast ptr addrspace(3) %b to ptr
-  call void @emu_mbar_init(ptr %bb)
-  ret void
-}
-define internal void @emu.mbar_expect_tx(ptr addrspace(3) %b, i32 %n) {
-  %bb = addrspacecast ptr addrspace(3) %b to ptr
-  call void @emu_mbar_expect_tx(ptr %bb, i32 %n)
-  ret void
-}
-define internal i32 @emu.mbar_try_wait(ptr addrspace(3) %b, i32 %parity) {
-  %bb = addrspacecast ptr addrspace(3) %b to ptr
-  %r = call i32 @emu_mbar_try_wait(ptr %bb, i32 %parity)
-  ret i32 %r
-}
-define internal void @emu.bulk_copy(ptr addrspace(3) %d, ptr addrspace(1) %s, i32 %n, ptr addrspace(3) %b, i64 %policy) {
-  %dd = addrspacecast ptr addrspace(3) %d to ptr
-  %ss = addrspacecast ptr addrspace(1) %s to ptr
-  %bb = addrspacecast ptr addrspace(3) %b to ptr
-  call void @emu_bulk_copy(ptr %dd, ptr %ss, i32 %n, ptr %bb)
-  ret void
-}
 define internal void @emu.fence() {
   fence seq_cst
   ret void

@@ -115,7 +115,7 @@ pub struct BenchArgs {
     /// Decode tiles to time besides the default, "bn,warps,stages;..." (labelled by them).
     #[arg(long)]
     decode_configs: Option<String>,
-    /// Schedule overrides to time besides the default decode kernel, "switch=on|off,..." (`bulk_kv=on`),
+    /// Schedule overrides to time besides the default decode kernel, "switch=on|off,..." (`tma_kv=on`),
     /// in the decode rows (labelled by them) and in a second latency row.
     #[arg(long)]
     decode_schedule: Option<String>,

@@ -44,7 +44,7 @@ pub struct CheckArgs {
     /// Only the KV-cache decode cases (issue 33).
     #[arg(long, conflicts_with = "skip_decode")]
     pub decode_only: bool,
-    /// Schedule overrides for every decode case's kernel, "switch=on|off,..." (`bulk_kv=on`: K/V by bulk copies).
+    /// Schedule overrides for every decode case's kernel, "switch=on|off,..." (`tma_kv=on`: K/V by TMA boxes).
     #[arg(long, value_parser = schedule)]
     pub decode_schedule: Option<flashgen::ScheduleOverrides>,
     /// Schedule overrides for the backward's dK/dV kernels, "switch=on|off,..." (`ds_handover=on`): every set

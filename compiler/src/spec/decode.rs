@@ -52,11 +52,11 @@ impl KernelSpec {
         let kind = p.kind.name();
         // the tiles' width: 32 and 96 run on 64's and 128's tiles, their last chunks zero
         let t = p.tile_dim();
-        let bulk = overrides.bulk_kv.unwrap_or(false) && p.kind == KernelKind::Decode;
-        rule(ScheduleOverrides { bulk_kv: None, ..overrides }.is_empty() && (p.kind == KernelKind::Decode || overrides.bulk_kv.is_none()), || {
-            format!("{kind}: schedule `{overrides}`: the decode kernel has one schedule switch, bulk_kv, and decode_combine none")
+        let tma = overrides.tma_kv.unwrap_or(false) && p.kind == KernelKind::Decode;
+        rule(ScheduleOverrides { tma_kv: None, ..overrides }.is_empty() && (p.kind == KernelKind::Decode || overrides.tma_kv.is_none()), || {
+            format!("{kind}: schedule `{overrides}`: the decode kernel has one schedule switch, tma_kv, and decode_combine none")
         })?;
-        rule(!bulk || matches!(p.arch, Arch::Sm90 | Arch::Sm90a), || format!("{kind}: bulk_kv=on needs sm_90 (cp.async.bulk and mbarrier transaction counts); {} has neither", p.arch))?;
+        rule(!tma || matches!(p.arch, Arch::Sm90 | Arch::Sm90a), || format!("{kind}: tma_kv=on needs sm_90 (TMA tensor copies and mbarrier transaction counts); {} has neither", p.arch))?;
         rule(DECODE_HEAD_DIMS.contains(&d), || format!("{kind}: HEAD_DIM={d} is not supported: use one of {DECODE_HEAD_DIMS:?} (the copy lanes take whole rows of 16-byte chunks)"))?;
         if p.kind == KernelKind::DecodeCombine {
             return only_canonical(p, KernelSpec::decode_combine(p.arch, p.dtype, d), "a query row per warp", "decode_combine");
@@ -70,7 +70,7 @@ impl KernelSpec {
             format!("{kind}: BLOCK_N={bn} over {key_warps} key warps (num_warps={w} in {} column groups) gives each warp {} keys of a block: use BLOCK_N = 16 or 32 × the key warps (whole k16 steps of P·V; 32 at most, so S fits in registers)", decode_column_groups(t), bn as f64 / key_warps as f64)
         })?;
         rule(NUM_STAGES.contains(&ns), || format!("{kind}: num_stages={ns} must be in {}..={} (the depth of the cp.async ring of K/V blocks)", NUM_STAGES.start(), NUM_STAGES.end()))?;
-        let (schedule, overrides) = (Schedule { bulk_kv: bulk, ..Schedule::PLAIN }, ScheduleOverrides { bulk_kv: bulk.then_some(true), ..ScheduleOverrides::NONE });
+        let (schedule, overrides) = (Schedule { tma_kv: tma, ..Schedule::PLAIN }, ScheduleOverrides { tma_kv: tma.then_some(true), ..ScheduleOverrides::NONE });
         let spec = KernelSpec { params: p, schedule, overrides, features: Features::NONE };
         let (threads, chunks) = (32 * w, t / 8);
         let step = threads / chunks;
@@ -122,23 +122,48 @@ impl KernelSpec {
         self.decode_m_tiles() * self.params.tile_dim() / 4 <= 32
     }
 
-    /// Whether the full K/V blocks arrive by bulk copies (`Schedule::bulk_kv`).
-    pub fn decode_bulk_kv(&self) -> bool {
-        self.schedule.bulk_kv
+    /// Whether the full K/V blocks arrive by TMA boxes (`Schedule::tma_kv`).
+    pub fn decode_tma_kv(&self) -> bool {
+        self.schedule.tma_kv
     }
 
     /// Bytes from one K or V row of a slot to the next: the tile's row, swizzled in 16-byte chunks; with
-    /// bulk copies (which cannot swizzle) 16 bytes more, which keeps ldmatrix's 8 rows on distinct banks.
+    /// TMA boxes, a 128-byte row of a 64-column panel (128B swizzle), the tile's panels BLOCK_N rows apart.
     pub fn decode_kv_pitch(&self) -> u32 {
-        self.params.tile_dim() * self.params.dtype.bytes() + if self.decode_bulk_kv() { 16 } else { 0 }
+        if self.decode_tma_kv() {
+            128
+        } else {
+            self.decode_kv_tile_row_bytes()
+        }
+    }
+
+    /// Bytes of one tile row's columns (32 and 96 padded to 64 and 128).
+    fn decode_kv_tile_row_bytes(&self) -> u32 {
+        self.params.tile_dim() * self.params.dtype.bytes()
+    }
+
+    /// Bytes of one K or V tile of BLOCK_N rows (in either layout).
+    pub fn decode_kv_tile_bytes(&self) -> u32 {
+        self.params.block_n * self.decode_kv_tile_row_bytes()
     }
 
     /// Bytes of one ring slot: a K tile and a V tile of BLOCK_N rows.
     pub fn decode_slot_bytes(&self) -> u32 {
-        2 * self.params.block_n * self.decode_kv_pitch()
+        2 * self.decode_kv_tile_bytes()
     }
 
-    /// Where the bulk copies' mbarriers (8 bytes a slot) start: past everything else, so that the merge,
+    /// Rows of one TMA box (`Schedule::tma_kv`): a contiguous cache's block at once; a paged cache's run
+    /// of rows that never crosses a page (PAGE_SIZE's largest power-of-two factor, at most BLOCK_N; pages
+    /// are multiples of 16 tokens). The runtime's tensor maps and the kernel use this one rule.
+    pub fn decode_box_rows(&self, page_size: u32) -> u32 {
+        if page_size == 0 {
+            self.params.block_n
+        } else {
+            (page_size & page_size.wrapping_neg()).min(self.params.block_n)
+        }
+    }
+
+    /// Where the TMA boxes' mbarriers (8 bytes a slot) start: past everything else, so that the merge,
     /// which reuses the ring's memory after the loop, never overwrites a barrier.
     pub fn decode_barriers_offset(&self) -> u32 {
         self.decode_tiles_bytes().next_multiple_of(8)
@@ -168,7 +193,8 @@ impl KernelSpec {
     /// Dynamic shared memory of the decode kinds: the larger of [Q tile | ring] and the merge area.
     pub(crate) fn decode_shared_memory_bytes(&self) -> u32 {
         match self.params.kind {
-            KernelKind::Decode if self.decode_bulk_kv() => self.decode_barriers_offset() + 8 * self.params.num_stages,
+            // (and 1 KB to round the tiles' base up to the 128B swizzle's 1024-byte atoms)
+            KernelKind::Decode if self.decode_tma_kv() => self.decode_barriers_offset() + 8 * self.params.num_stages + 1024,
             KernelKind::Decode => self.decode_tiles_bytes(),
             // a warp a row, in registers
             _ => 0,

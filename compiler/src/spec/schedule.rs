@@ -80,15 +80,15 @@ pub struct Schedule {
     /// turns), and launches the grid unfolded otherwise; the kernel reads which from its grid. Derived on for
     /// bwd_fused_up (but at HEAD_DIM 128 with 3 stages, where it spills).
     pub fold_key_blocks: bool,
-    /// The decode kernel copies its full K/V blocks with the TMA unit's bulk copies (sm_90: one
-    /// cp.async.bulk per K or V row onto a per-slot mbarrier, with an EVICT_FIRST L2 hint), into rows padded
-    /// by 16 bytes instead of swizzled; the blocks that reach the new tokens keep cp.async. Under do_bench's
-    /// flush (L2 left dirty) the hint lets the stream's lines replace each other rather than the flush's
-    /// (a raw 33.5 MB stream: 14.80 µs against cp.async's 15.84, 2026-12-04-decode-l2-probe). Off: in the
-    /// kernel it wins only there (the do_bench step 19.2-19.6 against 20.1-20.4 µs) and loses in a model's
-    /// loop (13.45 → 14.17 µs) and at batch 16 (−37 to −42%: a request per row is slower than cp.async),
-    /// 2026-12-04-decode-bulk.
-    pub bulk_kv: bool,
+    /// The decode kernel copies its full K/V blocks by TMA tensor boxes (sm_90: 64 columns × a block's rows,
+    /// or × a page's run of rows when paged, 128B-swizzled into panels, onto a per-slot mbarrier, with an
+    /// EVICT_FIRST L2 hint); the blocks that reach the new tokens keep cp.async. Under do_bench's flush (L2
+    /// left dirty) the hint lets the stream's lines replace each other rather than the flush's (a raw
+    /// 33.5 MB stream: 14.80 µs by bulk copies with the hint against cp.async's 15.84,
+    /// 2026-12-04-decode-l2-probe). Its first form, a bulk copy per K or V row (2026-12-04-decode-bulk), won
+    /// only there and lost in a model's loop and at batch 16 (a request per 256-byte row); boxes ask the
+    /// TMA unit once per 8 KB.
+    pub tma_kv: bool,
     /// The fused backward's dSᵀ tile passes between its two MMA warpgroups by a hand-over: each warpgroup
     /// announces (named barrier READ[w]) that it has waited for its dS·K of the step, and waits for the
     /// other's announcement before it stores its next rows, instead of a barrier of both warpgroups every
@@ -128,7 +128,7 @@ pub struct ScheduleOverrides {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fold_key_blocks: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bulk_kv: Option<bool>,
+    pub tma_kv: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ds_handover: Option<bool>,
 }
@@ -155,7 +155,7 @@ const SWITCHES: [Switch; 14] = [
     Switch { name: "programs_per_sm", tag: "ctas", get: |o| o.programs_per_sm, set: |o, v| o.programs_per_sm = Some(v) },
     Switch { name: "column_splits", tag: "colsplit", get: |o| o.column_splits, set: |o, v| o.column_splits = Some(v) },
     Switch { name: "fold_key_blocks", tag: "fold", get: |o| o.fold_key_blocks.map(u32::from), set: |o, v| o.fold_key_blocks = Some(v != 0) },
-    Switch { name: "bulk_kv", tag: "bulk", get: |o| o.bulk_kv.map(u32::from), set: |o, v| o.bulk_kv = Some(v != 0) },
+    Switch { name: "tma_kv", tag: "tma", get: |o| o.tma_kv.map(u32::from), set: |o, v| o.tma_kv = Some(v != 0) },
     Switch { name: "ds_handover", tag: "dshand", get: |o| o.ds_handover.map(u32::from), set: |o, v| o.ds_handover = Some(v != 0) },
 ];
 
@@ -179,7 +179,7 @@ impl ScheduleOverrides {
         programs_per_sm: None,
         column_splits: None,
         fold_key_blocks: None,
-        bulk_kv: None,
+        tma_kv: None,
         ds_handover: None,
     };
 
@@ -285,7 +285,7 @@ impl Schedule {
         programs_per_sm: 1,
         column_splits: 1,
         fold_key_blocks: false,
-        bulk_kv: false,
+        tma_kv: false,
         ds_handover: false,
     };
 
@@ -390,8 +390,8 @@ impl Schedule {
         rule(!s.fold_key_blocks || up, || format!("{kind}: fold_key_blocks=on is for bwd_fused_up (its causal programs' order of dQ additions)"))?;
         rule(!s.fold_key_blocks || fold_fits, || format!("{kind}: fold_key_blocks=on at HEAD_DIM {} needs num_stages=2 (with {} the folded kernel's registers spill)", p.tile_dim(), p.num_stages))?;
 
-        decide!(bulk_kv, false);
-        rule(!s.bulk_kv, || format!("{kind}: bulk_kv=on is for the decode kernel (its K/V copies)"))?;
+        decide!(tma_kv, false);
+        rule(!s.tma_kv, || format!("{kind}: tma_kv=on is for the decode kernel (its K/V copies)"))?;
 
         // (one MMA warpgroup reads only the rows it wrote, in its own order: nothing to hand over)
         let two_mma_warpgroups = p.kind.fuses_dq() && p.num_warps == 12;
