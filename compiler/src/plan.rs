@@ -456,6 +456,14 @@ pub fn decode(arch: Arch, problem: &DecodeProblem) -> Result<DecodePlan, SpecErr
     Ok(DecodePlan { kernel, combine: KernelSpec::decode_combine(arch, problem.dtype, problem.head_dim), merge: SplitMerge::for_tile(&kernel, problem) })
 }
 
+/// Whether a decode call's full K/V blocks come by TMA boxes (`Schedule::tma_kv`): on sm_90 when the call
+/// splits its sequences, one split stays on cp.async. Batch 1 (32 splits) on an H100 in one process:
+/// K/V GB/s +3-10%, the step under do_bench 24.5 → 22.8 µs, a graph of 8 layers' caches 16.65 → 16.24 µs;
+/// batch 16 and 64 (one split) −0.5 to −4% with boxes (2026-12-05-tmakv).
+pub fn decode_tma_for(arch: Arch, splits: usize) -> bool {
+    matches!(arch, Arch::Sm90 | Arch::Sm90a) && splits > 1
+}
+
 /// Splits of a sequence worth at least this many blocks each (a split's prologue and merge amortized).
 pub const DECODE_MIN_BLOCKS_PER_SPLIT: usize = 2;
 

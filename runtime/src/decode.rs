@@ -334,15 +334,22 @@ impl Flash {
     }
 
     /// `decode_plan` with its decode kernel under `schedule`, a decode switch such as `tma_kv=on`
-    /// (`DecodePlan::with_schedule`; none: the plan as it is): how `check` and `bench` try one.
+    /// (`DecodePlan::with_schedule`; none: the plan as it is): how `check` and `bench` try one. Without
+    /// one, a call that splits its sequences reads its K/V by TMA boxes where the target has them
+    /// (`flashgen::plan::decode_tma_for`).
     pub fn decode_plan_under(&self, dtype: DType, g: &DecodeGeometry, causal: bool, window: Window, softcap: bool, schedule: ScheduleOverrides) -> Result<DecodePlan, RuntimeError> {
         let err = |e: flashgen::SpecError| RuntimeError::Argument(format!("decode: {e}"));
         let problem = g.problem(dtype, causal, window, softcap);
         let plan = flashgen::plan::decode(self.gpu.arch, &problem).map_err(err)?;
-        if schedule.is_empty() {
-            return Ok(plan);
+        if !schedule.is_empty() {
+            return plan.with_schedule(&problem, schedule).map_err(err);
         }
-        plan.with_schedule(&problem, schedule).map_err(err)
+        let (_, kernel_window) = kernel_window(causal, window);
+        if !g.is_empty() && flashgen::plan::decode_tma_for(self.gpu.arch, self.decode_splits(&plan, g, kernel_window)?) {
+            let tma = ScheduleOverrides { tma_kv: Some(true), ..ScheduleOverrides::NONE };
+            return plan.with_schedule(&problem, tma).map_err(err);
+        }
+        Ok(plan)
     }
 
     /// The splits the heuristic gives a call of this shape on this GPU with `plan`'s kernel (a window's
