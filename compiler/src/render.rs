@@ -246,9 +246,8 @@ impl ModCode {
     /// forward, dQ) or the loop step's (dK/dV, whose steps walk the query heads of a K/V head).
     const HEAD: &'static str = "%MODH";
 
-    /// `with_grad`: the backward's score_mod code, which also gives d(score_mod)/d(score); `distribute`:
-    /// `ScoreMod::ir_for`'s.
-    fn of(m: &crate::spec::Modifiers, block_n: u32, with_grad: bool, distribute: bool) -> Result<ModCode, crate::mods::IrError> {
+    /// `with_grad`: the backward's score_mod code, which also gives d(score_mod)/d(score).
+    fn of(m: &crate::spec::Modifiers, block_n: u32, with_grad: bool) -> Result<ModCode, crate::mods::IrError> {
         use crate::mods::{ElementInputs, ModIr, ProgramInputs};
         // the program's batch and query head (lib/seqinfo.ll.tera `sequence`), the tensors in their slots
         let slot_names = |decls: &[crate::mods::TensorDecl]| -> Vec<String> { m.slots(decls).iter().map(|i| format!("%MOD_TENSOR{i}")).collect() };
@@ -264,7 +263,7 @@ impl ModCode {
         };
         let mut score = None;
         if let Some(sm) = m.score() {
-            let (ir, pro) = render(sm.ir_for(with_grad, distribute), sm.tensors(), "mods.sp")?;
+            let (ir, pro) = render(if with_grad { sm.ir_with_grad() } else { sm.ir() }, sm.tensors(), "mods.sp")?;
             let el = ir.render_element_with_floats(&pro, &element, Some((Self::Q_IDX_F, Self::KV_IDX_F)), Self::PREFIX)?;
             score = Some(ModElement { text: el.text, value: el.value, grad: el.grad });
             irs.push(ir);
@@ -935,10 +934,7 @@ pub fn render(spec: &KernelSpec) -> Result<String, RenderError> {
         if !matches!(spec.kind(), KernelKind::FwdWs | KernelKind::Fwd) && !backward {
             return Err(RenderError { template, spec: spec.name(), detail: "score_mod and mask_mod are built into fwd_ws, fwd and the backward pairs only, a score_mod into the fused backward".into() });
         }
-        // (a uniform factor distributed over kv_idx − q_idx holds per-column products across the tile: only
-        // where the consumers have 240 registers or more, not the 160 of three consumer warpgroups)
-        let distribute = spec.registers().consumer >= 240;
-        let code = ModCode::of(&m, spec.block_n(), backward, distribute).map_err(|e| RenderError { template, spec: spec.name(), detail: e.to_string() })?;
+        let code = ModCode::of(&m, spec.block_n(), backward).map_err(|e| RenderError { template, spec: spec.name(), detail: e.to_string() })?;
         constants.common.MOD = Some(code);
     }
     ctx.insert("k", &constants);

@@ -174,16 +174,6 @@ impl Graph {
         id
     }
 
-    /// Whether `id` depends on at most one of q_idx and kv_idx and not on the score: a row's or a column's
-    /// value (or the program's), which early-cse computes once per row or column of a tile.
-    fn one_index(&self, id: Id) -> bool {
-        fn uses(g: &Graph, id: Id, v: Var) -> bool {
-            let op = g.op(id);
-            op == Op::Var(v) || operands(&op).into_iter().any(|c| uses(g, c, v))
-        }
-        !uses(self, id, Var::Score) && !(uses(self, id, Var::QIdx) && uses(self, id, Var::KvIdx))
-    }
-
     fn konst(&mut self, op: Op) -> Id {
         let ty = match op {
             Op::I(_) => Ty::Int,
@@ -309,8 +299,6 @@ impl Graph {
 struct Lower {
     g: Graph,
     env: Env,
-    /// Whether `product` distributes a uniform factor over a row value ± a column value.
-    distribute: bool,
 }
 
 impl Lower {
@@ -343,29 +331,6 @@ impl Lower {
                 let i = self.lower(a);
                 self.g.add(Op::Un(Un::ToF, i), Ty::Float)
             }
-        }
-    }
-
-    /// x · y. A program-uniform factor times a sum or difference of a row value and a column value is
-    /// distributed: ALiBi's `slope[h] * (kv_idx - q_idx)` becomes slope·kv_idx − slope·q_idx, whose products
-    /// are per column and per row (shared across a tile by early-cse), so an element pays one fsub instead of
-    /// an fsub and an fmul (rounding differs by an ulp of the products). The column products stay live
-    /// across the tile's rows, so a kernel at its register limit lowers without (`Lower::distribute`).
-    fn product(&mut self, x: Id, y: Id, x_per_element: bool, y_per_element: bool) -> Id {
-        if !self.distribute {
-            return self.g.add(Op::FBin(FOp::Mul, x, y), Ty::Float);
-        }
-        let (u, d) = match (x_per_element, y_per_element) {
-            (false, true) => (x, y),
-            (true, false) => (y, x),
-            _ => return self.g.add(Op::FBin(FOp::Mul, x, y), Ty::Float),
-        };
-        match self.g.op(d) {
-            Op::FBin(o @ (FOp::Add | FOp::Sub), p, r) if self.g.one_index(p) && self.g.one_index(r) => {
-                let (up, ur) = (self.g.add(Op::FBin(FOp::Mul, u, p), Ty::Float), self.g.add(Op::FBin(FOp::Mul, u, r), Ty::Float));
-                self.g.add(Op::FBin(o, up, ur), Ty::Float)
-            }
-            _ => self.g.add(Op::FBin(FOp::Mul, x, y), Ty::Float),
         }
     }
 
@@ -405,7 +370,7 @@ impl Lower {
                 match op {
                     BinOp::Add => self.g.add(Op::FBin(FOp::Add, la, lb), ty),
                     BinOp::Sub => self.g.add(Op::FBin(FOp::Sub, la, lb), ty),
-                    BinOp::Mul => self.product(la, lb, a.per_element(), b.per_element()),
+                    BinOp::Mul => self.g.add(Op::FBin(FOp::Mul, la, lb), ty),
                     _ => {
                         let reciprocal = self.g.float(lb).map(|c| 1.0 / c as f64).filter(|r| r.is_finite() && (*r as f32).is_normal());
                         if let Some(r) = reciprocal {
@@ -570,9 +535,8 @@ fn valid_operand(what: &str, s: &str) -> Result<(), IrError> {
 
 impl ModIr {
     /// Lower `roots` (and, for a mask, the pieces of `bounds`). `banner` goes into an IR comment.
-    /// `distribute`: see `Lower::product` (a kernel whose tile has registers to spare).
-    pub(crate) fn new(roots: &[&TExpr], bounds: Option<KvBounds>, tensors: &[TensorDecl], banner: String, distribute: bool) -> ModIr {
-        let mut l = Lower { g: Graph::default(), env: Env::assumed(tensors), distribute };
+    pub(crate) fn new(roots: &[&TExpr], bounds: Option<KvBounds>, tensors: &[TensorDecl], banner: String) -> ModIr {
+        let mut l = Lower { g: Graph::default(), env: Env::assumed(tensors) };
         let roots: Vec<Id> = roots.iter().map(|e| l.lower(e)).collect();
         let mut pieces = Vec::new();
         if let Some(b) = &bounds {

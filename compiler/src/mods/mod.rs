@@ -235,20 +235,12 @@ impl ScoreMod {
 
     /// Lowered for the kernel's forward: element results `value` only.
     pub fn ir(&self) -> ModIr {
-        self.ir_for(false, true)
+        ModIr::new(&[&self.c.expr], None, &self.c.tensors, self.c.key.clone())
     }
 
     /// Lowered for the backward: `value` and `grad`, sharing their common subexpressions.
     pub fn ir_with_grad(&self) -> ModIr {
-        self.ir_for(true, true)
-    }
-
-    /// Lowered for one kernel: with the gradient (the backward's), and with a uniform factor distributed
-    /// over a row value ± a column value (`distribute`: one FP op less per score, the column products
-    /// held across the tile; a kernel at its register limit lowers without).
-    pub fn ir_for(&self, with_grad: bool, distribute: bool) -> ModIr {
-        let roots: Vec<&TExpr> = if with_grad { vec![&self.c.expr, &self.grad] } else { vec![&self.c.expr] };
-        ModIr::new(&roots, None, &self.c.tensors, self.c.key.clone(), distribute)
+        ModIr::new(&[&self.c.expr, &self.grad], None, &self.c.tensors, self.c.key.clone())
     }
 }
 
@@ -404,7 +396,7 @@ impl MaskMod {
 
     /// Lowered for the kernel: element results are i1 (true = keep); tile ranges from `kv_bounds`.
     pub fn ir(&self) -> ModIr {
-        ModIr::new(&[&self.c.expr], Some(self.bounds.clone()), &self.c.tensors, self.c.key.clone(), true)
+        ModIr::new(&[&self.c.expr], Some(self.bounds.clone()), &self.c.tensors, self.c.key.clone())
     }
 }
 
