@@ -457,9 +457,9 @@ pub fn decode(arch: Arch, problem: &DecodeProblem) -> Result<DecodePlan, SpecErr
 }
 
 /// Whether a decode call's full K/V blocks come by TMA boxes (`Schedule::tma_kv`): on sm_90 when the call
-/// splits its sequences, one split stays on cp.async. Batch 1 (32 splits) on an H100 in one process:
-/// K/V GB/s +3-10%, the step under do_bench 24.5 → 22.8 µs, a graph of 8 layers' caches 16.65 → 16.24 µs;
-/// batch 16 and 64 (one split) −0.5 to −4% with boxes (2026-12-05-tmakv).
+/// splits its sequences, one split stays on cp.async. Batch 1 (32 splits) on the H200 in one process: the
+/// step under do_bench 20.26 → 19.13 µs, K/V GB/s +5-6%, a graph of 8 layers' caches +0.9% (on an H100
+/// −2.4%); batch 16 and 64 (one split) −0.5 to −4% with boxes on the H100 (2026-12-05-tmakv).
 pub fn decode_tma_for(arch: Arch, splits: usize) -> bool {
     matches!(arch, Arch::Sm90 | Arch::Sm90a) && splits > 1
 }
