@@ -87,9 +87,9 @@ pub struct Schedule {
     /// 33.5 MB stream: 14.80 µs by bulk copies with the hint against cp.async's 15.84,
     /// 2026-12-04-decode-l2-probe). Its first form, a bulk copy per K or V row (2026-12-04-decode-bulk), won
     /// only there and lost in a model's loop and at batch 16 (a request per 256-byte row); boxes ask the
-    /// TMA unit once per 8 KB and win at batch 1 in a model's loop too (a graph of 8 layers' caches −2.4%,
-    /// the do_bench step −7% on an H100), but lose 0.5-4% at one split: the plan takes them for calls that
-    /// split their sequences (`plan::decode_tma_for`, 2026-12-05-tmakv).
+    /// TMA unit once per 8 KB: at batch 1 the do_bench step 20.26 → 19.13 µs on the H200 (a graph of 8
+    /// layers' caches +0.9% there, −2.4% on an H100), but 0.5-4% lost at one split (H100): the plan takes
+    /// them for calls that split their sequences (`plan::decode_tma_for`, 2026-12-05-tmakv).
     pub tma_kv: bool,
     /// The fused backward's dSᵀ tile passes between its two MMA warpgroups by a hand-over: each warpgroup
     /// announces (named barrier READ[w]) that it has waited for its dS·K of the step, and waits for the
