@@ -396,9 +396,9 @@ impl Flash {
         // the TMA kernel (Schedule::tma_kv) reads the caches' full blocks through tensor maps, which the driver
         // encodes in the thread's current context; a layout it cannot describe runs the cp.async kernel of
         // the same tiles instead
-        self.gpu.ctx.bind_to_thread()?;
-        let page_size = g.paging.map_or(0, |p| p.page_size);
         let (spec, maps) = if spec.decode_tma_kv() {
+            self.gpu.ctx.bind_to_thread()?;
+            let page_size = g.paging.map_or(0, |p| p.page_size);
             match crate::tma::decode_maps(&spec, &call.k_cache, &call.v_cache, page_size) {
                 Ok(maps) => (spec, Some(maps)),
                 Err(why) => {
