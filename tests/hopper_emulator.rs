@@ -17,7 +17,7 @@ use flashgen::plan::{self, Problem};
 use flashgen::mods::{builtins, MaskMod, Scalar, ScoreMod, TensorData, TensorDecl, Tensors};
 use flashgen::reference::{backward, forward, Qkv, RefProblem, Window};
 use flashgen::spec::Modifiers;
-use flashgen::spec::{defaults, GridGeometry};
+use flashgen::spec::{defaults, GridGeometry, ScheduleOverrides, WS_WIDE_BLOCK_N};
 use flashgen::{Arch, DType, KernelKind, KernelSpec};
 use simt::{bits, bytes16, bytes32, f32s, u16s, value, Arg, Launch};
 use std::collections::HashMap;
@@ -733,6 +733,35 @@ fn persistent_forward_windows_on_the_emulator() {
     for (i, c) in WINDOWS.into_iter().chain(more).enumerate() {
         for (d, dtype) in [(64, DType::F16), (128, DType::Bf16)] {
             check(&tools, spec_for(KernelKind::FwdWsPersistent, dtype, d, &c), c, 1100 + i as u64);
+        }
+    }
+}
+
+/// `spec` with its tile's K/V blocks `block_n` keys wide on `num_stages` stages and the switches `overrides`.
+fn retiled(spec: &KernelSpec, block_n: u32, num_stages: u32, overrides: ScheduleOverrides) -> KernelSpec {
+    let params = flashgen::spec::SpecParams { block_n, num_stages, ..*spec.params() };
+    KernelSpec::with_features(params, overrides, spec.features()).unwrap_or_else(|e| panic!("{}: {e}", spec.name()))
+}
+
+/// K and V on barriers of their own (`Schedule::split_kv_ring`): FA3's non-causal 128×176 tile on two
+/// stages (the ring wraps: 600 keys are four blocks, the last one partial), and the switch on the table's
+/// tiles of both forwards, where K goes back a step before V.
+#[test]
+fn split_kv_ring_on_the_emulator() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    let split = ScheduleOverrides { split_kv_ring: Some(true), own_blocks: Some(false), ..ScheduleOverrides::NONE };
+    let long_keys = [Case { n_q: 130, n_kv: 600, ..RAGGED }, Case { h: 2, h_kv: 1, packed: &[(70, 600), (0, 0), (200, 130), (30, 0)], ..RAGGED }];
+    let wide: Vec<Case> = geometry_cases().into_iter().filter(|c| !c.causal).chain(long_keys).chain([Case { softcap: Some(5.0), ..RAGGED }]).collect();
+    for (i, c) in wide.into_iter().enumerate() {
+        let spec = retiled(&spec_for(KernelKind::FwdWs, DType::Bf16, 128, &c), WS_WIDE_BLOCK_N, 2, ScheduleOverrides::NONE);
+        assert!(spec.split_kv_ring() && spec.ping_pong(), "{}: the wide block runs ping-pong on the split ring", spec.name());
+        check(&tools, spec, c, 1200 + i as u64);
+    }
+    for (i, c) in geometry_cases().into_iter().chain(long_keys).enumerate() {
+        for (kind, d, dtype) in [(KernelKind::FwdWs, 64, DType::F16), (KernelKind::FwdWs, 128, DType::Bf16), (KernelKind::FwdWsPersistent, 64, DType::Bf16), (KernelKind::FwdWsPersistent, 128, DType::F16)] {
+            let table = spec_for(kind, dtype, d, &c);
+            let spec = retiled(&table, table.params().block_n, table.params().num_stages, split);
+            check(&tools, spec, c, 1300 + i as u64);
         }
     }
 }

@@ -341,10 +341,15 @@ struct WarpSpecialized {
     NARROW_LAST_PRODUCT: bool,
     /// Each consumer runs the blocks its own rows reach, and empty turns for the rest (`KernelSpec::own_blocks`).
     OWN_BLOCKS: bool,
+    /// K and V on barriers of their own (`KernelSpec::split_kv_ring`): V's full and empty barriers per slot
+    /// follow K's (the `full` and `empty` of a shared slot otherwise).
+    SPLIT_KV_RING: bool,
     /// The mbarriers' offset from the tiles, and the bytes the TMA loads of Q and of one K/V block bring.
     BARRIERS_OFFSET: u32,
     Q_TILE_BYTES: u32,
     KV_BLOCK_BYTES: u32,
+    /// One K or V tile's bytes (the split ring's transaction counts).
+    KV_TILE_BYTES: u32,
     /// See `spec::L2_GROUP_BYTES` (the persistent causal tile order).
     L2_GROUP_BYTES: u32,
 }
@@ -539,9 +544,11 @@ impl KernelConstants {
             SINGLE_TAIL: spec.single_tail(),
             NARROW_LAST_PRODUCT: spec.narrow_last_product(),
             OWN_BLOCKS: spec.own_blocks(),
+            SPLIT_KV_RING: spec.split_kv_ring(),
             BARRIERS_OFFSET: q_bytes + spec.num_stages() * spec.slot_bytes(),
             Q_TILE_BYTES: bm * row_bytes,
             KV_BLOCK_BYTES: 2 * bn * row_bytes,
+            KV_TILE_BYTES: bn * row_bytes,
             L2_GROUP_BYTES: crate::spec::L2_GROUP_BYTES,
         });
         let registers = (kind.warp_specialized_forward() || kind.fuses_dq()).then(|| RegisterSplit {

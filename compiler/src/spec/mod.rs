@@ -246,7 +246,7 @@ impl KernelSpec {
     /// product does. Block j-1's slot is then held one step longer, so this needs 3+ stages (with 2 the
     /// producer could not load ahead); with 2 stages the consumers run independently, one block at a time.
     pub fn ping_pong(&self) -> bool {
-        self.params.kind.warp_specialized_forward() && self.params.num_stages >= 3
+        self.params.ping_pong()
     }
 
     // The schedule's switches (see `Schedule` for what each does and what it measured).
@@ -270,6 +270,9 @@ impl KernelSpec {
     }
     pub fn own_blocks(&self) -> bool {
         self.schedule.own_blocks
+    }
+    pub fn split_kv_ring(&self) -> bool {
+        self.schedule.split_kv_ring
     }
     pub fn early_row_norm(&self) -> bool {
         self.schedule.early_row_norm

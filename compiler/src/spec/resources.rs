@@ -102,8 +102,10 @@ impl KernelSpec {
         if self.params.kind.warp_specialized_forward() {
             // and the mbarriers: Q full (persistent: full and empty per Q buffer), then K/V full and empty per slot
             // (persistent: and the two tiles the producer publishes to the consumers, two words each)
+            // (split ring: K's and V's full and empty per slot)
             let q_barriers = if self.params.kind.persistent() { 4 + 2 } else { 1 };
-            self.q_buffers() * resident + ns * slot.next_multiple_of(1024) + 1024 + 8 * (q_barriers + 2 * ns)
+            let slot_barriers = if self.split_kv_ring() { 4 } else { 2 };
+            self.q_buffers() * resident + ns * slot.next_multiple_of(1024) + 1024 + 8 * (q_barriers + slot_barriers * ns)
         } else if self.params.kind.fuses_dq() {
             // and the 1 KB the kernel aligns its tile base with
             self.fused_layout().end + 1024

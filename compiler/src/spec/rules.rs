@@ -234,7 +234,7 @@ impl KernelSpec {
 
     /// A spec with its switches resolved (`Schedule::resolve`), before its resource rules.
     fn scheduled(p: SpecParams, overrides: &ScheduleOverrides) -> Result<KernelSpec, SpecError> {
-        let ping_pong = p.kind.warp_specialized_forward() && p.num_stages >= 3;
+        let ping_pong = p.ping_pong();
         let consumer_warpgroups = if p.kind.helper_warps() > 0 { (p.num_warps / 4).saturating_sub(1) } else { 0 };
         let shape = Shape { params: p, ping_pong, consumer_warpgroups, column_splits: KernelSpec::fewest_column_splits(p) };
         let (schedule, overrides) = Schedule::resolve(&shape, overrides)?;
@@ -282,10 +282,15 @@ impl KernelSpec {
         rule(bm == 16 * (w - 4), || {
             format!("{kind}: BLOCK_M={bm} must be 64 × the {} consumer warpgroups of num_warps={w} = {} (one producer warpgroup, then 64 query rows per consumer)", (w - 4) / 4, 16 * (w - 4))
         })?;
-        rule(BLOCK_NS.contains(&bn), || format!("{kind}: BLOCK_N={bn} is not supported: use one of {BLOCK_NS:?}"))?;
+        rule(BLOCK_NS.contains(&bn) || bn == WS_WIDE_BLOCK_N, || format!("{kind}: BLOCK_N={bn} is not supported: use one of {BLOCK_NS:?} or {WS_WIDE_BLOCK_N}"))?;
+        // (the wide block: FA3's non-causal HEAD_DIM 128 tile; a causal tile's diagonal needs blocks that
+        // divide BLOCK_M, and its S of 88 registers beside O's HEAD_DIM/2 fit two consumers only)
+        rule(bn != WS_WIDE_BLOCK_N || (p.stage == 1 && w == 12 && p.tile_dim() <= 128), || {
+            format!("{kind}: BLOCK_N={bn} is for non-causal tiles (STAGE=1) on two consumer warpgroups (num_warps=12) to HEAD_DIM 128: use BLOCK_N=128")
+        })?;
         rule(WS_NUM_STAGES.contains(&ns), || format!("num_stages={ns} must be in {}..={} (the depth of the TMA ring of K/V blocks)", WS_NUM_STAGES.start(), WS_NUM_STAGES.end()))?;
-        rule(!p.kind.persistent() || ns >= 3, || {
-            format!("{kind}: num_stages={ns}: the persistent kernel runs the ping-pong schedule, which needs 3 or more stages (use num_stages=3, or fwd_ws for 2)")
+        rule(!p.kind.persistent() || p.ping_pong(), || {
+            format!("{kind}: num_stages={ns}: the persistent kernel runs the ping-pong schedule, which needs 3 or more stages at BLOCK_N={bn} (use num_stages=3, or fwd_ws for 2)")
         })?;
         rule(p.tile_dim() <= 128 || w == 12, || {
             format!("{kind}: HEAD_DIM={d} needs two consumer warpgroups (num_warps=12): O's HEAD_DIM/2 accumulators leave the {} registers of 3 or 4 consumers too few (192 on three spilled)", if w == 16 { 160 } else { 112 })

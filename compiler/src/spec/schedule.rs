@@ -99,6 +99,12 @@ pub struct Schedule {
     /// backward 0-3% (2026-12-05-fixes-ab, with the key mask); not on a folded grid (ptxas spilled it at
     /// HEAD_DIM 96/128 causal).
     pub ds_handover: bool,
+    /// The warp-specialized forward's K and V tiles of a block arrive and leave on barriers of their own
+    /// (FA3's two pipelines): a consumer hands K_j back as soon as S_j has completed, V_j after P_j·V_j, so
+    /// the producer refills K a step earlier than a shared slot allows. Ping-pong on two stages needs it
+    /// (with one barrier per slot the producer waits for block j-1's P·V before it loads j+1): derived on
+    /// for the wide K/V block (`WS_WIDE_BLOCK_N`, two stages fit), off elsewhere until timed.
+    pub split_kv_ring: bool,
 }
 
 /// Which switches a caller sets explicitly; `None` takes the derived value. Written and parsed as
@@ -133,6 +139,8 @@ pub struct ScheduleOverrides {
     pub tma_kv: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ds_handover: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split_kv_ring: Option<bool>,
 }
 
 /// One switch: its name (the field's, on the CLI), its tag in kernel names, and how to read and write it.
@@ -144,7 +152,7 @@ struct Switch {
 }
 
 /// The switches in resolution order: a switch's derived value may depend on the ones before it.
-const SWITCHES: [Switch; 14] = [
+const SWITCHES: [Switch; 15] = [
     Switch { name: "q_from_registers", tag: "qreg", get: |o| o.q_from_registers.map(u32::from), set: |o, v| o.q_from_registers = Some(v != 0) },
     Switch { name: "lazy_rescale", tag: "lazy", get: |o| o.lazy_rescale.map(u32::from), set: |o, v| o.lazy_rescale = Some(v != 0) },
     Switch { name: "half_block_softmax", tag: "halfsm", get: |o| o.half_block_softmax.map(u32::from), set: |o, v| o.half_block_softmax = Some(v != 0) },
@@ -159,6 +167,7 @@ const SWITCHES: [Switch; 14] = [
     Switch { name: "fold_key_blocks", tag: "fold", get: |o| o.fold_key_blocks.map(u32::from), set: |o, v| o.fold_key_blocks = Some(v != 0) },
     Switch { name: "tma_kv", tag: "tma", get: |o| o.tma_kv.map(u32::from), set: |o, v| o.tma_kv = Some(v != 0) },
     Switch { name: "ds_handover", tag: "dshand", get: |o| o.ds_handover.map(u32::from), set: |o, v| o.ds_handover = Some(v != 0) },
+    Switch { name: "split_kv_ring", tag: "kvsplit", get: |o| o.split_kv_ring.map(u32::from), set: |o, v| o.split_kv_ring = Some(v != 0) },
 ];
 
 /// The switches that take a number rather than on/off.
@@ -183,6 +192,7 @@ impl ScheduleOverrides {
         fold_key_blocks: None,
         tma_kv: None,
         ds_handover: None,
+        split_kv_ring: None,
     };
 
     pub fn is_empty(&self) -> bool {
@@ -289,6 +299,7 @@ impl Schedule {
         fold_key_blocks: false,
         tma_kv: false,
         ds_handover: false,
+        split_kv_ring: false,
     };
 
     /// Resolve `overrides` against the derived values, switch by switch in order, checking each switch that
@@ -316,8 +327,9 @@ impl Schedule {
             rule(!on || pp, || format!("{kind}: {name}=on needs the ping-pong tile (fwd_ws or fwd_ws_persistent with num_stages >= 3)"))
         };
 
-        // (HEAD_DIM 256: Q's 64 registers and O's 128 leave too few for S; 128×32×3 spilled)
-        decide!(q_from_registers, pp && shape.consumer_warpgroups == 2 && p.tile_dim() <= 192);
+        // (HEAD_DIM 256: Q's 64 registers and O's 128 leave too few for S; 128×32×3 spilled; nor beside the
+        // wide block's S, as FA3's 128×176 reads Q from shared memory)
+        decide!(q_from_registers, pp && shape.consumer_warpgroups == 2 && p.tile_dim() <= 192 && p.block_n <= 128);
         pingpong_only("q_from_registers", s.q_from_registers)?;
         rule(!s.q_from_registers || shape.consumer_warpgroups == 2, || {
             format!("{kind}: q_from_registers=on needs two consumer warpgroups (num_warps=12): with {} Q's HEAD_DIM/4 registers per thread do not fit beside the accumulators", shape.consumer_warpgroups)
@@ -400,6 +412,13 @@ impl Schedule {
         decide!(ds_handover, false);
         rule(!s.ds_handover || two_mma_warpgroups, || format!("{kind}: ds_handover=on is for the fused backward with two MMA warpgroups (num_warps=12)"))?;
         rule(!s.ds_handover || !s.fold_key_blocks, || format!("{kind}: ds_handover=on with a folded grid spills the MMA warpgroups' registers: use fold_key_blocks=off"))?;
+
+        // (two stages of a block wider than 128 keys: only the split ring runs them in ping-pong)
+        let wide = p.block_n > 128;
+        decide!(split_kv_ring, pp && wide);
+        pingpong_only("split_kv_ring", s.split_kv_ring)?;
+        rule(s.split_kv_ring || !wide || !pp, || format!("{kind}: split_kv_ring=off at BLOCK_N={}: two stages of a block that wide run only on the split ring", p.block_n))?;
+        rule(!s.split_kv_ring || !s.own_blocks, || format!("{kind}: split_kv_ring=on with own_blocks=on: a consumer's skipped blocks hand back one barrier per slot; use own_blocks=off"))?;
         Ok((s, canonical))
     }
 }

@@ -119,6 +119,13 @@ impl SpecParams {
     pub fn tile_dim(&self) -> u32 {
         tile_width(self.head_dim)
     }
+
+    /// The warp-specialized forward's consumers take turns on the tensor cores (ping-pong): from 3 ring
+    /// stages, or from 2 with K/V blocks wider than 128 keys (`WS_WIDE_BLOCK_N`, which only the split ring
+    /// fits: `Schedule::split_kv_ring`).
+    pub fn ping_pong(&self) -> bool {
+        self.kind.warp_specialized_forward() && (self.num_stages >= 3 || self.block_n > 128)
+    }
 }
 
 /// The tiles' width for a head dim (`SpecParams::tile_dim`): whole 64-column panels.
@@ -144,6 +151,10 @@ pub const MAX_ROWS_PER_WARP: u32 = 32;
 /// K/V tile heights. ptxas spilled at 96 rows with only 168 registers in use (docs/DECISIONS.md), so only
 /// the powers of two that the CI sweep assembles spill-free are admitted.
 pub const BLOCK_NS: [u32; 4] = [16, 32, 64, 128];
+/// The warp-specialized forward's one wider K/V block (FA3's non-causal HEAD_DIM 128 tile, 128×176): 11 k16
+/// steps of P·V, two ring stages of K and V (212 KB with Q), ping-pong on the split ring
+/// (`Schedule::split_kv_ring`).
+pub const WS_WIDE_BLOCK_N: u32 = 176;
 pub const NUM_STAGES: std::ops::RangeInclusive<u32> = 2..=6;
 /// The warp-specialized forward's TMA ring: up to 8 slots where shared memory holds them (64-row K/V blocks;
 /// HEAD_DIM 64 causal to 2048 tokens is 1.5-3% faster on 8 than on 6, stages8-ab).
