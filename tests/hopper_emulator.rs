@@ -759,6 +759,10 @@ fn split_kv_ring_on_the_emulator() {
     }
     for (i, c) in geometry_cases().into_iter().chain(long_keys).enumerate() {
         for (kind, d, dtype) in [(KernelKind::FwdWs, 64, DType::F16), (KernelKind::FwdWs, 128, DType::Bf16), (KernelKind::FwdWsPersistent, 64, DType::Bf16), (KernelKind::FwdWsPersistent, 128, DType::F16)] {
+            // (the rules refuse the split ring on the causal persistent tile at HEAD_DIM 128: it spilled)
+            if kind == KernelKind::FwdWsPersistent && d == 128 && c.causal {
+                continue;
+            }
             let table = spec_for(kind, dtype, d, &c);
             let spec = retiled(&table, table.params().block_n, table.params().num_stages, split);
             check(&tools, spec, c, 1300 + i as u64);

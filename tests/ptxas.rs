@@ -637,3 +637,31 @@ fn every_planned_kernel_of_the_problem_grid_assembles_without_spills() {
     println!("{} planned kernels the other sweeps do not assemble", left.len());
     assemble_all_clean(&tool, &left, |_, _| {});
 }
+
+/// `Schedule::split_kv_ring` on the warp-specialized forwards' ping-pong default specs (own_blocks off, which
+/// it refuses) and FA3's 128×176 tile (two stages, on the split ring), alone, packed, with windows, softcap
+/// and modifiers where the rules admit them: no spills, and V's own barriers initialized (twice the
+/// mbarriers of a shared slot).
+#[test]
+fn split_kv_ring_kernels_assemble_without_spills() {
+    let Some(tool) = ptxas_or_skip() else { return };
+    let split = |spec: &KernelSpec, block_n: u32, num_stages: u32| -> Option<KernelSpec> {
+        let o = flashgen::ScheduleOverrides { split_kv_ring: Some(true), own_blocks: spec.own_blocks().then_some(false), ..Default::default() };
+        KernelSpec::with_features(SpecParams { block_n, num_stages, ..*spec.params() }, o, spec.features()).ok()
+    };
+    let ping_pong: Vec<KernelSpec> = flashgen::plan::default_set().into_iter().filter(|s| s.kind().warp_specialized_forward() && s.ping_pong()).collect();
+    let mut specs: Vec<KernelSpec> = ping_pong.iter().filter_map(|s| split(s, s.block_n(), s.params().num_stages)).collect();
+    // (all but the causal persistent tiles past HEAD_DIM 64, which the rules refuse: they spilled 4 B)
+    let refused = |s: &KernelSpec| s.kind().persistent() && s.causal() && s.params().tile_dim() > 64;
+    assert_eq!(specs.len(), ping_pong.iter().filter(|s| !refused(s)).count(), "every other ping-pong forward takes split_kv_ring");
+    specs.extend(ping_pong.iter().filter(|s| s.kind() == KernelKind::FwdWs && !s.causal() && s.head_dim() == 128).filter_map(|s| split(s, flashgen::spec::WS_WIDE_BLOCK_N, 2)));
+    assert!(specs.iter().any(|s| s.block_n() == flashgen::spec::WS_WIDE_BLOCK_N), "the wide tile");
+    for variant in [feature_variants(&specs), rule_variants(&specs), modifier_variants(&specs)] {
+        specs.extend(variant.into_iter().filter(|s| s.split_kv_ring()));
+    }
+    assert!(specs.iter().any(|s| s.features().window) && specs.iter().any(|s| s.features().modifiers.is_some()));
+    assemble_all_clean(&tool, &specs, |spec, ptx| {
+        let inits = ptx.matches("mbarrier.init").count() as u32;
+        assert!(inits >= 4 * spec.params().num_stages, "{}: {inits} mbarrier inits for {} split slots", spec.name(), spec.params().num_stages);
+    });
+}

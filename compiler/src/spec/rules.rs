@@ -110,6 +110,10 @@ impl KernelSpec {
         rule(!(score_mod_wide && p.stage == 1 && p.kind == KernelKind::BwdDkdv && p.block_m >= 32), || {
             format!("bwd_dkdv: a score_mod (non-causal) on {}-row query blocks at HEAD_DIM={} spills its registers: use BLOCK_M=16 (the plan's tile for it, defaults::MODIFIED_TILES)", p.block_m, p.head_dim)
         })?;
+        // (the wide K/V block with modifiers on packed sequences: the consumers spilled 8 B)
+        rule(!(p.block_n == WS_WIDE_BLOCK_N && features.varlen && features.modifiers.is_some()), || {
+            format!("{}: BLOCK_N={} with a score_mod or mask_mod on packed sequences spills its registers: use BLOCK_N=128", p.kind.name(), p.block_n)
+        })?;
         // (bwd_fused, causal, on packed sequences at HEAD_DIM 64's 128-row query blocks: ptxas spills 8 B of
         // its MMA registers; the plan runs causal on bwd_fused_up, which does not)
         rule(!(p.kind == KernelKind::BwdFused && p.stage == 3 && features.varlen && spec.dq_splits_rows()), || {

@@ -419,6 +419,11 @@ impl Schedule {
         pingpong_only("split_kv_ring", s.split_kv_ring)?;
         rule(s.split_kv_ring || !wide || !pp, || format!("{kind}: split_kv_ring=off at BLOCK_N={}: two stages of a block that wide run only on the split ring", p.block_n))?;
         rule(!s.split_kv_ring || !s.own_blocks, || format!("{kind}: split_kv_ring=on with own_blocks=on: a consumer's skipped blocks hand back one barrier per slot; use own_blocks=off"))?;
+        // (the causal persistent tile past HEAD_DIM 64 holds the diagonal's values beside V's waits: ptxas
+        // spilled 4 B at 96 and 128)
+        rule(!(s.split_kv_ring && persistent && causal && p.tile_dim() > 64), || {
+            format!("{kind}: split_kv_ring=on on causal tiles at HEAD_DIM {} spills the consumers' registers (4 B): use fwd_ws, or split_kv_ring=off", p.head_dim)
+        })?;
         Ok((s, canonical))
     }
 }

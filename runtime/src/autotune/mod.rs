@@ -137,7 +137,7 @@ pub fn config_space() -> Vec<Config> {
 
 /// The search space of a kernel: owned rows {64, 128, 256} × streamed rows {16, 32, 64, 128} × num_stages
 /// {2, 3, 4} × num_warps {4, 8}; dK/dV owns BLOCK_N (key) rows and streams BLOCK_M, the others the reverse.
-/// fwd_ws and fwd_ws_persistent: owned rows {128, 192, 256} (2, 3 or 4 consumer warpgroups) × {32, 64, 128}
+/// fwd_ws and fwd_ws_persistent: owned rows {128, 192, 256} (2, 3 or 4 consumer warpgroups) × {32, 64, 128, 176}
 /// × {2, 3, 4, 6, 8} stages × their num_warps {12, 16, 20} (validation keeps the pairs where the warps match the
 /// rows, and the persistent kind's ping-pong stages), each with its derived schedule and with the ping-pong
 /// tile's rescaling the other way (`SCHEDULE_SPACE`: the switch whose best value moved with the shape, +-5%;
@@ -146,7 +146,8 @@ pub fn config_space() -> Vec<Config> {
 pub fn config_space_for(kind: KernelKind) -> Vec<Config> {
     let mut out = Vec::new();
     let (owned_rows, streamed_rows, stages, warps): (&[u32], &[u32], &[u32], &[u32]) = if kind.warp_specialized_forward() {
-        (&[128, 192, 256], &[32, 64, 128], &[2, 3, 4, 6, 8], &flashgen::spec::WS_NUM_WARPS)
+        // (and FA3's wide non-causal block, `WS_WIDE_BLOCK_N`: 128×176 on two stages)
+        (&[128, 192, 256], &[32, 64, 128, flashgen::spec::WS_WIDE_BLOCK_N], &[2, 3, 4, 6, 8], &flashgen::spec::WS_NUM_WARPS)
     } else if kind.fuses_dq() {
         // the MMA warpgroups plus the dQ writer's (validation keeps the pairs where the warps match the rows)
         (&[64, 128, 256], &[16, 32, 64, 128], &[2, 3, 4], &flashgen::spec::FUSED_NUM_WARPS)
