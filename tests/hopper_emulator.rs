@@ -767,5 +767,10 @@ fn split_kv_ring_on_the_emulator() {
             let spec = retiled(&table, table.params().block_n, table.params().num_stages, split);
             check(&tools, spec, c, 1300 + i as u64);
         }
+        // HEAD_DIM 256's two-stage tile, ping-pong on the split ring
+        let table = spec_for(KernelKind::FwdWs, DType::Bf16, 256, &c);
+        let spec = retiled(&table, table.params().block_n, 2, split);
+        assert!(spec.ping_pong(), "{}: ping-pong on two stages", spec.name());
+        check(&tools, spec, c, 1400 + i as u64);
     }
 }

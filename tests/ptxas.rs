@@ -655,7 +655,11 @@ fn split_kv_ring_kernels_assemble_without_spills() {
     let refused = |s: &KernelSpec| s.kind().persistent() && s.causal() && s.params().tile_dim() > 64;
     assert_eq!(specs.len(), ping_pong.iter().filter(|s| !refused(s)).count(), "every other ping-pong forward takes split_kv_ring");
     specs.extend(ping_pong.iter().filter(|s| s.kind() == KernelKind::FwdWs && !s.causal() && s.head_dim() == 128).filter_map(|s| split(s, flashgen::spec::WS_WIDE_BLOCK_N, 2)));
+    // (and HEAD_DIM 256's two-stage tile, which the split ring makes ping-pong)
+    let two_stage: Vec<KernelSpec> = flashgen::plan::default_set().into_iter().filter(|s| s.kind() == KernelKind::FwdWs && !s.ping_pong() && s.params().tile_dim() == 256).collect();
+    specs.extend(two_stage.iter().filter_map(|s| split(s, s.block_n(), 2)).inspect(|s| assert!(s.ping_pong(), "{}", s.name())));
     assert!(specs.iter().any(|s| s.block_n() == flashgen::spec::WS_WIDE_BLOCK_N), "the wide tile");
+    assert!(specs.iter().any(|s| s.params().tile_dim() == 256 && s.params().num_stages == 2), "HEAD_DIM 256 on two stages");
     for variant in [feature_variants(&specs), rule_variants(&specs), modifier_variants(&specs)] {
         specs.extend(variant.into_iter().filter(|s| s.split_kv_ring()));
     }

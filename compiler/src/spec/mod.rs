@@ -246,7 +246,7 @@ impl KernelSpec {
     /// product does. Block j-1's slot is then held one step longer, so this needs 3+ stages (with 2 the
     /// producer could not load ahead); with 2 stages the consumers run independently, one block at a time.
     pub fn ping_pong(&self) -> bool {
-        self.params.ping_pong()
+        self.params.ping_pong(self.schedule.split_kv_ring)
     }
 
     // The schedule's switches (see `Schedule` for what each does and what it measured).

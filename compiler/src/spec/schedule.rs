@@ -103,7 +103,8 @@ pub struct Schedule {
     /// (FA3's two pipelines): a consumer hands K_j back as soon as S_j has completed, V_j after P_j·V_j, so
     /// the producer refills K a step earlier than a shared slot allows. Ping-pong on two stages needs it
     /// (with one barrier per slot the producer waits for block j-1's P·V before it loads j+1): derived on
-    /// for the wide K/V block (`WS_WIDE_BLOCK_N`, two stages fit), off elsewhere until timed.
+    /// for the wide K/V block (`WS_WIDE_BLOCK_N`, two stages fit), off elsewhere until timed; asked for on two
+    /// stages it makes the tile ping-pong (HEAD_DIM 256's 128×64, where three stages do not fit).
     pub split_kv_ring: bool,
 }
 

@@ -121,10 +121,10 @@ impl SpecParams {
     }
 
     /// The warp-specialized forward's consumers take turns on the tensor cores (ping-pong): from 3 ring
-    /// stages, or from 2 with K/V blocks wider than 128 keys (`WS_WIDE_BLOCK_N`, which only the split ring
-    /// fits: `Schedule::split_kv_ring`).
-    pub fn ping_pong(&self) -> bool {
-        self.kind.warp_specialized_forward() && (self.num_stages >= 3 || self.block_n > 128)
+    /// stages, or on 2 with K and V on barriers of their own (`split_ring`: `Schedule::split_kv_ring`,
+    /// derived for K/V blocks wider than 128 keys, `WS_WIDE_BLOCK_N`, which only it runs).
+    pub fn ping_pong(&self, split_ring: bool) -> bool {
+        self.kind.warp_specialized_forward() && (self.num_stages >= 3 || split_ring)
     }
 }
 
