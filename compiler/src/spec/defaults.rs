@@ -80,8 +80,9 @@ use KernelKind::*;
 ///   four whole tiles), then 192×128; causal 256×64 whose consumers run their own blocks, with 8 slots to
 ///   2048 tokens, then 4; HEAD_DIM 128 fwd_ws's 128×128 (one Q buffer: Q is read into registers).
 /// - the backward kinds: the autotuner's most frequent winners (mma.sync: bwd-v2; wgmma: hopper-v2).
-/// - HEAD_DIM 192 and 256 (hdim-v1): the forward on fwd_ws 128×64, ping-pong on 3 stages at 192 (two are what
-///   fit at 256; 128×32 on 4 read 0.96-1.04×); the backward on the wgmma pair, dK/dV on 16-row query blocks at
+/// - HEAD_DIM 192 and 256 (hdim-v1): the forward on fwd_ws 128×64, ping-pong on 3 stages at 192, at 256 on the
+///   two that fit, by the split ring (`Schedule::split_kv_ring`: 1.16-1.36× the tile without it, kvsplit;
+///   128×32 on 4 had read 0.96-1.04× of that one, hdim-v1); the backward on the wgmma pair, dK/dV on 16-row query blocks at
 ///   192, whose accumulators fit unsplit (1.52-1.60× the 32-row blocks in 3 column slices), in two slices at 256.
 /// - the fused backward: query blocks of 64 rows, one MMA warpgroup per 64 key rows and dQ columns, two
 ///   stages (the writer's double-buffered staging leaves no room for a third at HEAD_DIM 128); at HEAD_DIM
@@ -99,7 +100,8 @@ pub static TILES: &[TileRow] = &[
     row(FwdWs, on(HOPPER, D64, None, ANY), t(192, 128, 16, 4), "verify-v9"),
     row(FwdWs, on(HOPPER, D128, None, ANY), t(128, 128, 12, 3), "wholeprog-v8"),
     row(FwdWs, on(HOPPER, &[192], None, ANY), t(128, 64, 12, 3), "hdim-v1"),
-    row(FwdWs, on(HOPPER, &[256], None, ANY), t(128, 64, 12, 2), "hdim-v1"),
+    // (ping-pong on two stages by the split ring: 1.16-1.36× the same tile without it, kvsplit)
+    TileRow { schedule: ScheduleOverrides { split_kv_ring: Some(true), ..ScheduleOverrides::NONE }, ..row(FwdWs, on(HOPPER, &[256], None, ANY), t(128, 64, 12, 2), "kvsplit") },
     row(FwdWsPersistent, on(HOPPER, D64, Some(false), 0..=1024), t(256, 64, 20, 6), "persistent-w20"),
     row(FwdWsPersistent, on(HOPPER, D64, Some(false), 1025..=usize::MAX), t(192, 128, 16, 4), "dyn-ab"),
     row(FwdWsPersistent, on(HOPPER, D64, Some(true), 0..=2048), t(256, 64, 20, 8), "stages8-ab"),
@@ -181,17 +183,15 @@ pub static BACKWARD_KINDS: &[KindRow] = &[
 
 /// Tiles for the problems with a window, softcap or score/mask modifiers where `TILES`' row cannot take
 /// them:
-/// - on Hopper they are built into fwd_ws's ping-pong consumer, which needs NUM_STAGES >= 3, and HEAD_DIM
-///   256's row is 128×64 on two stages (what fits at that width). Its modified problems (Gemma: softcap and
-///   sliding windows at 256) run 128×32 on four stages, ping-pong, which hdim-v1 read at 0.96-1.04× of
-///   128×64 without them;
+/// - on Hopper they are built into fwd_ws's ping-pong consumer (HEAD_DIM 256's row is one since kvsplit: two
+///   stages on the split ring, where it had been the sequential consumer and its modified problems ran
+///   128×32 on four stages);
 /// - the mma.sync kernels at HEAD_DIM 128: the forward on 32 rows a warp spills 32 B with softcap on causal
 ///   packed sequences (128×32 on 4 warps, 255 registers) and with ALiBi on non-causal ones (256×32 on 8), on
 ///   16 rows a warp (128×32 on 8 warps: 193-197 registers) none;
 ///   bwd_dkdv's 32-row query blocks 8-12 B, 16-row ones none; bwd_dkdv non-causal with a score_mod (ALiBi)
 ///   on 32-row blocks 4 B, on 16-row ones none. Not timed.
 pub static MODIFIED_TILES: &[TileRow] = &[
-    row(FwdWs, on(HOPPER, &[256], None, ANY), t(128, 32, 12, 4), "hdim-v1"),
     row(Fwd, on(EVERY, D128, None, ANY), t(128, 32, 8, 3), "fwd-mma-v5"),
     row(BwdDkdv, on(EVERY, D128, None, ANY), t(16, 64, 4, 3), "bwd-v2"),
 ];
