@@ -367,8 +367,8 @@ fn windows_and_softcap_on_the_emulator() {
     }
 }
 
-/// HEAD_DIM 256 with softcap, windows and ALiBi (Gemma's width): the plan's forward, the ping-pong tile of
-/// `defaults::MODIFIED_TILES` (the table's 128×64 on two stages cannot take them), and its backward.
+/// HEAD_DIM 256 with softcap, windows and ALiBi (Gemma's width): the plan's forward, the table's 128×64 on two
+/// stages, ping-pong on the split ring (`Schedule::split_kv_ring`), and its backward.
 #[test]
 fn head_dim_256_windows_softcap_and_alibi_on_the_emulator() {
     let Some(tools) = simt::tools_or_skip() else { return };
@@ -382,7 +382,7 @@ fn head_dim_256_windows_softcap_and_alibi_on_the_emulator() {
         let (problem, _) = c.planned(DType::Bf16, 256);
         let planned = plan::plan(Arch::Sm90a, &problem, &Default::default(), &plan::NoTuning).unwrap_or_else(|e| panic!("{c:?}: {e}"));
         let spec = planned.forward;
-        assert!(spec.kind() == KernelKind::FwdWs && spec.ping_pong(), "{}: not the ping-pong tile", spec.name());
+        assert!(spec.kind() == KernelKind::FwdWs && spec.ping_pong() && spec.split_kv_ring(), "{}: not the ping-pong tile on the split ring", spec.name());
         check(&tools, spec, c, 450 + i as u64);
         // (the backward: the wgmma pair in two column slices)
         check_backward(&tools, &planned.backward.kernels(), c, &mut normal_inputs(DType::Bf16, 460 + i as u64), planned.dq_chains);

@@ -486,9 +486,9 @@ fn score_mods_run_fused_where_the_tile_holds_them_and_mask_mods_on_the_pair() {
     assert!(e.contains("not a mask_mod"), "{e}");
 }
 
-/// HEAD_DIM 256 (Gemma: softcap, sliding windows): a modified problem's forward is the ping-pong tile of
-/// `defaults::MODIFIED_TILES` (128×32 on four stages, until the table's tile is timed with them); the plain one
-/// runs the table's 128×64 on two stages, ping-pong on the split ring (`Schedule::split_kv_ring`).
+/// HEAD_DIM 256 (Gemma: softcap, sliding windows): the table's 128×64 on two stages runs ping-pong on the split
+/// ring (`Schedule::split_kv_ring`), so a modified problem's forward is that tile with its features, as the
+/// plain one's.
 #[test]
 fn head_dim_256_with_softcap_or_a_window_plans_the_ping_pong_forward() {
     use flashgen::reference::Window;
@@ -498,7 +498,7 @@ fn head_dim_256_with_softcap_or_a_window_plans_the_ping_pong_forward() {
         let planned = plan(Arch::Sm90a, &p, &PlanOptions::default(), &NoTuning).unwrap();
         let f = planned.forward;
         assert!(f.kind() == KernelKind::FwdWs && f.ping_pong(), "{}", f.name());
-        assert_eq!((f.block_m(), f.block_n(), f.num_warps(), f.num_stages()), (128, 32, 12, 4), "{}", f.name());
+        assert_eq!((f.block_m(), f.block_n(), f.num_warps(), f.num_stages(), f.split_kv_ring()), (128, 64, 12, 2, true), "{}", f.name());
         assert_eq!((f.features().window, f.features().softcap), (!window.is_unbounded(), softcap), "{}", f.name());
         assert_eq!(planned.backward.dkdv.kind(), KernelKind::BwdDkdvWgmma);
     }

@@ -183,17 +183,15 @@ pub static BACKWARD_KINDS: &[KindRow] = &[
 
 /// Tiles for the problems with a window, softcap or score/mask modifiers where `TILES`' row cannot take
 /// them:
-/// - on Hopper they are built into fwd_ws's ping-pong consumer. HEAD_DIM 256's row is one since kvsplit (two
-///   stages on the split ring), but its modified problems (Gemma: softcap and sliding windows at 256) keep
-///   128×32 on four stages, which hdim-v1 read at 0.96-1.04× of the sequential 128×64 without them, until
-///   the split tile is timed with them;
+/// - on Hopper they are built into fwd_ws's ping-pong consumer, which HEAD_DIM 256's row is since kvsplit (two
+///   stages on the split ring): its modified problems (Gemma: softcap and sliding windows at 256) take it
+///   (softcap 30 1.04-1.07×, a 1024-key window 1.10× the 128×32 on four stages they ran before; kvsplit);
 /// - the mma.sync kernels at HEAD_DIM 128: the forward on 32 rows a warp spills 32 B with softcap on causal
 ///   packed sequences (128×32 on 4 warps, 255 registers) and with ALiBi on non-causal ones (256×32 on 8), on
 ///   16 rows a warp (128×32 on 8 warps: 193-197 registers) none;
 ///   bwd_dkdv's 32-row query blocks 8-12 B, 16-row ones none; bwd_dkdv non-causal with a score_mod (ALiBi)
 ///   on 32-row blocks 4 B, on 16-row ones none. Not timed.
 pub static MODIFIED_TILES: &[TileRow] = &[
-    row(FwdWs, on(HOPPER, &[256], None, ANY), t(128, 32, 12, 4), "hdim-v1"),
     row(Fwd, on(EVERY, D128, None, ANY), t(128, 32, 8, 3), "fwd-mma-v5"),
     row(BwdDkdv, on(EVERY, D128, None, ANY), t(16, 64, 4, 3), "bwd-v2"),
 ];
