@@ -400,8 +400,9 @@ fn warp_specialized_forward(features: bool) {
             for stage in [1, 3] {
                 for (kind, c) in [KernelKind::FwdWs, KernelKind::FwdWsPersistent].into_iter().flat_map(|k| flashgen_runtime::autotune::config_space_for(k).into_iter().map(move |c| (k, c))) {
                     let p = SpecParams { kind, dtype, head_dim: d, block_m: c.block_m, block_n: c.block_n, stage, num_warps: c.num_warps, num_stages: c.num_stages, arch: Arch::Sm90a };
+                    // (each tile once: the space's schedule copies of a config are not assembled here)
                     if let Ok(s) = KernelSpec::new(p) {
-                        if dtype == DType::Bf16 || c.num_stages == 2 {
+                        if (dtype == DType::Bf16 || c.num_stages == 2) && !specs.contains(&s) {
                             specs.push(s);
                         }
                     }

@@ -141,7 +141,8 @@ pub fn config_space() -> Vec<Config> {
 /// × {2, 3, 4, 6, 8} stages × their num_warps {12, 16, 20} (validation keeps the pairs where the warps match the
 /// rows, and the persistent kind's ping-pong stages), each with its derived schedule and with the ping-pong
 /// tile's rescaling the other way (`SCHEDULE_SPACE`: the switch whose best value moved with the shape, +-5%;
-/// early_prune drops the copies where the override is the derived value or has no ping-pong tile to act on).
+/// early_prune drops the copies where the override is the derived value or has no ping-pong tile to act on),
+/// and two-stage tiles each also on the split K/V ring (`Schedule::split_kv_ring`: ping-pong on two stages).
 /// The separate wgmma backward kernels: each tile with one, two or the most programs per SM.
 pub fn config_space_for(kind: KernelKind) -> Vec<Config> {
     let mut out = Vec::new();
@@ -167,6 +168,12 @@ pub fn config_space_for(kind: KernelKind) -> Vec<Config> {
                     for &schedule in schedules {
                         let (block_m, block_n) = if kind.role() == KernelKind::BwdDkdv { (streamed, owned) } else { (owned, streamed) };
                         out.push(Config { schedule, ..Config::new(block_m, block_n, num_warps, num_stages) });
+                        // (two stages of the warp-specialized forward also on the split ring, where they run
+                        // ping-pong: HEAD_DIM 256's default)
+                        if kind.warp_specialized_forward() && num_stages == 2 {
+                            let split = ScheduleOverrides { split_kv_ring: Some(true), ..schedule };
+                            out.push(Config { schedule: split, ..Config::new(block_m, block_n, num_warps, num_stages) });
+                        }
                     }
                 }
             }
