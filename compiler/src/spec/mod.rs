@@ -244,7 +244,8 @@ impl KernelSpec {
     /// Whether fwd_ws's consumers take turns on the tensor cores (FA3's ping-pong) with a software-pipelined
     /// loop: each turn issues S_j and then P_{j-1}·V_{j-1}, and the softmax of block j runs while that
     /// product does. Block j-1's slot is then held one step longer, so this needs 3+ stages (with 2 the
-    /// producer could not load ahead); with 2 stages the consumers run independently, one block at a time.
+    /// producer could not load ahead), or 2 on the split ring (`split_kv_ring`, where K goes back a step
+    /// before V); other 2-stage tiles run their consumers independently, one block at a time.
     pub fn ping_pong(&self) -> bool {
         self.params.ping_pong(self.schedule.split_kv_ring)
     }

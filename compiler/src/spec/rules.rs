@@ -239,7 +239,7 @@ impl KernelSpec {
     /// A spec with its switches resolved (`Schedule::resolve`), before its resource rules.
     fn scheduled(p: SpecParams, overrides: &ScheduleOverrides) -> Result<KernelSpec, SpecError> {
         // (two stages run ping-pong on the split ring: the wide block's derived, or asked for)
-        let ping_pong = p.ping_pong(p.block_n > 128 || overrides.split_kv_ring == Some(true));
+        let ping_pong = p.ping_pong(p.wide_kv_block() || overrides.split_kv_ring == Some(true));
         let consumer_warpgroups = if p.kind.helper_warps() > 0 { (p.num_warps / 4).saturating_sub(1) } else { 0 };
         let shape = Shape { params: p, ping_pong, consumer_warpgroups, column_splits: KernelSpec::fewest_column_splits(p) };
         let (schedule, overrides) = Schedule::resolve(&shape, overrides)?;
@@ -294,7 +294,6 @@ impl KernelSpec {
             format!("{kind}: BLOCK_N={bn} is for non-causal tiles (STAGE=1) on two consumer warpgroups (num_warps=12) to HEAD_DIM 128: use BLOCK_N=128")
         })?;
         rule(WS_NUM_STAGES.contains(&ns), || format!("num_stages={ns} must be in {}..={} (the depth of the TMA ring of K/V blocks)", WS_NUM_STAGES.start(), WS_NUM_STAGES.end()))?;
-
         rule(p.tile_dim() <= 128 || w == 12, || {
             format!("{kind}: HEAD_DIM={d} needs two consumer warpgroups (num_warps=12): O's HEAD_DIM/2 accumulators leave the {} registers of 3 or 4 consumers too few (192 on three spilled)", if w == 16 { 160 } else { 112 })
         })?;

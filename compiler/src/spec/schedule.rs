@@ -325,12 +325,12 @@ impl Schedule {
             }};
         }
         let pingpong_only = |name: &str, on: bool| {
-            rule(!on || pp, || format!("{kind}: {name}=on needs the ping-pong tile (fwd_ws or fwd_ws_persistent with num_stages >= 3)"))
+            rule(!on || pp, || format!("{kind}: {name}=on needs the ping-pong tile (fwd_ws or fwd_ws_persistent with num_stages >= 3, or 2 with split_kv_ring=on)"))
         };
 
         // (HEAD_DIM 256: Q's 64 registers and O's 128 leave too few for S; 128×32×3 spilled; nor beside the
         // wide block's S, as FA3's 128×176 reads Q from shared memory)
-        decide!(q_from_registers, pp && shape.consumer_warpgroups == 2 && p.tile_dim() <= 192 && p.block_n <= 128);
+        decide!(q_from_registers, pp && shape.consumer_warpgroups == 2 && p.tile_dim() <= 192 && !p.wide_kv_block());
         pingpong_only("q_from_registers", s.q_from_registers)?;
         rule(!s.q_from_registers || shape.consumer_warpgroups == 2, || {
             format!("{kind}: q_from_registers=on needs two consumer warpgroups (num_warps=12): with {} Q's HEAD_DIM/4 registers per thread do not fit beside the accumulators", shape.consumer_warpgroups)
@@ -415,7 +415,7 @@ impl Schedule {
         rule(!s.ds_handover || !s.fold_key_blocks, || format!("{kind}: ds_handover=on with a folded grid spills the MMA warpgroups' registers: use fold_key_blocks=off"))?;
 
         // (two stages of a block wider than 128 keys: only the split ring runs them in ping-pong)
-        let wide = p.block_n > 128;
+        let wide = p.wide_kv_block();
         decide!(split_kv_ring, pp && wide);
         pingpong_only("split_kv_ring", s.split_kv_ring)?;
         rule(s.split_kv_ring || !wide || !pp, || format!("{kind}: split_kv_ring=off at BLOCK_N={}: two stages of a block that wide run only on the split ring", p.block_n))?;

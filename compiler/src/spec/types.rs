@@ -126,6 +126,12 @@ impl SpecParams {
     pub fn ping_pong(&self, split_ring: bool) -> bool {
         self.kind.warp_specialized_forward() && (self.num_stages >= 3 || split_ring)
     }
+
+    /// K/V blocks wider than `BLOCK_NS` (`WS_WIDE_BLOCK_N`): two stages fit, which only the split ring runs
+    /// (derived on for them), and their S leaves no registers for Q's fragments.
+    pub fn wide_kv_block(&self) -> bool {
+        self.block_n > 128
+    }
 }
 
 /// The tiles' width for a head dim (`SpecParams::tile_dim`): whole 64-column panels.
