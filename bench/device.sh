@@ -10,7 +10,7 @@
 #   table       every default forward and backward, PASSES (2) passes of ours on the anchors' timer with the
 #               anchors between them: anchor_bench.py (Triton's seed FA2, SDPA FA2, cuDNN) and FA4
 #               (fa4_bench.py, FA4_MODES=table); a table of ours (min-max over passes) and ratios last
-#   modes       fa4_bench.py's gqa, varlen, decode and window shapes (MODES): ours (flashgen bench) and FA4's
+#   modes       fa4_bench.py's gqa, varlen, decode, window and hdim shapes (MODES): ours (flashgen bench) and FA4's
 #   checks      the first call (cold, then warm), `flashgen check`, the mma.sync path, Triton parity, the GPU
 #               tests (`cargo test` binary with --ignored), the prebuilt path (no LLVM)
 #   sanitizers  compute-sanitizer memcheck and racecheck over `flashgen check --quick` on the default kernels
@@ -307,6 +307,13 @@ profile_modes() {
       --backward --fused --timing do-bench --json "$WORK/ours_window.jsonl" "${EXTRA[@]}"
     step ours_softcap "${BENCH_TIMEOUT:-150}" "$B" bench --heads 16 --batch 1 --d 128 --n 16384 --causal 1 --softcap 30 \
       --timing do-bench --json "$WORK/ours_softcap.jsonl" "${EXTRA[@]}"
+  fi
+  if [[ $modes == *,hdim,* ]]; then
+    # fa4_bench.py's hdim mode: the table's shapes (B = 16384 / N, H = 2048 / D) at D 32, 96, 256, and 192 with DV 128
+    step ours_hdim "${BENCH_TIMEOUT:-150}" "$B" bench --d 32,96,256 --n 4096,16384 --backward \
+      --timing do-bench --json "$WORK/ours_hdim.jsonl" "${EXTRA[@]}"
+    step ours_hdim192 "${BENCH_TIMEOUT:-150}" "$B" bench --d 192 --dv 128 --n 4096,16384 --backward \
+      --timing do-bench --json "$WORK/ours_hdim192.jsonl" "${EXTRA[@]}"
   fi
   if [ "$FA4_OK" = 1 ]; then
     step fa4_modes "${FA4_TIMEOUT:-240}" env PYTHONPATH="/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}" \

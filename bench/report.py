@@ -133,13 +133,13 @@ def autotune(work):
 
 
 def modes(work):
-    """fa4_bench.py's gqa, varlen, decode and window shapes: ours (ours_gqa, ours_varlen, ours_decode,
-    ours_window, ours_softcap) against FA4
+    """fa4_bench.py's gqa, varlen, decode, window and hdim shapes: ours (ours_gqa, ours_varlen, ours_decode,
+    ours_window, ours_softcap, ours_hdim, ours_hdim192) against FA4
     and cuDNN from the same call (logs/fa4_modes.log), matched on every field that names a shape."""
     shape = lambda r: (r["kind"], r.get("B"), r.get("H"), r.get("HKV"), r.get("N"), r.get("NK"), r.get("D"),
                        int(bool(r.get("causal"))), bool(r.get("varlen")), bool(r.get("paged")),
                        r.get("window_left") or 0, r.get("softcap") or 0)
-    sources = ("ours_gqa", "ours_varlen", "ours_decode", "ours_window", "ours_softcap")
+    sources = ("ours_gqa", "ours_varlen", "ours_decode", "ours_window", "ours_softcap", "ours_hdim", "ours_hdim192")
     # (a row per shape and config: the window's backward is timed on its default and on the pair, --fused)
     ours = {shape(r) + (r.get("config", "default"),): r for src in sources for r in rows(f"{work}/{src}.jsonl")}
     theirs = {}

@@ -257,13 +257,17 @@ fn wgmma_kernels(features: bool) {
                 for &w in warps {
                     for streamed in flashgen::spec::BLOCK_NS {
                         for stage in [1, 3] {
-                            // rows: 16 per computing warp (the fused backward's writer warpgroup owns none)
+                            // rows: 16 per computing warp (the fused backward's writer warpgroup owns none), and
+                            // dK/dV's column warpgroups: 8 warps on 64 keys
                             let owned = 16 * (w - kind.helper_warps());
-                            let (block_m, block_n) = if kind.role() == KernelKind::BwdDkdv { (streamed, owned) } else { (owned, streamed) };
-                            for num_stages in [2, 3] {
-                                let p = SpecParams { kind, dtype, head_dim: d, block_m, block_n, stage, num_warps: w, num_stages, arch: Arch::Sm90a };
-                                if let Ok(s) = KernelSpec::new(p) {
-                                    specs.push(s);
+                            let column_warpgroups = (kind == KernelKind::BwdDkdvWgmma && w == 8).then_some(64);
+                            for owned in std::iter::once(owned).chain(column_warpgroups) {
+                                let (block_m, block_n) = if kind.role() == KernelKind::BwdDkdv { (streamed, owned) } else { (owned, streamed) };
+                                for num_stages in [2, 3] {
+                                    let p = SpecParams { kind, dtype, head_dim: d, block_m, block_n, stage, num_warps: w, num_stages, arch: Arch::Sm90a };
+                                    if let Ok(s) = KernelSpec::new(p) {
+                                        specs.push(s);
+                                    }
                                 }
                             }
                         }
@@ -336,12 +340,13 @@ fn wgmma_kernels_are_hgmma_in_sass() {
             let f = flashgen::spec::defaults::spec(KernelKind::FwdWgmma, Arch::Sm90a, DType::Bf16, d, causal, 1).unwrap();
             let k16 = |rows: u32| rows / 16;
             // forward: S (D/16 steps; once more before the loop when S overlaps the softmax) + P·V (BLOCK_N/16);
-            // dK/dV: Sᵀ and dPᵀ (2·D/16) + dV and dK (2·BLOCK_M/16); dQ: S and dP (2·D/16) + dQ (BLOCK_N/16)
+            // dK/dV: Sᵀ and dPᵀ (2·D/16; the column warpgroups one issue of either, D/16) + dV and dK
+            // (2·BLOCK_M/16); dQ: S and dP (2·D/16) + dQ (BLOCK_N/16)
             let s_issues = if f.overlaps_softmax() { 2 } else { 1 };
             let dq = b.dq.unwrap();
             // (products over HEAD_DIM run over the tile's width: 96 on 128 columns)
             let t = f.params().tile_dim();
-            let mut expected = vec![(f, s_issues * k16(t) + k16(f.block_n())), (b.dkdv, 2 * k16(t) + 2 * k16(b.dkdv.block_m())), (dq, 2 * k16(t) + k16(dq.block_n()))];
+            let mut expected = vec![(f, s_issues * k16(t) + k16(f.block_n())), (b.dkdv, 2 * k16(t) / b.dkdv.column_warpgroups() + 2 * k16(b.dkdv.block_m())), (dq, 2 * k16(t) + k16(dq.block_n()))];
             // bwd_fused (HEAD_DIM 64 and 128): dK/dV's products + dQ = dS·K over the program's key rows (BLOCK_N/16)
             if flashgen::BackwardPath::Fused.serves(d) {
                 for kind in [flashgen::KernelKind::BwdFused, flashgen::KernelKind::BwdFusedAtomic] {

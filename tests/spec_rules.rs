@@ -352,8 +352,23 @@ fn wgmma_backward_keeps_its_roles() {
         }
     }
     let p = *flashgen_tests::family(flashgen::KernelKind::BwdDkdvWgmma, Arch::Sm90a, DType::Bf16, 128, true).dkdv.params();
-    let e = KernelSpec::new(SpecParams { num_warps: 8, ..p }).unwrap_err().to_string();
-    assert!(e.contains("bwd_dkdv_wgmma: BLOCK_N=64 must be 16 × num_warps=8 = 128"), "{e}");
+    let e = KernelSpec::new(SpecParams { block_n: 128, ..p }).unwrap_err().to_string();
+    assert!(e.contains("bwd_dkdv_wgmma: BLOCK_N=128 must be 16 × num_warps=4 = 64"), "{e}");
+    // 8 warps on 64 keys: the column warpgroups, each all 64 rows and half of the columns, and P and dS
+    // exchanged after the ring (f32 and packed, 64 keys × BLOCK_M queries)
+    let paired = KernelSpec::new(SpecParams { num_warps: 8, ..p }).unwrap();
+    assert_eq!((paired.column_warpgroups(), paired.rows_per_warp(), paired.output_columns(), paired.column_splits()), (2, 16, 64, 1));
+    assert_eq!(paired.column_exchange_bytes(), 64 * p.block_m * 6);
+    assert_eq!(paired.shared_memory_bytes(), KernelSpec::new(p).unwrap().shared_memory_bytes() + 64 * p.block_m * 6);
+    // HEAD_DIM 256: 128 columns each, unsplit (two slices on 4 warps)
+    let d256 = KernelSpec::new(SpecParams { head_dim: 256, num_warps: 8, block_m: 64, num_stages: 2, ..p }).unwrap();
+    assert_eq!((d256.output_columns(), d256.column_splits()), (128, 1));
+    // a padded tile (96 on 128 columns) would store the padding's columns: refused
+    let e = KernelSpec::new(SpecParams { head_dim: 96, num_warps: 8, ..p }).unwrap_err().to_string();
+    assert!(e.contains("HEAD_DIM=96 is padded to 128: use num_warps=4"), "{e}");
+    // softcap and score_mods are not handed over with P
+    let e = KernelSpec::with_features(SpecParams { num_warps: 8, ..p }, flashgen::ScheduleOverrides::NONE, flashgen::Features { softcap: true, ..flashgen::Features::NONE }).unwrap_err().to_string();
+    assert!(e.contains("softcap and a score_mod are not built into the column warpgroups"), "{e}");
     let e = KernelSpec::new(SpecParams { arch: Arch::Sm80, ..p }).unwrap_err().to_string();
     assert!(e.contains("use kernel bwd_dkdv on sm_80"), "{e}");
 }

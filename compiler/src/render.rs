@@ -394,6 +394,11 @@ struct Backward {
     /// past HEAD_DIM (or the value head dim) of a padded tile (one slice).
     OUT_STORE_N8_TILES: u32,
     OUT_STORE_V_N8_TILES: u32,
+    /// dK/dV: the warpgroups sharing the program's keys, each OUT_COLUMNS of them
+    /// (`KernelSpec::column_warpgroups`), and their exchange after the ring: P (f32), then dS (packed).
+    COLUMN_WARPGROUPS: u32,
+    P_EXCHANGE_OFFSET: u32,
+    DS_EXCHANGE_OFFSET: u32,
 }
 
 #[derive(Serialize)]
@@ -574,6 +579,9 @@ impl KernelConstants {
             OUT_SLICE_DESC: spec.output_columns() / 64 * streamed * 128 / 16,
             OUT_STORE_N8_TILES: spec.output_columns().min(spec.head_dim()) / 8,
             OUT_STORE_V_N8_TILES: spec.output_columns().min(spec.value_dim()) / 8,
+            COLUMN_WARPGROUPS: spec.column_warpgroups(),
+            P_EXCHANGE_OFFSET: 2 * resident * row_bytes + spec.num_stages() * spec.slot_bytes(),
+            DS_EXCHANGE_OFFSET: 2 * resident * row_bytes + spec.num_stages() * spec.slot_bytes() + resident * streamed * 4,
         });
         let preprocess = (kind == KernelKind::BwdPre).then(|| {
             // (the rows of O and dO as they are: the value head dim's chunks, not the tile's)

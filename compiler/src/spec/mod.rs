@@ -220,9 +220,23 @@ impl KernelSpec {
             _ => self.params.block_n,
         }
     }
-    /// Resident rows each computing warp owns (a multiple of 16; a helper warpgroup's warps own none).
+    /// Resident rows each computing warp owns (a multiple of 16; a helper warpgroup's warps own none; the
+    /// column warpgroups of a dK/dV program each own all of its rows).
     pub fn rows_per_warp(&self) -> u32 {
-        self.resident_rows() / self.mma_warps()
+        self.resident_rows() * self.column_warpgroups() / self.mma_warps()
+    }
+    /// The warpgroups that share a bwd_dkdv_wgmma program's 64 keys, each computing 1/n of dK's and dV's
+    /// columns (the tile says it: num_warps = 8 on BLOCK_N = 64, else 1): warpgroup 0 computes Sᵀ and P,
+    /// warpgroup 1 dPᵀ and dS, and they hand P and dS to each other through shared memory, so that past
+    /// HEAD_DIM 128 neither product over the whole head is computed twice (column_splits recomputes both
+    /// per slice). FA3's two MMA warpgroups on a key block at HEAD_DIM 256.
+    pub fn column_warpgroups(&self) -> u32 {
+        let p = &self.params;
+        if p.kind == KernelKind::BwdDkdvWgmma && p.block_n == 64 && p.num_warps == 8 {
+            2
+        } else {
+            1
+        }
     }
     /// The warps that compute (all but a helper warpgroup: fwd_ws's producer, the fused backward's dQ writer).
     pub fn mma_warps(&self) -> u32 {
@@ -308,9 +322,10 @@ impl KernelSpec {
         self.schedule.column_splits
     }
 
-    /// The columns of dK and dV one dK/dV program computes (the tile's HEAD_DIM / column_splits).
+    /// The columns of dK and dV one dK/dV warpgroup computes (the tile's HEAD_DIM / column_splits, shared
+    /// by the program's column warpgroups).
     pub fn output_columns(&self) -> u32 {
-        self.params.tile_dim() / self.schedule.column_splits
+        self.params.tile_dim() / self.schedule.column_splits / self.column_warpgroups()
     }
 
     /// The backward preprocess (Δ = rowsum(dO ⊙ O)) for a target, dtype and head dim: 64 rows per program,

@@ -110,9 +110,18 @@ impl KernelSpec {
             // and the 1 KB the kernel aligns its tile base with
             self.fused_layout().end + 1024
         } else if self.params.kind.uses_wgmma() {
-            resident + ns * slot.next_multiple_of(1024) + 1024
+            resident + ns * slot.next_multiple_of(1024) + 1024 + self.column_exchange_bytes()
         } else {
             resident + ns * slot
+        }
+    }
+
+    /// The column warpgroups' exchange after the ring (`KernelSpec::column_warpgroups`): P in f32 and dS
+    /// packed, each thread's fragments of the 64 keys × the block's queries in a row of its own (0 without).
+    pub fn column_exchange_bytes(&self) -> u32 {
+        match self.column_warpgroups() {
+            1 => 0,
+            _ => 64 * self.streamed_rows() * (4 + self.params.dtype.bytes()),
         }
     }
 
@@ -177,6 +186,7 @@ impl KernelSpec {
             KernelKind::Fwd => format!("Q {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
             KernelKind::BwdDq => format!("Q and dO {res}×{d} + num_stages={ns} × K/V {strm}×{d}"),
             KernelKind::BwdDkdv if self.params.kind.fuses_dq() => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm}) + dSᵀ {res}×{strm} + dQ staging 2 × {strm}×{d} f32"),
+            KernelKind::BwdDkdv if self.column_warpgroups() > 1 => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm}) + P (f32) and dS {res}×{strm}"),
             KernelKind::BwdDkdv => format!("K and V {res}×{d} + num_stages={ns} × (Q/dO {strm}×{d} + M/Δ {strm})"),
             _ => "none".into(),
         }

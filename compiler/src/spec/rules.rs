@@ -55,7 +55,7 @@ impl KernelSpec {
             })?;
             rule(!p.kind.decodes(), || format!("{}: the decode kernels take V as wide as K", p.kind.name()))?;
             // (a dK/dV column slice is wholly V's or wholly past it: the latter stores no dV)
-            rule(spec.column_splits() == 1 || dv % spec.output_columns() == 0, || {
+            rule(spec.column_splits() * spec.column_warpgroups() == 1 || dv % spec.output_columns() == 0, || {
                 format!("{}: a value head dim of {dv} in dK/dV column slices of {} columns (HEAD_DIM={} in {}): V's must be a whole number of slices; use column_splits=1 or a V of a multiple of {} columns", p.kind.name(), spec.output_columns(), p.head_dim, spec.column_splits(), spec.output_columns())
             })?;
         }
@@ -109,6 +109,10 @@ impl KernelSpec {
         })?;
         rule(!(score_mod_wide && p.stage == 1 && p.kind == KernelKind::BwdDkdv && p.block_m >= 32), || {
             format!("bwd_dkdv: a score_mod (non-causal) on {}-row query blocks at HEAD_DIM={} spills its registers: use BLOCK_M=16 (the plan's tile for it, defaults::MODIFIED_TILES)", p.block_m, p.head_dim)
+        })?;
+        // (the column warpgroups hand P to the dS warpgroup; softcap's and a score_mod's derivative would go too)
+        rule(spec.column_warpgroups() == 1 || !(features.softcap || features.modifiers.is_some_and(|m| m.score().is_some())), || {
+            format!("{}: softcap and a score_mod are not built into the column warpgroups (num_warps=8 on BLOCK_N=64): use num_warps=4 (column_splits)", p.kind.name())
         })?;
         // (the wide K/V block with modifiers on packed sequences: the consumers spilled 8 B)
         rule(!(p.block_n == WS_WIDE_BLOCK_N && features.varlen && features.modifiers.is_some()), || {
@@ -205,18 +209,30 @@ impl KernelSpec {
             })?;
             rule(p.arch == Arch::Sm90a, || format!("{kind} needs sm_90a (wgmma is an sm_90a instruction): use kernel {role} on {}", p.arch))?;
             let (res_name, _, rows) = p.kind.block_names();
-            let res = spec.resident_rows();
-            rule(res == 16 * w, || {
-                format!("{kind}: {res_name}={res} must be 16 × num_warps={w} = {} (one warpgroup of 4 warps per 64 {rows}, 16 per warp)", 16 * w)
+            let (res, cw) = (spec.resident_rows(), spec.column_warpgroups());
+            rule(res * cw == 16 * w, || {
+                let pair = if p.kind == KernelKind::BwdDkdvWgmma { " (or num_warps=8 on BLOCK_N=64: two warpgroups sharing the keys, each half of dK's and dV's columns)" } else { "" };
+                format!("{kind}: {res_name}={res} must be 16 × num_warps={w} = {} (one warpgroup of 4 warps per 64 {rows}, 16 per warp){pair}", 16 * w)
             })?;
+            if cw > 1 {
+                // (each warpgroup's columns whole 64-column panels: its slice of dO's and Q's MN-major panels)
+                let columns = p.tile_dim() / spec.column_splits();
+                rule(p.head_dim == p.tile_dim(), || {
+                    format!("{kind}: the column warpgroups (num_warps=8 on BLOCK_N=64) take whole 64-column panels; HEAD_DIM={d} is padded to {}: use num_warps=4", p.tile_dim())
+                })?;
+                rule(columns % (64 * cw) == 0, || {
+                    format!("{kind}: the {cw} column warpgroups of num_warps={w} on BLOCK_N=64 split {columns} columns (HEAD_DIM={d} in column_splits={}) into whole 64-column panels only when it is a multiple of {}: use num_warps=4", spec.column_splits(), 64 * cw)
+                })?;
+            }
         }
         let (res, strm) = (spec.resident_rows(), spec.streamed_rows());
         let (res_name, strm_name, rows) = p.kind.block_names();
-        rule(res > 0 && res % (16 * w) == 0, || {
+        let row_warps = w / spec.column_warpgroups();
+        rule(res > 0 && res % (16 * row_warps) == 0, || {
             format!("{res_name}={res} must be a multiple of 16 × num_warps={w} = {} (each warp owns whole m16 tiles of {rows})", 16 * w)
         })?;
-        rule(res / w <= MAX_ROWS_PER_WARP, || {
-            format!("{res_name}={res} gives each of num_warps={w} warps {} {rows}; at most {MAX_ROWS_PER_WARP} fit in registers: raise num_warps or lower {res_name}", res / w)
+        rule(spec.rows_per_warp() <= MAX_ROWS_PER_WARP, || {
+            format!("{res_name}={res} gives each of num_warps={w} warps {} {rows}; at most {MAX_ROWS_PER_WARP} fit in registers: raise num_warps or lower {res_name}", spec.rows_per_warp())
         })?;
         rule(BLOCK_NS.contains(&strm), || {
             format!("{strm_name}={strm} is not supported: use one of {BLOCK_NS:?} (the streamed rows are consumed in k16 steps; other heights spill)")
