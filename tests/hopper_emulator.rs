@@ -779,12 +779,18 @@ fn split_kv_ring_on_the_emulator() {
 /// warpgroups own the program's keys and half of dK's and dV's columns, warpgroup 0 hands P to warpgroup 1
 /// and takes dS back through shared memory (named barriers 1 and 2 every step, the exchange rewritten
 /// each step). HEAD_DIM 256 (each warpgroup 128 columns, unsplit) and 128 (64 each), on the geometry's
-/// cases, a window and a mask_mod; dK and dV NaN-poisoned, so a warpgroup storing the other's columns or
-/// none shows.
+/// cases, a window, a mask_mod, softcap with a causal window and ALiBi on packed sequences (P times dS's
+/// factor handed over, P packed beside it); dK and dV NaN-poisoned, so a warpgroup storing the other's
+/// columns or none shows.
 #[test]
 fn dkdv_column_warpgroups_on_the_emulator() {
     let Some(tools) = simt::tools_or_skip() else { return };
-    let more = [Case { window: Window { left: Some(40), right: Some(90) }, ..RAGGED }, Case { mods: Mods::CausalMask, ..RAGGED }];
+    let more = [
+        Case { window: Window { left: Some(40), right: Some(90) }, ..RAGGED },
+        Case { mods: Mods::CausalMask, ..RAGGED },
+        Case { causal: true, window: SLIDING, softcap: Some(5.0), ..RAGGED },
+        Case { mods: Mods::Alibi, causal: true, packed: &[(70, 70), (0, 0), (130, 200), (30, 0)], ..RAGGED },
+    ];
     for (i, c) in geometry_cases().into_iter().chain(more).enumerate() {
         for (d, dtype) in [(256, DType::Bf16), (128, DType::F16)] {
             let table = spec_for(KernelKind::BwdDkdvWgmma, dtype, d, &c);

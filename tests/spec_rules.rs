@@ -366,9 +366,12 @@ fn wgmma_backward_keeps_its_roles() {
     // a padded tile (96 on 128 columns) would store the padding's columns: refused
     let e = KernelSpec::new(SpecParams { head_dim: 96, num_warps: 8, ..p }).unwrap_err().to_string();
     assert!(e.contains("HEAD_DIM=96 is padded to 128: use num_warps=4"), "{e}");
-    // softcap and score_mods are not handed over with P
-    let e = KernelSpec::with_features(SpecParams { num_warps: 8, ..p }, flashgen::ScheduleOverrides::NONE, flashgen::Features { softcap: true, ..flashgen::Features::NONE }).unwrap_err().to_string();
-    assert!(e.contains("softcap and a score_mod are not built into the column warpgroups"), "{e}");
+    // softcap (or a score_mod): the f32 is P times dS's factor, and P follows packed
+    let capped = KernelSpec::with_features(SpecParams { num_warps: 8, ..p }, flashgen::ScheduleOverrides::NONE, flashgen::Features { softcap: true, ..flashgen::Features::NONE }).unwrap();
+    assert_eq!(capped.column_exchange_bytes(), 64 * p.block_m * 8);
+    // at HEAD_DIM 256 on 64-row query blocks that is the whole of the SM's shared memory
+    let d256_capped = KernelSpec::with_features(*d256.params(), flashgen::ScheduleOverrides::NONE, flashgen::Features { softcap: true, ..flashgen::Features::NONE }).unwrap();
+    assert_eq!(d256_capped.shared_memory_bytes(), Arch::Sm90a.shared_memory_limit());
     let e = KernelSpec::new(SpecParams { arch: Arch::Sm80, ..p }).unwrap_err().to_string();
     assert!(e.contains("use kernel bwd_dkdv on sm_80"), "{e}");
 }

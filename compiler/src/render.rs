@@ -396,9 +396,11 @@ struct Backward {
     OUT_STORE_V_N8_TILES: u32,
     /// dK/dV: the warpgroups sharing the program's keys, each OUT_COLUMNS of them
     /// (`KernelSpec::column_warpgroups`), and their exchange after the ring: P (f32), then dS (packed).
+    /// With softcap or a score_mod the f32 is P times dS's factor, and P follows packed (PW).
     COLUMN_WARPGROUPS: u32,
     P_EXCHANGE_OFFSET: u32,
     DS_EXCHANGE_OFFSET: u32,
+    PW_EXCHANGE_OFFSET: u32,
 }
 
 #[derive(Serialize)]
@@ -561,6 +563,8 @@ impl KernelConstants {
             PRODUCER_REGISTERS: spec.registers().producer,
             CONSUMER_REGISTERS: spec.registers().consumer,
         });
+        // (the dK/dV column warpgroups' exchange, after the ring)
+        let exchange = 2 * resident * row_bytes + spec.num_stages() * spec.slot_bytes();
         let backward = matches!(kind.role(), KernelKind::BwdDkdv | KernelKind::BwdDq).then(|| Backward {
             RESIDENT_ROWS: resident,
             STREAMED_ROWS: streamed,
@@ -580,8 +584,9 @@ impl KernelConstants {
             OUT_STORE_N8_TILES: spec.output_columns().min(spec.head_dim()) / 8,
             OUT_STORE_V_N8_TILES: spec.output_columns().min(spec.value_dim()) / 8,
             COLUMN_WARPGROUPS: spec.column_warpgroups(),
-            P_EXCHANGE_OFFSET: 2 * resident * row_bytes + spec.num_stages() * spec.slot_bytes(),
-            DS_EXCHANGE_OFFSET: 2 * resident * row_bytes + spec.num_stages() * spec.slot_bytes() + resident * streamed * 4,
+            P_EXCHANGE_OFFSET: exchange,
+            DS_EXCHANGE_OFFSET: exchange + resident * streamed * 4,
+            PW_EXCHANGE_OFFSET: exchange + resident * streamed * (4 + spec.dtype().bytes()),
         });
         let preprocess = (kind == KernelKind::BwdPre).then(|| {
             // (the rows of O and dO as they are: the value head dim's chunks, not the tile's)

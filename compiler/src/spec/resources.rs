@@ -117,11 +117,14 @@ impl KernelSpec {
     }
 
     /// The column warpgroups' exchange after the ring (`KernelSpec::column_warpgroups`): P in f32 and dS
-    /// packed, each thread's fragments of the 64 keys × the block's queries in a row of its own (0 without).
+    /// packed, each thread's fragments of the 64 keys × the block's queries in a row of its own; with
+    /// softcap or a score_mod the f32 is P times dS's factor and P follows packed (0 without).
     pub fn column_exchange_bytes(&self) -> u32 {
+        let factored = self.features.softcap || self.features.modifiers.is_some_and(|m| m.score().is_some());
+        let e = self.params.dtype.bytes();
         match self.column_warpgroups() {
             1 => 0,
-            _ => 64 * self.streamed_rows() * (4 + self.params.dtype.bytes()),
+            _ => 64 * self.streamed_rows() * (4 + e + if factored { e } else { 0 }),
         }
     }
 

@@ -110,10 +110,6 @@ impl KernelSpec {
         rule(!(score_mod_wide && p.stage == 1 && p.kind == KernelKind::BwdDkdv && p.block_m >= 32), || {
             format!("bwd_dkdv: a score_mod (non-causal) on {}-row query blocks at HEAD_DIM={} spills its registers: use BLOCK_M=16 (the plan's tile for it, defaults::MODIFIED_TILES)", p.block_m, p.head_dim)
         })?;
-        // (the column warpgroups hand P to the dS warpgroup; softcap's and a score_mod's derivative would go too)
-        rule(spec.column_warpgroups() == 1 || !(features.softcap || features.modifiers.is_some_and(|m| m.score().is_some())), || {
-            format!("{}: softcap and a score_mod are not built into the column warpgroups (num_warps=8 on BLOCK_N=64): use num_warps=4 (column_splits)", p.kind.name())
-        })?;
         // (the wide K/V block with modifiers on packed sequences: the consumers spilled 8 B)
         rule(!(p.block_n == WS_WIDE_BLOCK_N && features.varlen && features.modifiers.is_some()), || {
             format!("{}: BLOCK_N={} with a score_mod or mask_mod on packed sequences spills its registers: use BLOCK_N=128", p.kind.name(), p.block_n)
@@ -168,7 +164,12 @@ impl KernelSpec {
                 "a mask_mod kernel is STAGE=1: the mask_mod decides which keys a query sees; write causality into it (`builtins::causal(offset).and(&mask)`)".to_string()
             })?;
         }
-        Ok(KernelSpec { features, ..spec })
+        let spec = KernelSpec { features, ..spec };
+        // (the column warpgroups' exchange grows with softcap or a score_mod: P follows packed)
+        if spec.column_warpgroups() > 1 {
+            spec.fits_shared_memory("lower BLOCK_M")?;
+        }
+        Ok(spec)
     }
 
     /// The one validation point: the parameters, then the schedule switches `overrides` sets (the rest
