@@ -778,7 +778,8 @@ fn split_kv_ring_on_the_emulator() {
 /// The column warpgroups (bwd_dkdv_wgmma on 8 warps and 64 keys, `KernelSpec::column_warpgroups`): both
 /// warpgroups own the program's keys and half of dK's and dV's columns, warpgroup 0 hands P to warpgroup 1
 /// and takes dS back through shared memory (named barriers 1 and 2 every step, the exchange rewritten
-/// each step). HEAD_DIM 256 (each warpgroup 128 columns, unsplit) and 128 (64 each), on the geometry's
+/// each step). HEAD_DIM 256 (each warpgroup 128 columns, unsplit), 192 (96 each: panel w and half w of
+/// panel 2, whose chain starts 64 bytes into its rows) and 128 (64 each), on the geometry's
 /// cases, a window, a mask_mod, softcap with a causal window and ALiBi on packed sequences (P times dS's
 /// factor handed over, P packed beside it); dK and dV NaN-poisoned, so a warpgroup storing the other's
 /// columns or none shows.
@@ -792,11 +793,13 @@ fn dkdv_column_warpgroups_on_the_emulator() {
         Case { mods: Mods::Alibi, causal: true, packed: &[(70, 70), (0, 0), (130, 200), (30, 0)], ..RAGGED },
     ];
     for (i, c) in geometry_cases().into_iter().chain(more).enumerate() {
-        for (d, dtype) in [(256, DType::Bf16), (128, DType::F16)] {
+        for (d, dtype) in [(256, DType::Bf16), (192, DType::F16), (128, DType::F16)] {
             let table = spec_for(KernelKind::BwdDkdvWgmma, dtype, d, &c);
             let params = flashgen::spec::SpecParams { block_m: 64, block_n: 64, num_warps: 8, num_stages: 2, ..*table.params() };
             let paired = KernelSpec::with_features(params, ScheduleOverrides::NONE, table.features()).unwrap_or_else(|e| panic!("{}: {e}", table.name()));
             assert_eq!((paired.column_warpgroups(), paired.column_splits(), paired.output_columns()), (2, 1, d / 2), "{}", paired.name());
+            // (HEAD_DIM 192: each warpgroup a whole panel and half of the third, two chains a product)
+            assert_eq!(paired.column_pieces().len(), if d == 192 { 2 } else { 1 }, "{}", paired.name());
             check_backward(&tools, &[paired, spec_for(KernelKind::BwdDqWgmma, dtype, d, &c)], c, &mut normal_inputs(dtype, 1500 + i as u64), 1);
         }
     }

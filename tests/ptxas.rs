@@ -341,12 +341,12 @@ fn wgmma_kernels_are_hgmma_in_sass() {
             let k16 = |rows: u32| rows / 16;
             // forward: S (D/16 steps; once more before the loop when S overlaps the softmax) + P·V (BLOCK_N/16);
             // dK/dV: Sᵀ and dPᵀ (2·D/16; the column warpgroups one issue of either, D/16) + dV and dK
-            // (2·BLOCK_M/16); dQ: S and dP (2·D/16) + dQ (BLOCK_N/16)
+            // (2·BLOCK_M/16, per piece of a column warpgroup's columns); dQ: S and dP (2·D/16) + dQ (BLOCK_N/16)
             let s_issues = if f.overlaps_softmax() { 2 } else { 1 };
             let dq = b.dq.unwrap();
             // (products over HEAD_DIM run over the tile's width: 96 on 128 columns)
             let t = f.params().tile_dim();
-            let mut expected = vec![(f, s_issues * k16(t) + k16(f.block_n())), (b.dkdv, 2 * k16(t) / b.dkdv.column_warpgroups() + 2 * k16(b.dkdv.block_m())), (dq, 2 * k16(t) + k16(dq.block_n()))];
+            let mut expected = vec![(f, s_issues * k16(t) + k16(f.block_n())), (b.dkdv, 2 * k16(t) / b.dkdv.column_warpgroups() + 2 * k16(b.dkdv.block_m()) * b.dkdv.column_pieces().len().max(1) as u32), (dq, 2 * k16(t) + k16(dq.block_n()))];
             // bwd_fused (HEAD_DIM 64 and 128): dK/dV's products + dQ = dS·K over the program's key rows (BLOCK_N/16)
             if flashgen::BackwardPath::Fused.serves(d) {
                 for kind in [flashgen::KernelKind::BwdFused, flashgen::KernelKind::BwdFusedAtomic] {

@@ -401,6 +401,46 @@ struct Backward {
     P_EXCHANGE_OFFSET: u32,
     DS_EXCHANGE_OFFSET: u32,
     PW_EXCHANGE_OFFSET: u32,
+    /// The column warpgroups' columns as pieces (`column_pieces`), each one wgmma chain per product.
+    COLUMN_PIECES: Vec<ColumnPiece>,
+}
+
+/// A piece of a column warpgroup's columns of dK and dV: warpgroup w's `N` columns from output column
+/// `COL0 + w·COL_WG`, read at descriptor offset `DESC0 + w·DESC_WG` (16-byte units) of the streamed tiles'
+/// MN-major descriptors, accumulated in the warpgroup's n8 tiles from `DN0`; `V`: whether they are V's
+/// columns for every warpgroup ("all"), for none ("none": no dV product, no store) or for some ("some": the
+/// store checks).
+#[derive(Serialize)]
+#[allow(non_snake_case)]
+struct ColumnPiece {
+    N: u32,
+    DESC0: u32,
+    DESC_WG: u32,
+    COL0: u32,
+    COL_WG: u32,
+    DN0: u32,
+    V: &'static str,
+}
+
+/// The column warpgroups' pieces (`KernelSpec::column_pieces`) with their descriptor offsets: a 64-column
+/// panel is `panel_units` apart in an MN-major descriptor of the streamed tiles, a column within one 2 bytes
+/// (16-byte units).
+fn column_pieces(spec: &KernelSpec, panel_units: u32) -> Vec<ColumnPiece> {
+    let units = |col: u32| col / 64 * panel_units + col % 64 * 2 / 16;
+    let cw = spec.column_warpgroups();
+    let dv = spec.value_dim();
+    spec.column_pieces()
+        .into_iter()
+        .map(|p| {
+            let of_v = (0..cw).filter(|w| p.first + w * p.stride + p.columns <= dv).count() as u32;
+            let v = match of_v {
+                x if x == cw => "all",
+                0 => "none",
+                _ => "some",
+            };
+            ColumnPiece { N: p.columns, DESC0: units(p.first), DESC_WG: units(p.stride), COL0: p.first, COL_WG: p.stride, DN0: p.first_tile, V: v }
+        })
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -587,6 +627,7 @@ impl KernelConstants {
             P_EXCHANGE_OFFSET: exchange,
             DS_EXCHANGE_OFFSET: exchange + resident * streamed * 4,
             PW_EXCHANGE_OFFSET: exchange + resident * streamed * (4 + spec.dtype().bytes()),
+            COLUMN_PIECES: column_pieces(spec, streamed * 128 / 16),
         });
         let preprocess = (kind == KernelKind::BwdPre).then(|| {
             // (the rows of O and dO as they are: the value head dim's chunks, not the tile's)

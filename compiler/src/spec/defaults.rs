@@ -118,7 +118,7 @@ pub static TILES: &[TileRow] = &[
     row(BwdDq, on(EVERY, &[192, 256], None, ANY), t(64, 16, 4, 2), "hdim-v1"),
     row(BwdDkdvWgmma, on(HOPPER, D64, None, ANY), t(64, 64, 4, 2), "hopper-v2"),
     row(BwdDkdvWgmma, on(HOPPER, D128, None, ANY), t(32, 64, 4, 2), "hopper-v2"),
-    row(BwdDkdvWgmma, on(HOPPER, &[192], None, ANY), t(16, 64, 4, 2), "hdim-v1"),
+    row(BwdDkdvWgmma, on(HOPPER, &[192], None, ANY), t(64, 64, 8, 2), "colwg192"),
     row(BwdDkdvWgmma, on(HOPPER, &[256], None, ANY), t(64, 64, 8, 2), "colwg"),
     row(BwdDqWgmma, on(HOPPER, D64, None, ANY), t(64, 64, 4, 2), "hopper-v2"),
     row(BwdDqWgmma, on(HOPPER, D128, Some(true), ANY), t(64, 64, 4, 2), "hopper-v2"),

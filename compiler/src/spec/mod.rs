@@ -148,6 +148,16 @@ impl TryFrom<SpecParams> for KernelSpec {
     }
 }
 
+/// A piece of a column warpgroup's columns (`KernelSpec::column_pieces`): warpgroup w's `columns` from
+/// column `first + w·stride` of dK and dV, accumulated in its n8 tiles from `first_tile`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ColumnPiece {
+    pub columns: u32,
+    pub first: u32,
+    pub stride: u32,
+    pub first_tile: u32,
+}
+
 impl KernelSpec {
     pub fn params(&self) -> &SpecParams {
         &self.params
@@ -320,6 +330,28 @@ impl KernelSpec {
     /// dK/dV's splits of HEAD_DIM into column slices, one program each (`Schedule::column_splits`).
     pub fn column_splits(&self) -> u32 {
         self.schedule.column_splits
+    }
+
+    /// A column warpgroup's columns of dK and dV as pieces, each one wgmma chain per product: its whole
+    /// 64-column panels side by side (warpgroup w's from panel w·panels), then, where its share is half a
+    /// panel more (HEAD_DIM 192: 96 columns each), the last panels in halves (warpgroup w's half from
+    /// column 32·w of them: a chain of n 32 starting 64 bytes into the panel's 128-byte rows, which it never
+    /// crosses). Empty without column warpgroups.
+    pub fn column_pieces(&self) -> Vec<ColumnPiece> {
+        let cw = self.column_warpgroups();
+        if cw == 1 {
+            return Vec::new();
+        }
+        let per = self.output_columns();
+        let (panels, half) = (per / 64, per % 64);
+        let mut pieces = Vec::new();
+        if panels > 0 {
+            pieces.push(ColumnPiece { columns: 64 * panels, first: 0, stride: 64 * panels, first_tile: 0 });
+        }
+        if half > 0 {
+            pieces.push(ColumnPiece { columns: half, first: 64 * panels * cw, stride: half, first_tile: panels * 8 });
+        }
+        pieces
     }
 
     /// The columns of dK and dV one dK/dV warpgroup computes (the tile's HEAD_DIM / column_splits, shared

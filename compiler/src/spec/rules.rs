@@ -55,7 +55,13 @@ impl KernelSpec {
             })?;
             rule(!p.kind.decodes(), || format!("{}: the decode kernels take V as wide as K", p.kind.name()))?;
             // (a dK/dV column slice is wholly V's or wholly past it: the latter stores no dV)
-            rule(spec.column_splits() * spec.column_warpgroups() == 1 || dv % spec.output_columns() == 0, || {
+            // (a column warpgroup's piece is wholly V's or wholly past it)
+            let cw = spec.column_warpgroups();
+            let straddles = spec.column_pieces().iter().any(|c| (0..cw).any(|w| (c.first + w * c.stride..c.first + w * c.stride + c.columns).contains(&dv) && c.first + w * c.stride != dv));
+            rule(!straddles, || {
+                format!("{}: a value head dim of {dv} ends inside a column warpgroup's columns of dK and dV (HEAD_DIM={}, {} columns each): use num_warps=4", p.kind.name(), p.head_dim, spec.output_columns())
+            })?;
+            rule(cw > 1 || spec.column_splits() == 1 || dv % spec.output_columns() == 0, || {
                 format!("{}: a value head dim of {dv} in dK/dV column slices of {} columns (HEAD_DIM={} in {}): V's must be a whole number of slices; use column_splits=1 or a V of a multiple of {} columns", p.kind.name(), spec.output_columns(), p.head_dim, spec.column_splits(), spec.output_columns())
             })?;
         }
@@ -221,8 +227,10 @@ impl KernelSpec {
                 rule(p.head_dim == p.tile_dim(), || {
                     format!("{kind}: the column warpgroups (num_warps=8 on BLOCK_N=64) take whole 64-column panels; HEAD_DIM={d} is padded to {}: use num_warps=4", p.tile_dim())
                 })?;
-                rule(columns % (64 * cw) == 0, || {
-                    format!("{kind}: the {cw} column warpgroups of num_warps={w} on BLOCK_N=64 split {columns} columns (HEAD_DIM={d} in column_splits={}) into whole 64-column panels only when it is a multiple of {}: use num_warps=4", spec.column_splits(), 64 * cw)
+                // (each warpgroup's columns whole 64-column panels, and at most half of one more: the halves of
+                // the last panel, HEAD_DIM 192's 96 a warpgroup)
+                rule(spec.column_splits() == 1 && columns % (32 * cw) == 0, || {
+                    format!("{kind}: the {cw} column warpgroups of num_warps={w} on BLOCK_N=64 take HEAD_DIM={d} whole (column_splits=1) in shares of whole 64-column panels and at most half of one more: use num_warps=4")
                 })?;
             }
         }
