@@ -384,7 +384,7 @@ fn head_dim_256_windows_softcap_and_alibi_on_the_emulator() {
         let spec = planned.forward;
         assert!(spec.kind() == KernelKind::FwdWs && spec.ping_pong() && spec.split_kv_ring(), "{}: not the ping-pong tile on the split ring", spec.name());
         check(&tools, spec, c, 450 + i as u64);
-        // (the backward: the wgmma pair in two column slices)
+        // (the backward: the wgmma pair, dK/dV on the column warpgroups)
         check_backward(&tools, &planned.backward.kernels(), c, &mut normal_inputs(DType::Bf16, 460 + i as u64), planned.dq_chains);
     }
 }
@@ -702,7 +702,7 @@ fn mma_sync_modifiers_on_the_emulator() {
 }
 
 /// The backward the plan runs at every head dim (Δ, then the wgmma pair below 1024 tokens and the fused
-/// kernel from there where the table has it; 192 and 256 on the pair, 256 in column slices), planned for a
+/// kernel from there where the table has it; 192 and 256 on the pair, dK/dV on the column warpgroups), planned for a
 /// short and a long sequence and run on a ragged one.
 #[test]
 fn planned_backward_at_every_head_dim_on_the_emulator() {

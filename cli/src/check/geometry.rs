@@ -91,8 +91,9 @@ fn cases(a: &CheckArgs, seed: u64) -> Vec<Case> {
                 push("dv 192/128 N1000".into(), dtype, dims(RefProblem::new(2, 4, 1000, 192).causal(causal)));
                 push("dv 192/128 gqa H8/2 N_q 300 N_kv 700".into(), dtype, dims(RefProblem::new(1, 8, 300, 192).kv_heads(2).seqlens(300, 700).causal(causal)));
                 push(format!("dv 192/128 varlen {lq:?}"), dtype, dims(RefProblem::new(5, 4, 1, 192).varlen_from_lengths(&lq, &lq).causal(causal)));
-                // HEAD_DIM 256 (Gemma's width) with softcap and a sliding window: the ping-pong tile of
-                // defaults::MODIFIED_TILES forward, the wgmma pair in two column slices backward
+                // HEAD_DIM 256 (Gemma's width) with softcap and a sliding window: the split-ring ping-pong
+                // tile forward, the wgmma pair backward (dK/dV on the column warpgroups, P times softcap's
+                // derivative handed over)
                 let gemma = RefProblem::new(2, 4, 1000, 256).kv_heads(2).softcap(1.0).causal(causal).order(TensorOrder::Bshd);
                 push("D256 softcap 1 gqa H4/2 N1000".into(), dtype, gemma.clone());
                 push("D256 softcap 1 window left 300 N1000".into(), dtype, gemma.window(Window { left: Some(300), right: if causal { Some(0) } else { None } }));

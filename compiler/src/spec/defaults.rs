@@ -82,8 +82,10 @@ use KernelKind::*;
 /// - the backward kinds: the autotuner's most frequent winners (mma.sync: bwd-v2; wgmma: hopper-v2).
 /// - HEAD_DIM 192 and 256 (hdim-v1): the forward on fwd_ws 128×64, ping-pong on 3 stages at 192, at 256 on the
 ///   two that fit, by the split ring (`Schedule::split_kv_ring`: 1.16-1.36× the tile without it, kvsplit;
-///   128×32 on 4 had read 0.96-1.04× of that one, hdim-v1); the backward on the wgmma pair, dK/dV on 16-row query blocks at
-///   192, whose accumulators fit unsplit (1.52-1.60× the 32-row blocks in 3 column slices), in two slices at 256.
+///   128×32 on 4 had read 0.96-1.04× of that one, hdim-v1); the backward on the wgmma pair, dK/dV on the column
+///   warpgroups (`KernelSpec::column_warpgroups`: 8 warps on 64 keys, each warpgroup half of the columns, Sᵀ and
+///   dPᵀ computed once): 1.50-1.56× the two column slices at 256 (colwg), 1.07-1.10× 16-row query blocks
+///   unsplit at 192 (colwg192).
 /// - the fused backward: query blocks of 64 rows, one MMA warpgroup per 64 key rows and dQ columns, two
 ///   stages (the writer's double-buffered staging leaves no room for a third at HEAD_DIM 128); at HEAD_DIM
 ///   64 FA3's 128×128 tile: two MMA warpgroups of 64 keys on 128-row query blocks, each 64 rows of dQ (one
