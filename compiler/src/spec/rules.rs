@@ -222,7 +222,7 @@ impl KernelSpec {
                 format!("{kind}: {res_name}={res} must be 16 × num_warps={w} = {} (one warpgroup of 4 warps per 64 {rows}, 16 per warp){pair}", 16 * w)
             })?;
             if cw > 1 {
-                // (each warpgroup's columns whole 64-column panels: its slice of dO's and Q's MN-major panels)
+                // (a padded tile's warpgroups would store the padding's columns: their stores are by piece)
                 let columns = p.tile_dim() / spec.column_splits();
                 rule(p.head_dim == p.tile_dim(), || {
                     format!("{kind}: the column warpgroups (num_warps=8 on BLOCK_N=64) take whole 64-column panels; HEAD_DIM={d} is padded to {}: use num_warps=4", p.tile_dim())
