@@ -195,39 +195,6 @@ fn random_bf16(len: usize, seed: u64) -> Vec<u16> {
     out
 }
 
-/// "bm,bn,warps,stages[@switch=value,...]" -> the fused backward `base` (bwd_fused, bwd_fused_atomic or
-/// bwd_fused_up) with those tiles and schedule switches.
-fn fused_variant(item: &str, base: &flashgen::BackwardSpecs) -> Result<flashgen::BackwardSpecs, String> {
-    let (tiles, schedule) = crate::configs::split_schedule(item)?;
-    let f = list(tiles)?;
-    if f.len() != 4 {
-        return Err(format!("`{item}` must be bm,bn,warps,stages[@switch=value,...]"));
-    }
-    let p = SpecParams { block_m: f[0], block_n: f[1], num_warps: f[2], num_stages: f[3], ..*base.dkdv.params() };
-    let dkdv = KernelSpec::with_features(p, schedule, base.dkdv.features()).map_err(|e| e.to_string())?;
-    Ok(flashgen::BackwardSpecs { dkdv, ..*base })
-}
-
-/// "bm,bn,warps,stages|bm,bn,warps,stages" -> the default backward specs with those dK/dV and dQ tiles.
-fn backward_variant(item: &str, default: &flashgen::BackwardSpecs) -> Result<flashgen::BackwardSpecs, String> {
-    let parts: Vec<&str> = item.split('|').collect();
-    if parts.len() != 2 {
-        return Err(format!("`{item}` must be dkdv|dq tiles: bm,bn,warps,stages|bm,bn,warps,stages"));
-    }
-    let tiles = |text: &str, base: &KernelSpec| -> Result<KernelSpec, String> {
-        let (text, schedule) = crate::configs::split_schedule(text)?;
-        let f = list(text)?;
-        if f.len() != 4 {
-            return Err(format!("`{text}` must be bm,bn,warps,stages[@switch=value,...]"));
-        }
-        let p = SpecParams { block_m: f[0], block_n: f[1], num_warps: f[2], num_stages: f[3], ..*base.params() };
-        // (the call's features too: a window's or softcap's variants compute what the call asks)
-        KernelSpec::with_features(p, schedule, base.features()).map_err(|e| e.to_string())
-    };
-    let dq = default.dq.ok_or_else(|| format!("{} has no dQ kernel to vary", default.dkdv.name()))?;
-    Ok(flashgen::BackwardSpecs { preprocess: default.preprocess, dkdv: tiles(parts[0], &default.dkdv)?, dq: Some(tiles(parts[1], &dq)?) })
-}
-
 /// One measured row, printed and written in fa4_bench.py's format (its shape keys, `Workload::json_keys`)
 /// with ours added: the config, the kernels, the timer, the 20th and 80th percentiles.
 struct Row<'a> {
@@ -501,18 +468,7 @@ pub fn run(a: &BenchArgs) -> Result<(), String> {
                     }
                 }
                 for item in a.bwd_configs.iter().flat_map(|c| c.split(';')).filter(|c| !c.trim().is_empty()) {
-                    let fused_prefix = ["f:", "fa:", "fu:"].into_iter().find(|p| item.starts_with(p));
-                    let variant = if let Some(prefix) = fused_prefix {
-                        let kind = match prefix {
-                            "fa:" => BwdFusedAtomic,
-                            "fu:" => BwdFusedUp,
-                            _ => BwdFused,
-                        };
-                        family(kind).and_then(|base| fused_variant(&item[prefix.len()..], &base))
-                    } else {
-                        let base = if item.starts_with("w:") { family(BwdDkdvWgmma)? } else { variants[0].1 };
-                        backward_variant(item.trim_start_matches("w:"), &base)
-                    };
+                    let variant = crate::configs::backward_config(item, variants[0].1, &family);
                     match variant {
                         Ok(v) => variants.push((format!("bwd:{item}"), v)),
                         Err(e) => println!("skip backward {item} at D={d}: {e}"),

@@ -54,6 +54,11 @@ pub struct CheckArgs {
     /// Extra specs to check beside the defaults, as "[w:|ws:|wsp:]dtype,d,bm,bn,stage,warps,stages;..." (target = the GPU's; "w:" = fwd_wgmma, "ws:" = fwd_ws, "wsp:" = fwd_ws_persistent).
     #[arg(long)]
     pub specs: Option<String>,
+    /// Backward sets to check beside the defaults at every head dim that admits them, in bench's syntax:
+    /// "dkdv bm,bn,warps,stages|dq bm,bn,warps,stages;..." varying the default pair, "w:" the wgmma pair,
+    /// "f:" / "fa:" / "fu:" + tiles the fused kinds, each with "@switch=value,..." (e.g. "w:64,64,8,2|64,32,4,2")
+    #[arg(long)]
+    pub bwd_configs: Option<String>,
 }
 
 /// "switch=on|off,...", read when the arguments are (a typo fails before any kernel is generated).

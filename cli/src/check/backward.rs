@@ -63,6 +63,14 @@ fn backward_spec_sets(arch: flashgen::Arch, dtype: DType, d: u32, causal: bool, 
             more.push(flashgen::plan::backward_family(kind, arch, &problem).map_err(e)?);
         }
     }
+    // (`--bwd-configs`: where this head dim and mask admit them)
+    let family = |kind| flashgen::plan::backward_family(kind, arch, &problem).map_err(e);
+    for item in a.bwd_configs.iter().flat_map(|c| c.split(';')).filter(|c| !c.trim().is_empty()) {
+        match crate::configs::backward_config(item, plan.backward, &family) {
+            Ok(set) => more.push(set),
+            Err(why) => println!("skip backward config {item} at {} D={d} causal={}: {why}", dtype.name(), causal as u8),
+        }
+    }
     for set in more {
         if !sets.contains(&set) {
             sets.push(set);
