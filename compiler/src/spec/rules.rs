@@ -57,7 +57,7 @@ impl KernelSpec {
             // (a dK/dV column slice is wholly V's or wholly past it: the latter stores no dV)
             // (a column warpgroup's piece is wholly V's or wholly past it)
             let cw = spec.column_warpgroups();
-            let straddles = spec.column_pieces().iter().any(|c| (0..cw).any(|w| (c.first + w * c.stride..c.first + w * c.stride + c.columns).contains(&dv) && c.first + w * c.stride != dv));
+            let straddles = spec.column_pieces().iter().any(|c| (0..cw).map(|w| c.first + w * c.stride).any(|first| first < dv && dv < first + c.columns));
             rule(!straddles, || {
                 format!("{}: a value head dim of {dv} ends inside a column warpgroup's columns of dK and dV (HEAD_DIM={}, {} columns each): use num_warps=4", p.kind.name(), p.head_dim, spec.output_columns())
             })?;
