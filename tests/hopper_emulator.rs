@@ -42,9 +42,12 @@ struct Case {
     /// bwd_fused_up's grid folded where `KernelSpec::folds` would on N SMs, its CTAs run together (a folded
     /// program's heavy half waits on the light half of programs launched after it).
     programs: u32,
+    /// V's (O's, dO's, dV's) head dim where narrower than Q's and K's (`Features::value_dim`, DeepSeek's
+    /// 192/128); 0: the same.
+    dv: usize,
 }
 
-const RAGGED: Case = Case { z: 1, h: 2, h_kv: 1, n_q: 200, n_kv: 200, causal: false, window: Window::UNBOUNDED, softcap: None, packed: &[], mods: Mods::None, programs: 0 };
+const RAGGED: Case = Case { z: 1, h: 2, h_kv: 1, n_q: 200, n_kv: 200, causal: false, window: Window::UNBOUNDED, softcap: None, packed: &[], mods: Mods::None, programs: 0, dv: 0 };
 
 /// The modifiers of a case: ALiBi (`builtins::alibi`, a per-head f32 slope), causal written as a mask_mod
 /// (the proved key interval), ALiBi with a per-batch document mask (the per-element path, an i32 tensor).
@@ -109,6 +112,7 @@ impl Case {
             Some(cap) => p.softcap(cap),
             None => p,
         };
+        let p = if self.dv > 0 { p.head_dims(d, self.dv) } else { p };
         self.mods.on(p)
     }
     /// The plan's view of it (the kernel's features), and the window as the kernel takes it.
@@ -118,6 +122,7 @@ impl Case {
         p.seqlen_k = g.seqlen_k as usize;
         p.varlen = !self.packed.is_empty();
         p.modifiers = self.mods.modifiers();
+        p.value_dim = (self.dv > 0).then_some(self.dv as u32);
         let p = p.with_window(self.window, self.softcap.is_some());
         let w = p.window;
         (p, w)
@@ -136,6 +141,10 @@ impl Case {
             [] => ([self.z, self.h, self.n_q, d], [self.z, self.h_kv, self.n_kv, d]),
             p => ([1, self.h, p.iter().map(|x| x.0).sum(), d], [1, self.h_kv, p.iter().map(|x| x.1).sum(), d]),
         }
+    }
+    /// V's head dim (`dv`, else `d`).
+    fn v_dim(&self, d: usize) -> usize {
+        if self.dv > 0 { self.dv } else { d }
     }
     /// The row statistics' count (M, Δ): Z·H·N_Q, packed H·TOTAL_Q.
     fn stat_rows(&self) -> usize {
@@ -205,11 +214,12 @@ fn run(tools: &simt::Tools, spec: &KernelSpec, c: Case, seed: u64) -> (Vec<f32>,
     let rows = c.stat_rows();
     let nan = bits(dt, f32::NAN);
     let (cu_q, cu_k) = c.offsets();
-    let mut bufs = vec![enc(&q), enc(&k), enc(&v), bytes16(&vec![nan; p.q_len()]), bytes32(&vec![f32::NAN; rows], f32::to_le_bytes), vec![0u8; 8], cu_q, cu_k];
+    let mut bufs = vec![enc(&q), enc(&k), enc(&v), bytes16(&vec![nan; p.o_len()]), bytes32(&vec![f32::NAN; rows], f32::to_le_bytes), vec![0u8; 8], cu_q, cu_k];
     let (mod_args, mod_bytes) = c.mods.tensor_args(bufs.len());
     bufs.extend(mod_bytes);
     let (qshape, kshape) = c.shapes(d);
-    let strides: HashMap<&str, [i64; 4]> = [("Q", bhsd(qshape)), ("K", bhsd(kshape)), ("V", bhsd(kshape)), ("Out", bhsd(qshape))].into_iter().collect();
+    let (oshape, vshape) = c.shapes(c.v_dim(d));
+    let strides: HashMap<&str, [i64; 4]> = [("Q", bhsd(qshape)), ("K", bhsd(kshape)), ("V", bhsd(vshape)), ("Out", bhsd(oshape))].into_iter().collect();
     let named: HashMap<&str, Arg> = shared_args(&c, dt, d, [CU_Q, CU_K])
         .into_iter()
         .chain([
@@ -220,7 +230,7 @@ fn run(tools: &simt::Tools, spec: &KernelSpec, c: Case, seed: u64) -> (Vec<f32>,
             ("Out", Arg::Buf(OUT)),
             ("tmap_q", map(Q, dt, qshape, spec.block_m())),
             ("tmap_k", map(K, dt, kshape, spec.block_n())),
-            ("tmap_v", map(V, dt, kshape, spec.block_n())),
+            ("tmap_v", map(V, dt, vshape, spec.block_n())),
             ("tile_counter", Arg::Buf(COUNTER)),
         ])
         .chain(mod_args)
@@ -348,6 +358,25 @@ fn padded_and_wide_head_dims_on_the_emulator() {
     }
 }
 
+/// DeepSeek's 192/128 (V, O, dO and dV 128 wide beside Q and K's 192): the forward (its P·V over V's two
+/// panels only, the O accumulator's third left at 0) and the backward the plan runs (dO·Vᵀ over V's 128
+/// columns), on the geometry's cases.
+#[test]
+fn narrower_values_on_the_emulator() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    for (i, c) in geometry_cases().into_iter().enumerate() {
+        let c = Case { dv: 128, ..c };
+        let dtype = if i % 2 == 0 { DType::Bf16 } else { DType::F16 };
+        let fwd = spec_for(KernelKind::FwdWs, dtype, 192, &c);
+        assert_eq!(fwd.value_dim(), 128, "{}", fwd.name());
+        check(&tools, fwd, c, 1300 + i as u64);
+        let (problem, _) = c.planned(dtype, 192);
+        let planned = plan::plan(Arch::Sm90a, &problem, &plan::PlanOptions::default(), &plan::NoTuning).unwrap();
+        assert!(planned.backward.kernels().iter().all(|s| s.value_dim() == 128), "{}", planned.backward.names());
+        check_backward(&tools, &planned.backward.kernels(), c, &mut normal_inputs(dtype, 1350 + i as u64), planned.dq_chains);
+    }
+}
+
 /// A causal sliding window of 70 keys (`SLIDING`), a two-sided one, the sliding one on N_q < N_kv.
 const SLIDING: Window = Window { left: Some(70), right: Some(0) };
 const WINDOWS: [Case; 3] = [
@@ -398,13 +427,14 @@ fn run_backward(tools: &simt::Tools, specs: &[KernelSpec], c: Case, inputs: &mut
     let d = spec.params().head_dim as usize;
     let p = c.reference(d);
     let round = |x: Vec<f32>| -> Vec<f32> { x.into_iter().map(|y| value(dt, bits(dt, y))).collect() };
-    let (q, k, v, d_o) = (round(inputs(0, p.q_len())), round(inputs(1, p.k_len())), round(inputs(2, p.v_len())), round(inputs(3, p.q_len())));
+    let dv = c.v_dim(d);
+    let (q, k, v, d_o) = (round(inputs(0, p.q_len())), round(inputs(1, p.k_len())), round(inputs(2, p.v_len())), round(inputs(3, p.o_len())));
     let x = Qkv { q: &q, k: &k, v: &v };
     let fwd = forward(&p, &x);
     let want = backward(&p, &x, &d_o);
     let o = round(fwd.o.iter().map(|&y| y as f32).collect());
     let rows = c.stat_rows();
-    let delta: Vec<f32> = (0..rows).map(|r| (0..d).map(|e| o[r * d + e] as f64 * d_o[r * d + e] as f64).sum::<f64>() as f32).collect();
+    let delta: Vec<f32> = (0..rows).map(|r| (0..dv).map(|e| o[r * dv + e] as f64 * d_o[r * dv + e] as f64).sum::<f64>() as f32).collect();
     let m: Vec<f32> = fwd.m.iter().map(|&y| y as f32).collect();
     let enc = |x: &[f32]| bytes16(&x.iter().map(|&y| bits(dt, y)).collect::<Vec<_>>());
     let nan16 = |n: usize| bytes16(&vec![bits(dt, f32::NAN); n]);
@@ -437,8 +467,9 @@ fn run_backward(tools: &simt::Tools, specs: &[KernelSpec], c: Case, inputs: &mut
     let (mod_args, mod_bytes) = c.mods.tensor_args(bufs.len());
     bufs.extend(mod_bytes);
     let (qshape, kshape) = c.shapes(d);
-    let (qs, ks) = (bhsd(qshape), bhsd(kshape));
-    let strides: HashMap<&str, [i64; 4]> = [("Q", qs), ("K", ks), ("V", ks), ("O", qs), ("DO", qs), ("DQ", qs), ("DK", ks), ("DV", ks)].into_iter().collect();
+    let (oshape, vshape) = c.shapes(dv);
+    let (qs, ks, os, vs) = (bhsd(qshape), bhsd(kshape), bhsd(oshape), bhsd(vshape));
+    let strides: HashMap<&str, [i64; 4]> = [("Q", qs), ("K", ks), ("V", vs), ("O", os), ("DO", os), ("DQ", qs), ("DK", ks), ("DV", vs)].into_iter().collect();
     let named: HashMap<&str, Arg> = shared_args(&c, dt, d, [CUQ, CUK])
         .into_iter()
         .chain([
@@ -456,7 +487,7 @@ fn run_backward(tools: &simt::Tools, specs: &[KernelSpec], c: Case, inputs: &mut
             ("LOCKS", Arg::Buf(LOCKS)),
             ("CHAINS", Arg::I32(chains as i32)),
             ("tmap_q", map(QB, dt, qshape, spec.block_m())),
-            ("tmap_do", map(DOB, dt, qshape, spec.block_m())),
+            ("tmap_do", map(DOB, dt, oshape, spec.block_m())),
         ])
         .chain(mod_args)
         .collect();
@@ -572,34 +603,46 @@ fn fused_backward_windows_and_softcap_on_the_emulator() {
     }
 }
 
-/// `Schedule::ds_handover` (the dSᵀ tile passed between the two MMA warpgroups by announcements instead of a
-/// barrier of both every step; bwd_fused_up unfolded) over the geometry's cases, softcap and a window. Without
-/// either wait the same cases give one warpgroup's dQ rows wrong under CPU load (its race).
-#[test]
-fn fused_backward_ds_handover_on_the_emulator() {
+/// The fused kinds with a schedule switch set (`overrides`; bwd_fused_up's grid unfolded where `unfold`) over
+/// the geometry's cases, softcap and a window: each case one of `head_dims` in turn (HEAD_DIM 64's 128-row
+/// blocks, 128's 64-row ones) and bf16 and fp16 in turn; `took` checks that the spec has the switch.
+fn fused_backward_with_schedule(overrides: flashgen::ScheduleOverrides, unfold: bool, head_dims: &[u32], took: fn(&KernelSpec) -> bool, seed: u64) {
     let Some(tools) = simt::tools_or_skip() else { return };
-    let handed = |kind: KernelKind, dtype: DType, d: u32, c: &Case| -> Option<KernelSpec> {
+    let scheduled = |kind: KernelKind, dtype: DType, d: u32, c: &Case| -> Option<KernelSpec> {
         let base = admitted(kind, dtype, d, c).ok()?;
-        let fold = (kind == KernelKind::BwdFusedUp).then_some(false);
-        let overrides = flashgen::ScheduleOverrides { ds_handover: Some(true), fold_key_blocks: fold, ..flashgen::ScheduleOverrides::NONE };
-        let spec = KernelSpec::with_features(*base.params(), overrides, base.features()).unwrap_or_else(|e| panic!("{kind:?} {c:?} D{d}: {e}"));
-        assert!(spec.schedule().ds_handover, "{}: no hand-over", spec.name());
+        let fold = (unfold && kind == KernelKind::BwdFusedUp).then_some(false);
+        let o = flashgen::ScheduleOverrides { fold_key_blocks: fold, ..overrides };
+        let spec = KernelSpec::with_features(*base.params(), o, base.features()).unwrap_or_else(|e| panic!("{kind:?} {c:?} D{d}: {e}"));
+        assert!(took(&spec), "{}: not scheduled as asked", spec.name());
         Some(spec)
     };
     let extra = [Case { softcap: Some(5.0), ..RAGGED }, Case { causal: true, window: SLIDING, ..RAGGED }];
     for (i, c) in geometry_cases().into_iter().chain(extra).enumerate() {
-        // (one head dim and dtype a case, alternating: HEAD_DIM 64's 128-row blocks and 128's 64-row ones)
-        let (d, dtype) = if i % 2 == 0 { (64, DType::Bf16) } else { (128, DType::F16) };
+        let (d, dtype) = (head_dims[i % head_dims.len()], if i % 2 == 0 { DType::Bf16 } else { DType::F16 });
         let kinds: &[KernelKind] = if c.causal { &[KernelKind::BwdFused, KernelKind::BwdFusedUp] } else { &[KernelKind::BwdFused, KernelKind::BwdFusedAtomic] };
-        for spec in kinds.iter().filter_map(|&kind| handed(kind, dtype, d, &c)) {
+        for spec in kinds.iter().filter_map(|&kind| scheduled(kind, dtype, d, &c)) {
             let chains = if spec.kind() == KernelKind::BwdFused { 2 } else { 1 };
-            check_backward(&tools, &[spec], c, &mut normal_inputs(dtype, 1100 + i as u64), chains);
+            check_backward(&tools, &[spec], c, &mut normal_inputs(dtype, seed + i as u64), chains);
         }
     }
 }
 
+/// `Schedule::ds_handover` (the dSᵀ tile passed between the two MMA warpgroups by announcements instead of a
+/// barrier of both every step; bwd_fused_up unfolded). Without either wait the same cases give one
+/// warpgroup's dQ rows wrong under CPU load (its race).
+#[test]
+fn fused_backward_ds_handover_on_the_emulator() {
+    let o = flashgen::ScheduleOverrides { ds_handover: Some(true), ..flashgen::ScheduleOverrides::NONE };
+    fused_backward_with_schedule(o, true, &[64, 128], |s| s.schedule().ds_handover, 1100);
+}
 
-
+/// `Schedule::early_dv` (dV += Pᵀ·dO issued before dS's store and the barrier, a group of its own) on every
+/// fused kind of HEAD_DIM 128's tile (derived on only for bwd_fused_up; the rules refuse 64's).
+#[test]
+fn fused_backward_early_dv_on_the_emulator() {
+    let o = flashgen::ScheduleOverrides { early_dv: Some(true), ..flashgen::ScheduleOverrides::NONE };
+    fused_backward_with_schedule(o, false, &[128], |s| s.schedule().early_dv, 1200);
+}
 
 /// The wgmma backward pair (bwd_dkdv_wgmma, then bwd_dq_wgmma: cp.async rings, wgmma), where the plan runs
 /// what the fused kernels do not take: windows that are not causal, packed windows, and below 1024 tokens

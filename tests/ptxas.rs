@@ -344,14 +344,13 @@ fn wgmma_kernels_are_hgmma_in_sass() {
             // (2·BLOCK_M/16, per piece of a column warpgroup's columns); dQ: S and dP (2·D/16) + dQ (BLOCK_N/16)
             let s_issues = if f.overlaps_softmax() { 2 } else { 1 };
             let dq = b.dq.unwrap();
-            // (products over HEAD_DIM run over the tile's width: 96 on 128 columns)
-            let t = f.params().tile_dim();
-            let mut expected = vec![(f, s_issues * k16(t) + k16(f.block_n())), (b.dkdv, 2 * k16(t) / b.dkdv.column_warpgroups() + 2 * k16(b.dkdv.block_m()) * b.dkdv.column_pieces().len().max(1) as u32), (dq, 2 * k16(t) + k16(dq.block_n()))];
+            // (products over HEAD_DIM run over its real columns, not the tile's: 96 in 6 k16 steps of 128's 8)
+            let mut expected = vec![(f, s_issues * k16(d) + k16(f.block_n())), (b.dkdv, 2 * k16(d) / b.dkdv.column_warpgroups() + 2 * k16(b.dkdv.block_m()) * b.dkdv.column_pieces().len().max(1) as u32), (dq, 2 * k16(d) + k16(dq.block_n()))];
             // bwd_fused (HEAD_DIM 64 and 128): dK/dV's products + dQ = dS·K over the program's key rows (BLOCK_N/16)
             if flashgen::BackwardPath::Fused.serves(d) {
                 for kind in [flashgen::KernelKind::BwdFused, flashgen::KernelKind::BwdFusedAtomic] {
                     let fused = flashgen_tests::family(kind, Arch::Sm90a, DType::Bf16, d, causal).dkdv;
-                    expected.push((fused, 2 * k16(t) + 2 * k16(fused.block_m()) + k16(fused.block_n())));
+                    expected.push((fused, 2 * k16(d) + 2 * k16(fused.block_m()) + k16(fused.block_n())));
                 }
             }
             for (spec, hgmma) in expected {
@@ -427,8 +426,8 @@ fn warp_specialized_forward(features: bool) {
         let Some(dis) = &dis else { return };
         let text = sass(&tool, dis, ptx, "sm_90a").unwrap();
         let count = |needle: &str| text.lines().filter(|l| l.contains(needle)).count() as u32;
-        // (S = Q·Kᵀ over the tile's width: HEAD_DIM 32 and 96 on 64 and 128 columns)
-        let (k16_s, k16_pv) = (spec.params().tile_dim() / 16, spec.block_n() / 16);
+        // (S = Q·Kᵀ over the real head dim: HEAD_DIM 32 and 96 in 2 and 6 k16 steps of their tiles' 4 and 8)
+        let (k16_s, k16_pv) = (spec.head_dim() / 16, spec.block_n() / 16);
         // the ping-pong tile's S_0 and last P·V each once more than the loop's; a cross-tile persistent
         // program's S_0 a third time (its first tile's, and the one in a tile's last turn), and its last P·V
         // too when the program's last tile has its own copy of the last turn (no `single_tail`)
@@ -581,6 +580,32 @@ fn ds_handover_kernels_assemble_without_spills() {
     assemble_all_clean(&tool, &specs, |spec, ptx| {
         // (the hand-over's announcements count the 256 MMA threads; the dQ staging's, 160)
         assert!(ptx.lines().any(|l| l.contains("barrier.arrive") && l.trim_end().ends_with(", 256;")), "{}: no hand-over announcement", spec.name());
+    });
+}
+
+/// `Schedule::early_dv` (derived on for bwd_fused_up at HEAD_DIM 128's tile) asked of every fused default
+/// spec of that tile, alone, packed, with windows and softcap and with score_mods: no spills, and dV's product a commit
+/// group of its own (one more a step than without).
+#[test]
+fn early_dv_kernels_assemble_without_spills() {
+    let Some(tool) = ptxas_or_skip() else { return };
+    let with_early_dv = |spec: &KernelSpec, on: bool| -> Option<KernelSpec> {
+        let o = flashgen::ScheduleOverrides { early_dv: Some(on), ..*spec.schedule_overrides() };
+        KernelSpec::with_features(*spec.params(), o, spec.features()).ok()
+    };
+    let fused: Vec<KernelSpec> = flashgen::plan::default_set().into_iter().filter(|s| s.kind().fuses_dq()).collect();
+    let mut specs: Vec<KernelSpec> = fused.iter().filter_map(|s| with_early_dv(s, true)).collect();
+    // (the rules refuse HEAD_DIM 64's tile, where it spilled with softcap)
+    assert_eq!(specs.len(), fused.iter().filter(|s| s.params().tile_dim() == 128).count(), "every fused spec of HEAD_DIM 128's tile takes early_dv");
+    for variant in [feature_variants(&specs), rule_variants(&specs), modifier_variants(&specs)] {
+        specs.extend(variant.into_iter().filter(|s| s.schedule().early_dv));
+    }
+    assert!(specs.iter().any(|s| s.features().window) && specs.iter().any(|s| s.features().modifiers.is_some()));
+    let commits = |ptx: &str| ptx.matches("wgmma.commit_group").count();
+    assemble_all_clean(&tool, &specs, |spec, ptx| {
+        let off = with_early_dv(spec, false).expect("early_dv=off is always admitted");
+        let ptx_off = compile(&off, CompileOptions::default()).unwrap().ptx;
+        assert_eq!(commits(ptx), commits(&ptx_off) + 1, "{}: dV's product is not a group of its own", spec.name());
     });
 }
 

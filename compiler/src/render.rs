@@ -148,6 +148,12 @@ struct Common {
     VALID_V_CHUNKS: u32,
     VALID_V_N8_TILES: u32,
     PADDED_V: bool,
+    /// The wgmma products run over the real columns only (lib/wgmma.ll.tera): Q·Kᵀ's k16 steps over the
+    /// spec's head dim, dO·Vᵀ's over V's, and P·V's N over V's 64-column panels (the tile's past them
+    /// are zero-filled, their sums 0).
+    QK_K16_STEPS: u32,
+    V_K16_STEPS: u32,
+    PV_COLUMNS: u32,
     ROW_BYTES: u32,
     /// Bytes of one slot of the ring (the streamed tiles of one block, and dK/dV's M and Δ).
     SLOT_BYTES: u32,
@@ -485,6 +491,8 @@ struct FusedDq {
     /// The dSᵀ tile passes between the MMA warpgroups by a hand-over (`Schedule::ds_handover`), else a
     /// barrier of both every step.
     DS_HANDOVER: bool,
+    /// dV += Pᵀ·dO issued as soon as P is packed, before dS's store and the barrier (`Schedule::early_dv`).
+    EARLY_DV: bool,
     MMA_WARPGROUPS: u32,
     /// Warpgroup w's piece of a block of dQ: its rows 64w .. (HEAD_DIM 64, BLOCK_M 128:
     /// `KernelSpec::dq_splits_rows`), else its columns 64w ..
@@ -554,6 +562,9 @@ impl KernelConstants {
             VALID_V_CHUNKS: spec.value_dim() / 8,
             VALID_V_N8_TILES: spec.value_dim() / 8,
             PADDED_V: spec.value_dim() != d,
+            QK_K16_STEPS: spec.head_dim() / 16,
+            V_K16_STEPS: spec.value_dim() / 16,
+            PV_COLUMNS: spec.value_dim().div_ceil(64).min(d / 64) * 64,
             ROW_BYTES: row_bytes,
             SLOT_BYTES: spec.slot_bytes(),
             RCP_LN2: rcp_ln2_literal(),
@@ -653,6 +664,7 @@ impl KernelConstants {
                 DQ_UP: kind.dq_up(),
                 FOLD_KEY_BLOCKS: spec.fold_key_blocks(),
                 DS_HANDOVER: spec.schedule().ds_handover,
+                EARLY_DV: spec.schedule().early_dv,
                 MMA_WARPGROUPS: (spec.mma_warps() / 4).max(1),
                 DQ_SPLITS_ROWS: spec.dq_splits_rows(),
                 DQ_PANEL_COLUMNS: 64,

@@ -138,9 +138,11 @@ impl KernelSpec {
             None
         };
         // (the hand-over's barrier ids beside a score_mod's indices spill 32 B of bwd_fused_atomic's MMA registers
-        // at HEAD_DIM 96/128; bwd_fused and bwd_fused_up, none)
-        rule(!(spec.schedule.ds_handover && score_mod && p.kind == KernelKind::BwdFusedAtomic), || {
-            format!("{}: ds_handover=on with a score_mod spills the MMA warpgroups' registers: use ds_handover=off (or bwd_fused)", p.kind.name())
+        // at HEAD_DIM 96/128, and of bwd_fused's at 96 since its Q·Kᵀ runs 6 k16 steps (real-columns); bwd_fused
+        // at 128 and bwd_fused_up, none)
+        let spills = p.kind == KernelKind::BwdFusedAtomic || (p.kind == KernelKind::BwdFused && p.head_dim == 96);
+        rule(!(spec.schedule.ds_handover && score_mod && spills), || {
+            format!("{}: ds_handover=on with a score_mod spills the MMA warpgroups' registers at HEAD_DIM {}: use ds_handover=off", p.kind.name(), p.head_dim)
         })?;
         if let (Some(why), true) = (unfold_for, spec.schedule.fold_key_blocks) {
             // (the caller's switches: one equal to the derived value is dropped from the spec's)

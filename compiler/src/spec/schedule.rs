@@ -99,6 +99,14 @@ pub struct Schedule {
     /// backward 0-3% (2026-12-05-fixes-ab, with the key mask); not on a folded grid (ptxas spilled it at
     /// HEAD_DIM 96/128 causal).
     pub ds_handover: bool,
+    /// The fused backward issues dV += Pᵀ·dO as soon as P is packed, a commit group of its own, so that it
+    /// runs on the tensor cores under dS's packing, its store and the MMA warpgroups' barrier (FA3's order)
+    /// instead of beside dK and dQ's part after the barrier. Derived on for bwd_fused_up at HEAD_DIM 128's
+    /// tile: +1.3-5.3% there (MHA and GQA, H100, 2026-12-06-early-dv); off for bwd_fused (−10% on the GQA
+    /// row at N 16384, ±1.5% elsewhere) and at HEAD_DIM 64 (−2 to −4% non-causal). The rest of FA3's
+    /// overlap measured there too and left out: Sᵀ and dPᵀ as two groups (P under dPᵀ) 0.87-0.98× with
+    /// 4-272 B of spills, dQ's part before dK and staged under it 0.98-1.01×, both with dV early 0.90-0.99×.
+    pub early_dv: bool,
     /// The warp-specialized forward's K and V tiles of a block arrive and leave on barriers of their own
     /// (FA3's two pipelines): a consumer hands K_j back as soon as S_j has completed, V_j after P_j·V_j, so
     /// the producer refills K a step earlier than a shared slot allows. Ping-pong on two stages needs it
@@ -142,6 +150,8 @@ pub struct ScheduleOverrides {
     pub ds_handover: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split_kv_ring: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_dv: Option<bool>,
 }
 
 /// One switch: its name (the field's, on the CLI), its tag in kernel names, and how to read and write it.
@@ -153,7 +163,7 @@ struct Switch {
 }
 
 /// The switches in resolution order: a switch's derived value may depend on the ones before it.
-const SWITCHES: [Switch; 15] = [
+const SWITCHES: [Switch; 16] = [
     Switch { name: "q_from_registers", tag: "qreg", get: |o| o.q_from_registers.map(u32::from), set: |o, v| o.q_from_registers = Some(v != 0) },
     Switch { name: "lazy_rescale", tag: "lazy", get: |o| o.lazy_rescale.map(u32::from), set: |o, v| o.lazy_rescale = Some(v != 0) },
     Switch { name: "half_block_softmax", tag: "halfsm", get: |o| o.half_block_softmax.map(u32::from), set: |o, v| o.half_block_softmax = Some(v != 0) },
@@ -169,6 +179,7 @@ const SWITCHES: [Switch; 15] = [
     Switch { name: "tma_kv", tag: "tma", get: |o| o.tma_kv.map(u32::from), set: |o, v| o.tma_kv = Some(v != 0) },
     Switch { name: "ds_handover", tag: "dshand", get: |o| o.ds_handover.map(u32::from), set: |o, v| o.ds_handover = Some(v != 0) },
     Switch { name: "split_kv_ring", tag: "kvsplit", get: |o| o.split_kv_ring.map(u32::from), set: |o, v| o.split_kv_ring = Some(v != 0) },
+    Switch { name: "early_dv", tag: "edv", get: |o| o.early_dv.map(u32::from), set: |o, v| o.early_dv = Some(v != 0) },
 ];
 
 /// The switches that take a number rather than on/off.
@@ -194,6 +205,7 @@ impl ScheduleOverrides {
         tma_kv: None,
         ds_handover: None,
         split_kv_ring: None,
+        early_dv: None,
     };
 
     pub fn is_empty(&self) -> bool {
@@ -301,6 +313,7 @@ impl Schedule {
         tma_kv: false,
         ds_handover: false,
         split_kv_ring: false,
+        early_dv: false,
     };
 
     /// Resolve `overrides` against the derived values, switch by switch in order, checking each switch that
@@ -413,6 +426,12 @@ impl Schedule {
         decide!(ds_handover, false);
         rule(!s.ds_handover || two_mma_warpgroups, || format!("{kind}: ds_handover=on is for the fused backward with two MMA warpgroups (num_warps=12)"))?;
         rule(!s.ds_handover || !s.fold_key_blocks, || format!("{kind}: ds_handover=on with a folded grid spills the MMA warpgroups' registers: use fold_key_blocks=off"))?;
+
+        decide!(early_dv, up && p.tile_dim() == 128);
+        rule(!s.early_dv || p.kind.fuses_dq(), || format!("{kind}: early_dv=on is for the fused backward (bwd_fused, bwd_fused_up, bwd_fused_atomic)"))?;
+        // (HEAD_DIM 64's 128-row tile holds P twice with it: 32 B spilled with softcap, and 2-4% slower where
+        // it did not spill)
+        rule(!s.early_dv || p.tile_dim() == 128, || format!("{kind}: early_dv=on at HEAD_DIM {} spills or slows HEAD_DIM 64's 128-row tile: it is for HEAD_DIM 96 and 128", p.head_dim))?;
 
         // (two stages of a block wider than 128 keys: only the split ring runs them in ping-pong)
         let wide = p.wide_kv_block();
