@@ -290,7 +290,14 @@ fn backward_spaces_own_and_stream_the_right_rows() {
         for (d, tiles) in [(128, vec![(12, 64)]), (64, vec![(8, 64), (12, 128)])] {
             let k = TuneKey::for_kind(kind, Arch::Sm90a, DType::Bf16, d, true, 16384);
             let (kept, _) = early_prune(&k, &config_space_for(kind));
-            let mut shapes: Vec<(u32, u32, u32)> = kept.iter().map(|(c, _)| (c.num_warps, c.block_m, c.num_stages)).collect();
+            // (each tile with dV's product early and not at HEAD_DIM 128; at 64 the rules refuse it early)
+            for (c, _) in &kept {
+                let schedules: Vec<bool> = kept.iter().filter(|(o, _)| (o.block_m, o.num_warps, o.num_stages) == (c.block_m, c.num_warps, c.num_stages)).map(|(_, s)| s.schedule().early_dv).collect();
+                let want: &[bool] = if d == 128 { &[false, true] } else { &[false] };
+                assert_eq!(schedules.len(), want.len(), "{} d{d} {c}: {schedules:?}", kind.name());
+                assert!(want.iter().all(|w| schedules.contains(w)), "{} d{d} {c}: {schedules:?}", kind.name());
+            }
+            let mut shapes: Vec<(u32, u32, u32)> = kept.iter().filter(|(_, s)| !s.schedule().early_dv).map(|(c, _)| (c.num_warps, c.block_m, c.num_stages)).collect();
             shapes.sort();
             let want: Vec<(u32, u32, u32)> = tiles.iter().flat_map(|&(w, bm)| [2, 3, 4].map(|ns| (w, bm, ns))).filter(|&(w, bm, ns)| {
                 // what fits the shared memory: 4 stages of two warpgroups do not

@@ -159,6 +159,7 @@ pub fn config_space_for(kind: KernelKind) -> Vec<Config> {
         k if k.warp_specialized_forward() => &SCHEDULE_SPACE,
         KernelKind::BwdDkdvWgmma => &DKDV_WGMMA_PROGRAMS,
         KernelKind::BwdDqWgmma => &DQ_WGMMA_PROGRAMS,
+        k if k.fuses_dq() => &FUSED_EARLY_DV,
         _ => &[ScheduleOverrides::NONE],
     };
     for &owned in owned_rows {
@@ -205,6 +206,16 @@ const DQ_WGMMA_PROGRAMS: [ScheduleOverrides; 4] = [
     ScheduleOverrides { programs_per_sm: Some(1), ..ScheduleOverrides::NONE },
     ScheduleOverrides { programs_per_sm: Some(2), ..ScheduleOverrides::NONE },
     ScheduleOverrides { programs_per_sm: Some(4), ..ScheduleOverrides::NONE },
+];
+
+/// The fused backward's dV product early or not (`Schedule::early_dv`): derived on for bwd_fused_up at
+/// HEAD_DIM 128's tile, where it gained on every row measured; bwd_fused gained on the table's rows and lost
+/// 10% on GQA's at N 16384 (2026-12-06-early-dv), so the shape decides. early_prune drops the copy equal to
+/// the derived kernel and HEAD_DIM 64's tile (the rules refuse it there).
+const FUSED_EARLY_DV: [ScheduleOverrides; 3] = [
+    ScheduleOverrides::NONE,
+    ScheduleOverrides { early_dv: Some(true), ..ScheduleOverrides::NONE },
+    ScheduleOverrides { early_dv: Some(false), ..ScheduleOverrides::NONE },
 ];
 
 /// Why a config never reached the GPU.
