@@ -149,11 +149,12 @@ struct Common {
     VALID_V_N8_TILES: u32,
     PADDED_V: bool,
     /// The wgmma products run over the real columns only (lib/wgmma.ll.tera): Q·Kᵀ's k16 steps over the
-    /// spec's head dim, dO·Vᵀ's over V's, and P·V's N over V's 64-column panels (the tile's past them
-    /// are zero-filled, their sums 0).
+    /// spec's head dim, dO·Vᵀ's over V's; the products whose N is a head dim (P·V and dV over V's columns,
+    /// dK over Q/K's) over those columns (the tile's past them are zero-filled, their sums 0).
     QK_K16_STEPS: u32,
     V_K16_STEPS: u32,
     PV_COLUMNS: u32,
+    QK_COLUMNS: u32,
     ROW_BYTES: u32,
     /// Bytes of one slot of the ring (the streamed tiles of one block, and dK/dV's M and Δ).
     SLOT_BYTES: u32,
@@ -564,7 +565,8 @@ impl KernelConstants {
             PADDED_V: spec.value_dim() != d,
             QK_K16_STEPS: spec.head_dim() / 16,
             V_K16_STEPS: spec.value_dim() / 16,
-            PV_COLUMNS: spec.value_dim().div_ceil(64).min(d / 64) * 64,
+            PV_COLUMNS: spec.value_dim().min(d),
+            QK_COLUMNS: spec.head_dim().min(d),
             ROW_BYTES: row_bytes,
             SLOT_BYTES: spec.slot_bytes(),
             RCP_LN2: rcp_ln2_literal(),
