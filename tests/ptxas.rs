@@ -357,6 +357,18 @@ fn wgmma_kernels_are_hgmma_in_sass() {
                 let text = sass(&tool, &dis, &compile(&spec, CompileOptions::default()).unwrap().ptx, "sm_90a").unwrap();
                 let count = |needle: &str| text.lines().filter(|l| l.contains(needle)).count() as u32;
                 assert_eq!(count("HGMMA.64x"), hgmma, "{}: HGMMA count", spec.name());
+                // the products whose N is a padded head dim (32, 96) run N = that dim, not the tile's 64 / 128:
+                // P·V, dV and dK where one program owns all the columns, and the wgmma pair's dQ (the fused
+                // kernel's dQ runs 64-column pieces)
+                if d % 64 != 0 {
+                    let real_n = match spec.kind() {
+                        KernelKind::FwdWgmma => k16(spec.block_n()),
+                        KernelKind::BwdDqWgmma => k16(spec.block_n()),
+                        _ if spec.output_columns() >= d => 2 * k16(spec.block_m()),
+                        _ => 0,
+                    };
+                    assert_eq!(count(&format!("HGMMA.64x{d}x16")), real_n, "{}: products over the real {d} columns", spec.name());
+                }
                 assert_eq!(count("HMMA."), 0, "{}: mma.sync left", spec.name());
                 assert!(count("WARPGROUP.ARRIVE") >= 2 && count("WARPGROUP.DEPBAR") >= 2, "{}: warpgroup sync", spec.name());
                 let local = text.lines().filter(|l| l.contains(" LDL") || l.contains(" STL")).count();
