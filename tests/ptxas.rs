@@ -358,12 +358,14 @@ fn wgmma_kernels_are_hgmma_in_sass() {
                 let count = |needle: &str| text.lines().filter(|l| l.contains(needle)).count() as u32;
                 assert_eq!(count("HGMMA.64x"), hgmma, "{}: HGMMA count", spec.name());
                 // the products whose N is a padded head dim (32, 96) run N = that dim, not the tile's 64 / 128:
-                // P·V, dV and dK where one program owns all the columns, and the wgmma pair's dQ (the fused
-                // kernel's dQ runs 64-column pieces)
+                // P·V, dV and dK where one program owns all the columns, and dQ in the wgmma pair and in the
+                // fused kernels at 32 (the fused kernel's 96 runs 64-column pieces)
                 if d % 64 != 0 {
                     let real_n = match spec.kind() {
                         KernelKind::FwdWgmma => k16(spec.block_n()),
                         KernelKind::BwdDqWgmma => k16(spec.block_n()),
+                        // (the fused kinds' dQ too where a warpgroup's piece is split by rows: all its columns)
+                        k if k.fuses_dq() => 2 * k16(spec.block_m()) + if spec.dq_splits_rows() { k16(spec.block_n()) } else { 0 },
                         _ if spec.output_columns() >= d => 2 * k16(spec.block_m()),
                         _ => 0,
                     };

@@ -498,6 +498,9 @@ struct FusedDq {
     /// Warpgroup w's piece of a block of dQ: its rows 64w .. (HEAD_DIM 64, BLOCK_M 128:
     /// `KernelSpec::dq_splits_rows`), else its columns 64w ..
     DQ_SPLITS_ROWS: bool,
+    /// The columns a warpgroup's dQ = dS·K computes and hands on (N of its wgmma; 64, or the real 32 of
+    /// HEAD_DIM 32 on 64's tile, whose pieces are split by rows): the first DQ_PANEL_COLUMNS·256 bytes of its
+    /// 16 KB piece (fragment order), the rest of the piece never written nor stored.
     DQ_PANEL_COLUMNS: u32,
     /// The dSᵀ tile's offset from the tiles (after the ring), the staging buffers' (after it) and the
     /// ring's mbarriers' (after them).
@@ -669,7 +672,8 @@ impl KernelConstants {
                 EARLY_DV: spec.schedule().early_dv,
                 MMA_WARPGROUPS: (spec.mma_warps() / 4).max(1),
                 DQ_SPLITS_ROWS: spec.dq_splits_rows(),
-                DQ_PANEL_COLUMNS: 64,
+                // (split by rows, a piece holds every column: only the real ones at HEAD_DIM 32)
+                DQ_PANEL_COLUMNS: if spec.dq_splits_rows() { spec.head_dim().min(64) } else { 64 },
                 DS_TILE_OFFSET: layout.ds_tile,
                 DQ_STAGING_OFFSET: layout.staging,
                 RING_BARRIERS_OFFSET: layout.mbarriers,
