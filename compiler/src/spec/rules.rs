@@ -128,13 +128,14 @@ impl KernelSpec {
         // a folded grid takes neither a score_mod (its phase state beside the score_mod's indices and the masks
         // of the keys and queries past the sequence spill 4-8 B of bwd_fused_up's MMA registers; unfolded,
         // none) nor a window (its order of dQ additions counts on every program from 0 to a block's highest
-        // meeting it; a window's blocks meet only the programs of their keys), nor packed sequences at HEAD_DIM
-        // 96 (the dQ writer's 24 registers spill 4 B there since its products run 96 columns: real-n)
+        // meeting it; a window's blocks meet only the programs of their keys), nor packed sequences at the
+        // padded HEAD_DIM 32 and 96 (the dQ writer's 24 registers spill 4 B there since their products and
+        // pieces run the real columns: real-n, d32-dq)
         let score_mod = features.modifiers.is_some_and(|m| m.score().is_some());
         let unfold_for = if score_mod {
             Some("with a score_mod spills the MMA warpgroups' registers")
-        } else if features.varlen && p.head_dim == 96 {
-            Some("on packed sequences at HEAD_DIM 96 spills the dQ writer's registers")
+        } else if features.varlen && p.head_dim % 64 != 0 {
+            Some("on packed sequences at HEAD_DIM 32 and 96 spills the dQ writer's registers")
         } else if features.window {
             Some("with a sliding window: the folded order of dQ additions needs every key block up to the diagonal to meet a query block")
         } else {
