@@ -313,7 +313,11 @@ impl<'a> AsmCall<'a> {
                 t => format!("  %{name} = addrspacecast {t} %a{i} to ptr\n"),
             }
         };
-        let bulk_bytes = |t: &str| -> String { t.split("], ").nth(2).and_then(|x| x.split(';').next()).expect("bulk copy bytes").to_string() };
+        // (a constant, or an operand $k: the asm's argument k)
+        let bulk_bytes = |t: &str| -> String {
+            let bytes = t.split("], ").nth(2).and_then(|x| x.split(';').next()).expect("bulk copy bytes");
+            bytes.strip_prefix('$').map_or_else(|| bytes.to_string(), |k| format!("%a{k}"))
+        };
         let body = if let Some(reg) = t.strip_prefix("mov.u32 $0, %").map(|r| r.trim_end_matches(';')) {
             let f = match reg {
                 "tid.x" => "@emu_tid",
