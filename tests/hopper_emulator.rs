@@ -526,11 +526,14 @@ fn normal_inputs(dtype: DType, seed: u64) -> impl FnMut(usize, usize) -> Vec<f32
     move |_, n| (0..n).map(|_| value(dtype, bits(dtype, rng.normal()))).collect()
 }
 
+/// The fused kinds over the geometry's cases at the table's head dims and at the padded 32 and 96, whose
+/// dQ pieces carry their real columns only (row pieces at 32: N 32 and 8 KB reductions; at 96 warpgroup 1's
+/// 8 KB) and whose causal kind runs unfolded on packed sequences.
 #[test]
 fn fused_backward_on_the_emulator() {
     let Some(tools) = simt::tools_or_skip() else { return };
     for (i, c) in geometry_cases().into_iter().enumerate() {
-        for (d, dtype) in [(64, DType::Bf16), (128, DType::F16)] {
+        for (d, dtype) in [(64, DType::Bf16), (128, DType::F16), (32, DType::F16), (96, DType::Bf16)] {
             let kinds: &[KernelKind] = if c.causal { &[KernelKind::BwdFused, KernelKind::BwdFusedUp] } else { &[KernelKind::BwdFused, KernelKind::BwdFusedAtomic] };
             // (a kind its rules refuse for the case, bwd_fused on causal packed sequences at HEAD_DIM 64's
             // 128-row blocks, is not what the plan runs)
