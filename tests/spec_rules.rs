@@ -250,6 +250,19 @@ fn fused_up_folds_its_grid_where_the_programs_fit() {
     // and the folded kernel adds dQ in one chain whatever the caller asks
     assert_eq!(flashgen::plan::dq_chains(&s, Some(3)), 1);
     assert_eq!(flashgen::plan::dq_chains(&off, Some(3)), 3);
+    // packed sequences fold at 64 and 128, not at the padded 32 and 96 (the folded dQ writer spills there),
+    // and asking for it there is refused by name
+    let packed = flashgen::Features { varlen: true, ..flashgen::Features::NONE };
+    for (head_dim, block_m, folds) in [(128, 64, true), (96, 64, false), (64, 128, true), (32, 128, false)] {
+        let p = SpecParams { head_dim, block_m, ..up };
+        let spec = KernelSpec::with_features(p, ScheduleOverrides::NONE, packed).unwrap();
+        assert_eq!(spec.fold_key_blocks(), folds, "{}", spec.name());
+        assert!(KernelSpec::new(p).unwrap().fold_key_blocks(), "fixed lengths fold at {head_dim}");
+        if !folds {
+            let e = KernelSpec::with_features(p, ScheduleOverrides::parse("fold_key_blocks=on").unwrap(), packed).unwrap_err().to_string();
+            assert!(e.contains("packed sequences at HEAD_DIM 32 and 96"), "{e}");
+        }
+    }
 }
 
 #[test]
