@@ -362,8 +362,7 @@ fn wgmma_kernels_are_hgmma_in_sass() {
                 // fused kernels at 32 (the fused kernel's 96 runs 64-column pieces)
                 if d % 64 != 0 {
                     let real_n = match spec.kind() {
-                        KernelKind::FwdWgmma => k16(spec.block_n()),
-                        KernelKind::BwdDqWgmma => k16(spec.block_n()),
+                        KernelKind::FwdWgmma | KernelKind::BwdDqWgmma => k16(spec.block_n()),
                         // (the fused kinds' dQ too where a warpgroup's piece is split by rows: all its columns)
                         k if k.fuses_dq() => 2 * k16(spec.block_m()) + if spec.dq_splits_rows() { k16(spec.block_n()) } else { 0 },
                         _ if spec.output_columns() >= d => 2 * k16(spec.block_m()),
