@@ -596,6 +596,9 @@ fn fused_backward_windows_and_softcap_on_the_emulator() {
     let cases = [
         (KernelKind::BwdFusedUp, Case { causal: true, window: SLIDING, ..RAGGED }),
         (KernelKind::BwdFusedUp, Case { n_q: 130, n_kv: 330, causal: true, window: SLIDING, ..RAGGED }),
+        // (packed sequences, empty ones, N_q ≠ N_kv both ways, one long enough that the window skips its first
+        // key blocks' later query blocks)
+        (KernelKind::BwdFusedUp, Case { causal: true, window: SLIDING, packed: &[(70, 70), (0, 0), (130, 200), (30, 0), (250, 90), (700, 700)], ..RAGGED }),
         (KernelKind::BwdFused, Case { softcap: Some(5.0), ..RAGGED }),
         (KernelKind::BwdFusedUp, Case { causal: true, softcap: Some(5.0), ..RAGGED }),
     ];
@@ -648,7 +651,7 @@ fn fused_backward_early_dv_on_the_emulator() {
 }
 
 /// The wgmma backward pair (bwd_dkdv_wgmma, then bwd_dq_wgmma: cp.async rings, wgmma), where the plan runs
-/// what the fused kernels do not take: windows that are not causal, packed windows, and below 1024 tokens
+/// what the fused kernels do not take: windows that are not causal, and below 1024 tokens
 /// at every head dim; the geometry's cases and windows.
 #[test]
 fn wgmma_backward_pair_on_the_emulator() {

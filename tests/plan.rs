@@ -397,14 +397,14 @@ fn windows_and_softcap_plan_their_kernels_and_refuse_the_others() {
         assert_eq!(kernels.iter().map(|s| s.kind()).collect::<Vec<_>>(), [KernelKind::Fwd, KernelKind::BwdPre, KernelKind::BwdDkdv, KernelKind::BwdDq], "{arch:?}");
         assert!(kernels.iter().filter(|s| s.kind() != KernelKind::BwdPre).all(|s| s.features().modifiers == modified.modifiers), "{arch:?}");
     }
-    // the fused backward's window: both alignments, not on packed sequences; the fold's order is refused
-    // by name
+    // the fused backward's window: both alignments, packed sequences too (where the plain problem runs
+    // bwd_fused_up); the fold's order is refused by name
     let fused = |p: Problem| plan(Arch::Sm90a, &p, &options, &NoTuning).unwrap().backward.dkdv.kind();
     let windowed = |nq: usize, nkv: usize, bottom_right: bool| Problem { seqlen_k: nkv, bottom_right, ..problem(128, true, nq) }.with_window(w(Some(300), None), false);
     assert_eq!(fused(windowed(4096, 2048, true)), KernelKind::BwdFusedUp);
     assert_eq!(fused(windowed(2048, 4096, false)), KernelKind::BwdFusedUp);
     assert_eq!(fused(windowed(4096, 2048, false)), KernelKind::BwdFusedUp);
-    assert_eq!(fused(Problem { varlen: true, ..windowed(4096, 4096, true) }), KernelKind::BwdDkdvWgmma);
+    assert_eq!(fused(Problem { varlen: true, ..windowed(4096, 4096, true) }), KernelKind::BwdFusedUp);
     assert_eq!(fused(problem(128, true, 512).with_window(w(Some(300), None), false)), KernelKind::BwdDkdvWgmma, "the table's pair below 1024");
     let up = defaults::spec(KernelKind::BwdFusedUp, Arch::Sm90a, DType::Bf16, 128, true, 4096).unwrap();
     assert!(up.fold_key_blocks());
@@ -413,8 +413,9 @@ fn windows_and_softcap_plan_their_kernels_and_refuse_the_others() {
     let e = KernelSpec::with_features(*up.params(), fold_on, window).unwrap_err().to_string();
     assert!(e.contains("fold_key_blocks=on with a sliding window"), "{e}");
     assert!(KernelSpec::with_features(*up.params(), fold_on, flashgen::Features::NONE).is_ok());
-    let e = KernelSpec::with_features(*up.params(), ScheduleOverrides::NONE, flashgen::Features { varlen: true, ..window }).unwrap_err().to_string();
-    assert!(e.contains("a sliding window") && e.contains("on packed sequences"), "{e}");
+    // (packed: unfolded, as every packed bwd_fused_up where its programs would not fit)
+    let packed_window = KernelSpec::with_features(*up.params(), ScheduleOverrides::NONE, flashgen::Features { varlen: true, ..window }).unwrap();
+    assert!(!packed_window.fold_key_blocks() && flashgen::plan::dq_chains(&packed_window, None) == 1);
     assert_eq!(flashgen::plan::dq_chains(&flashgen::plan::with_features(&up, window).unwrap(), Some(4)), 1);
     // the kinds that do not take them refuse them by name
     let features = flashgen::Features { window: true, ..flashgen::Features::NONE };

@@ -92,7 +92,7 @@ fn feature_variants(specs: &[KernelSpec]) -> Vec<KernelSpec> {
 fn rule_variants(specs: &[KernelSpec]) -> Vec<KernelSpec> {
     let mut out = Vec::new();
     for spec in specs {
-        for (varlen, window, softcap) in [(false, true, false), (false, false, true), (false, true, true), (true, true, true)] {
+        for (varlen, window, softcap) in [(false, true, false), (false, false, true), (false, true, true), (true, true, false), (true, true, true)] {
             let f = Features { varlen, window, softcap, ..Features::NONE };
             if let Ok(s) = flashgen::plan::with_features(spec, f) {
                 if !out.contains(&s) {

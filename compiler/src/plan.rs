@@ -54,12 +54,12 @@ impl Problem {
     }
 
     /// Whether the fused backward can run this problem's rules beyond causal: softcap and a score_mod
-    /// (where S is named, as in the pair), a window only causal on fixed lengths (bwd_fused_up's key blocks
-    /// visit the window's query blocks); not a mask_mod (the fused kernels' order of dQ additions counts on
+    /// (where S is named, as in the pair), a window only causal (bwd_fused_up's key blocks visit the window's
+    /// query blocks, fixed lengths or packed); not a mask_mod (the fused kernels' order of dQ additions counts on
     /// every query block the causal rule leaves to a key block).
     pub fn modifiers_fuse(&self) -> bool {
         let masked = self.modifiers.is_some_and(|m| m.mask().is_some());
-        !masked && (self.window.is_unbounded() || (self.causal && !self.varlen))
+        !masked && (self.window.is_unbounded() || self.causal)
     }
 
     /// The problem with a window (and softcap) as its kernels take it (`kernel_window`): the causal flag

@@ -69,9 +69,16 @@ impl Workload {
             None => self.b as f64 * self.n as f64 * self.nk as f64,
         };
         if self.window_left.is_some() {
-            let band = self.mask(causal).band(self.n, self.nk);
-            let visible: usize = (0..self.n).map(|i| band.keys_of(i).len()).sum();
-            return 2.0 * self.h as f64 * (self.b * visible) as f64 * (self.d + self.dv) as f64 * pass;
+            // (each sequence's band: a packed batch's sequences one by one, a fixed batch's B alike)
+            let visible = |n: usize, nk: usize| -> usize {
+                let band = self.mask(causal).band(n, nk);
+                (0..n).map(|i| band.keys_of(i).len()).sum()
+            };
+            let visible: usize = match &self.varlen {
+                Some((_, lens)) => lens.iter().map(|&n| visible(n, n)).sum(),
+                None => self.b * visible(self.n, self.nk),
+            };
+            return 2.0 * self.h as f64 * visible as f64 * (self.d + self.dv) as f64 * pass;
         }
         2.0 * self.h as f64 * pairs * (self.d + self.dv) as f64 * mask * pass
     }
@@ -158,6 +165,13 @@ mod tests {
         assert_eq!(c.flops("fwd", true), Workload::grouped(1, 16, 16, 16384, 128).flops("fwd", true));
         assert!(c.json_keys(true).ends_with("\"softcap\": 30.0"), "{}", c.json_keys(true));
         assert!(c.problem(true).softcap);
+        // a packed batch with a window: each sequence's band (not one band over the total tokens)
+        let lens = crate::fa4_lengths::lengths(0);
+        let mut v = Workload::packed(0, lens.clone(), 16, 16, 128);
+        v.window_left = Some(1024);
+        let vis: usize = lens.iter().map(|&n| (0..n).map(|i: usize| i.min(1024) + 1).sum::<usize>()).sum();
+        assert_eq!(v.flops("fwd", true), 4.0 * 16.0 * vis as f64 * 128.0);
+        assert!(v.problem(true).varlen && v.problem(true).window.left == Some(1024));
     }
 
     #[test]

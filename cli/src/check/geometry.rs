@@ -247,7 +247,7 @@ fn window_cases(push: &mut impl FnMut(String, DType, RefProblem), dtype: DType, 
 /// Causal windows where the backward runs fused (bwd_fused_up: HEAD_DIM 128 from 1024 tokens, `plan`): left
 /// bounds inside a key block and across several, a bounded right side (the shifted diagonal), GQA and
 /// unequal lengths in both alignments (top-left with more queries leaves query blocks past every key:
-/// their dQ is 0).
+/// their dQ is 0), packed sequences.
 fn fused_window_cases(push: &mut impl FnMut(String, DType, RefProblem), dtype: DType, causal: bool) {
     let w = |left: Option<usize>, right: Option<usize>| Window { left, right };
     let d = 128;
@@ -266,6 +266,10 @@ fn fused_window_cases(push: &mut impl FnMut(String, DType, RefProblem), dtype: D
         let p = RefProblem::new(2, 4, nq, d).kv_heads(2).seqlens(nq, nkv).window(w(Some(250), None)).causal(true).alignment(align).order(TensorOrder::Bshd);
         push(format!("window-fused N_q {nq} N_kv {nkv} {align:?} left 250"), dtype, p);
     }
+    // packed sequences (an empty one, N_q ≠ N_kv both ways, the longest past 1024 tokens: the plan's bwd_fused_up)
+    let (lq, lk) = ([1500, 0, 300, 2048, 700], [1500, 0, 900, 1800, 700]);
+    let p = RefProblem::new(5, 4, 1, d).kv_heads(2).varlen_from_lengths(&lq, &lk).window(w(Some(300), None)).causal(true).order(TensorOrder::Bshd);
+    push(format!("window-fused varlen q {lq:?} k {lk:?} left 300"), dtype, p);
 }
 
 /// The f64 forward with its rows split over all cores.

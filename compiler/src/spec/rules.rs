@@ -83,18 +83,17 @@ impl KernelSpec {
         // the fused backward (where its wait names Sᵀ, as the pair's dK/dV kernel)
         let takes_them = (p.kind == KernelKind::FwdWs && spec.ping_pong()) || matches!(p.kind, KernelKind::BwdDkdvWgmma | KernelKind::BwdDqWgmma);
         let fused = p.kind.fuses_dq();
-        // (bwd_fused_up takes a causal window: its key blocks visit the window's query blocks, `seq::q_blocks`)
-        let window_fused = p.kind == KernelKind::BwdFusedUp && p.stage == 3 && !features.varlen;
-        // (bwd_fused_up refuses a window on packed sequences: the message says so where that is the reason)
-        let packed = if features.varlen && p.kind == KernelKind::BwdFusedUp { " on packed sequences" } else { "" };
+        // (bwd_fused_up takes a causal window: its key blocks visit the window's query blocks, `seq::q_blocks`;
+        // fixed lengths or packed)
+        let window_fused = p.kind == KernelKind::BwdFusedUp && p.stage == 3;
         // (fwd_ws_persistent takes a window on its cross-tile consumers: each tile's blocks from its first row's
         // first key's, `seq::kv_blocks`)
         let window_persistent = p.kind == KernelKind::FwdWsPersistent && spec.cross_tile();
         // (the mma.sync kernels, every target's: windows, softcap and modifiers)
         let mma_sync = matches!(p.kind, KernelKind::Fwd | KernelKind::BwdDkdv | KernelKind::BwdDq);
-        for (on, what, also, why) in [(features.window, "a sliding window", window_fused || window_persistent || mma_sync, packed), (features.softcap, "softcap", fused || mma_sync, "")] {
+        for (on, what, also) in [(features.window, "a sliding window", window_fused || window_persistent || mma_sync), (features.softcap, "softcap", fused || mma_sync)] {
             rule(!on || takes_them || also || p.kind == KernelKind::Decode, || {
-                format!("{what} is built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3), fwd_ws_persistent with cross_tile (a window), the backward's bwd_dkdv_wgmma / bwd_dq_wgmma, decode, the mma.sync kernels (fwd, bwd_dkdv, bwd_dq), the fused backward (softcap) and (a causal window on fixed lengths) bwd_fused_up only, not into {} with NUM_STAGES={}{why}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
+                format!("{what} is built into fwd_ws with ping-pong consumers (NUM_STAGES >= 3), fwd_ws_persistent with cross_tile (a window), the backward's bwd_dkdv_wgmma / bwd_dq_wgmma, decode, the mma.sync kernels (fwd, bwd_dkdv, bwd_dq), the fused backward (softcap) and (a causal window) bwd_fused_up only, not into {} with NUM_STAGES={}: plan the kernels with `flashgen::plan`", p.kind.name(), p.num_stages)
             })?;
         }
         // (the mma.sync kernels at HEAD_DIM 128 and up, softcap on causal packed sequences: the forward with 32
