@@ -85,7 +85,9 @@ use KernelKind::*;
 ///   128×32 on 4 had read 0.96-1.04× of that one, hdim-v1); the backward on the wgmma pair, dK/dV on the column
 ///   warpgroups (`KernelSpec::column_warpgroups`: 8 warps on 64 keys, each warpgroup half of the columns, Sᵀ and
 ///   dPᵀ computed once): 1.50-1.56× the two column slices at 256 (colwg), 1.07-1.10× 16-row query blocks
-///   unsplit at 192 (colwg192).
+///   unsplit at 192 (colwg192); their dQ kernel on 128 query rows (two warpgroups sharing each K/V block),
+///   with 64-key blocks at 192: the backward 1.05-1.11× (192/128) and 1.08-1.14× (256) the 64×32 tile on
+///   one warpgroup (packed-window, H100).
 /// - the fused backward: query blocks of 64 rows, one MMA warpgroup per 64 key rows and dQ columns, two
 ///   stages (the writer's double-buffered staging leaves no room for a third at HEAD_DIM 128); at HEAD_DIM
 ///   64 FA3's 128×128 tile: two MMA warpgroups of 64 keys on 128-row query blocks, each 64 rows of dQ (one
@@ -125,7 +127,8 @@ pub static TILES: &[TileRow] = &[
     row(BwdDqWgmma, on(HOPPER, D64, None, ANY), t(64, 64, 4, 2), "hopper-v2"),
     row(BwdDqWgmma, on(HOPPER, D128, Some(true), ANY), t(64, 64, 4, 2), "hopper-v2"),
     row(BwdDqWgmma, on(HOPPER, D128, Some(false), ANY), t(128, 64, 8, 3), "hopper-v2"),
-    row(BwdDqWgmma, on(HOPPER, &[192, 256], None, ANY), t(64, 32, 4, 2), "hdim-v1"),
+    row(BwdDqWgmma, on(HOPPER, &[192], None, ANY), t(128, 64, 8, 2), "packed-window"),
+    row(BwdDqWgmma, on(HOPPER, &[256], None, ANY), t(128, 32, 8, 2), "packed-window"),
     row(BwdFused, on(HOPPER, D64, None, ANY), t(128, 128, 12, 2), "fused64-v1"),
     row(BwdFused, on(HOPPER, D128, None, ANY), t(64, 128, 12, 2), "fused-tma-v2"),
     row(BwdFusedAtomic, on(HOPPER, D64, None, ANY), t(128, 128, 12, 2), "fused64-v1"),
