@@ -136,10 +136,10 @@ mod tests {
         let problem = flashgen::Problem::new(DType::Bf16, 256, true, 4096);
         let family = |kind| flashgen::plan::backward_family(kind, Arch::Sm90a, &problem).map_err(|e| e.to_string());
         let default = family(KernelKind::BwdDkdvWgmma).unwrap();
-        let slices = backward_config("w:32,64,4,2|64,32,4,2", default, &family).unwrap();
+        let slices = backward_config("w:32,64,4,2|128,32,8,2", default, &family).unwrap();
         assert_eq!((slices.dkdv.name().as_str(), slices.dkdv.column_splits()), ("fa2_bwd_dkdv_wgmma_bf16_d256_st3_bm32_bn64_w4_ns2_sm90a", 2));
         assert_eq!(slices.dq, default.dq);
-        let bare = backward_config("32,64,4,2|64,32,4,2", default, &family).unwrap();
+        let bare = backward_config("32,64,4,2|128,32,8,2", default, &family).unwrap();
         assert_eq!(bare, slices);
         let e = backward_config("w:32,64,4,2", default, &family).unwrap_err();
         assert!(e.contains("must be dkdv|dq tiles"), "{e}");

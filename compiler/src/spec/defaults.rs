@@ -196,9 +196,12 @@ pub static BACKWARD_KINDS: &[KindRow] = &[
 ///   16 rows a warp (128×32 on 8 warps: 193-197 registers) none;
 ///   bwd_dkdv's 32-row query blocks 8-12 B, 16-row ones none; bwd_dkdv non-causal with a score_mod (ALiBi)
 ///   on 32-row blocks 4 B, on 16-row ones none. Not timed.
+/// - the wgmma pair's dQ kernel at 192: its 128×64 tile on two warpgroups spills 4-8 B at 192/128 with a
+///   window, softcap or a score_mod (255 registers); these keep the 64×32 tile on one warpgroup (hdim-v1).
 pub static MODIFIED_TILES: &[TileRow] = &[
     row(Fwd, on(EVERY, D128, None, ANY), t(128, 32, 8, 3), "fwd-mma-v5"),
     row(BwdDkdv, on(EVERY, D128, None, ANY), t(16, 64, 4, 3), "bwd-v2"),
+    row(BwdDqWgmma, on(HOPPER, &[192], None, ANY), t(64, 32, 4, 2), "hdim-v1"),
 ];
 
 /// Every result id the tables cite (a test checks that each is under bench/results).
