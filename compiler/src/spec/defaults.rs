@@ -197,7 +197,8 @@ pub static BACKWARD_KINDS: &[KindRow] = &[
 ///   bwd_dkdv's 32-row query blocks 8-12 B, 16-row ones none; bwd_dkdv non-causal with a score_mod (ALiBi)
 ///   on 32-row blocks 4 B, on 16-row ones none. Not timed.
 /// - the wgmma pair's dQ kernel at 192: its 128×64 tile on two warpgroups spills 4-8 B at 192/128 with a
-///   window, softcap or a score_mod (255 registers); these keep the 64×32 tile on one warpgroup (hdim-v1).
+///   window, softcap or a score_mod (255 registers); every modified 192 problem (V 128 or 192 wide) keeps
+///   the 64×32 tile on one warpgroup (hdim-v1).
 pub static MODIFIED_TILES: &[TileRow] = &[
     row(Fwd, on(EVERY, D128, None, ANY), t(128, 32, 8, 3), "fwd-mma-v5"),
     row(BwdDkdv, on(EVERY, D128, None, ANY), t(16, 64, 4, 3), "bwd-v2"),
