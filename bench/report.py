@@ -132,6 +132,11 @@ def autotune(work):
                 print(f"{k[0]:4} {k[1]:3} {k[2]:5} {k[3]} | {x['default']:7.1f} {x['tuned']:6.1f}  {x['tuned'] / x['default']:.3f}")
 
 
+def _sortable(key):
+    """A shape key with its absent fields (None: a mode's rows lack HKV, NK, ...) sorting first."""
+    return tuple((0, 0) if x is None else (1, x) for x in key)
+
+
 def modes(work):
     """fa4_bench.py's gqa, varlen, decode, window and hdim shapes: ours (ours_gqa, ours_varlen, ours_decode,
     ours_window, ours_softcap, ours_hdim, ours_hdim192) against FA4
@@ -150,14 +155,14 @@ def modes(work):
         print("modes: no rows of ours")
         return
     print("\nkind  B  H HKV     N  D c varlen window cap config   |  ours TFLOP/s |   fa4 ratio    | cudnn ratio")
-    for k, r in sorted((k, r) for k, r in ours.items() if k[0] in ("fwd", "bwd")):
+    for k, r in sorted(((k, r) for k, r in ours.items() if k[0] in ("fwd", "bwd")), key=lambda kr: _sortable(kr[0])):
         cells = []
         for impl in ("fa4-cute", "sdpa-cudnn"):
             a = theirs.get((impl,) + k[:-1])
             cells.append(f"{a['tflops']:6.1f} {r['tflops'] / a['tflops']:.3f}" if a and "tflops" in a else " " * 12)
         print(f"{k[0]:4} {k[1]:2} {k[2]:2} {k[3] or k[2]:3} {k[4]:5} {k[6]:3} {k[7]} {str(k[8]):6} {k[10]:6} {k[11]:3g} {k[12][:8]:8} | {r['tflops']:13.1f} | " + " | ".join(cells))
     print("\ndecode B  H HKV    NK paged |  ours GB/s   ms      |  fa4 GB/s  ratio")
-    for k, r in sorted((k, r) for k, r in ours.items() if k[0] == "decode"):
+    for k, r in sorted(((k, r) for k, r in ours.items() if k[0] == "decode"), key=lambda kr: _sortable(kr[0])):
         a = theirs.get(("fa4-cute",) + k)
         cell = f"{a['gb_s']:9.1f}  {r['gb_s'] / a['gb_s']:.3f}" if a and "gb_s" in a else ""
         print(f"       {k[1]:2} {k[2]:2} {k[3]:3} {k[5]:5} {str(k[9]):5} | {r['gb_s']:9.1f} {r['ms']:.5f} | {cell}")
