@@ -2,6 +2,9 @@
 # later), one head, MHA: the up order, the folded order (light up, then heavy up: the heavy halves meet each
 # block together and wait in line), and heavy halves visiting down with a block's order by arrival (docs/DECISIONS.md).
 #     python3 bench/models/fold_lock_schedule.py
+# Against the GPU (2026-12-06-hdown): the heavy halves down with the order by arrival, built, lost 3-4.5% at GQA
+# and 4-14% on the table's long causal rows; with a hand-over of two steps this model too gives them nothing
+# (97 against 96), and it leaves out the memory: the up order's programs read each query block together.
 # Key blocks of 128 (P), query blocks of 64 (2P). Each program advances one q-block step per tick when the
 # block's lock shows its turn.
 
