@@ -523,3 +523,55 @@ fn value_head_dim_128_beside_192_plans_the_backward_everywhere() {
         assert_eq!((hopper.dkdv.kind(), hopper.dkdv.column_splits()), (KernelKind::BwdDkdvWgmma, 1), "{}", hopper.names());
     }
 }
+
+/// Random problems (head dims 0-320 with V as wide or narrower, lengths 0 to 2^31 − 1 both ways, windows of
+/// any size, softcap, packed sequences, every target, path and chain count) are planned or refused, never a
+/// panic; a plan's kernels validate as they stand, and their grids for geometries up to the launch's
+/// limits (Z·H of 65535 rows) compute, at least one program wide where there is work.
+#[test]
+fn random_problems_plan_or_refuse_without_panicking() {
+    let mut rng = flashgen::numeric::SplitMix(27);
+    let mut pick = |n: u64| (rng.next_u64() % n) as usize;
+    let (mut planned, mut refused) = (0, 0);
+    for _ in 0..4000 {
+        let head_dim = [32, 64, 96, 128, 192, 256, 0, 1, 48, 80, 100, 160, 200, 320][pick(14)];
+        let len = |p: usize| [0, 1, 63, 64, 65, 127, 1000, 1024, 4097, 16384, 131072, (1 << 31) - 1][p];
+        let mut p = Problem::new([DType::Bf16, DType::F16][pick(2)], head_dim, pick(2) == 0, len(pick(12)));
+        p.seqlen_k = if pick(3) == 0 { len(pick(12)) } else { p.seqlen };
+        p.varlen = pick(4) == 0;
+        p.bottom_right = pick(2) == 0;
+        let bound = |x: usize| [None, Some(0), Some(1), Some(256), Some(1024), Some(usize::MAX)][x];
+        p.window = flashgen::reference::Window { left: bound(pick(6)), right: bound(pick(6)) };
+        p.softcap = pick(4) == 0;
+        p.value_dim = [None, None, Some(128), Some(64), Some(head_dim), Some(0)][pick(6)];
+        let arch = [Arch::Sm80, Arch::Sm86, Arch::Sm89, Arch::Sm90, Arch::Sm90a, Arch::Sm90a][pick(6)];
+        let options = PlanOptions { wgmma: pick(4) != 0, backward: BackwardPath::ALL[pick(4)], dq_chains: [None, Some(1), Some(2), Some(8), Some(0), Some(9)][pick(6)] };
+        let what = format!("{p:?} on {arch:?} with {options:?}");
+        let result = std::panic::catch_unwind(|| plan::plan(arch, &p, &options, &NoTuning)).unwrap_or_else(|_| panic!("plan panicked: {what}"));
+        let Ok(plan) = result else {
+            refused += 1;
+            continue;
+        };
+        planned += 1;
+        let mut kernels = vec![plan.forward, plan.forward_without_tma];
+        kernels.extend(plan.backward.kernels());
+        kernels.extend(plan.backward_without_tma.iter().flat_map(|b| b.kernels()));
+        for spec in kernels {
+            let again = KernelSpec::with_features(*spec.params(), *spec.schedule_overrides(), spec.features());
+            assert_eq!(again.as_ref().ok(), Some(&spec), "{what}: {} does not validate as it stands: {again:?}", spec.name());
+            // the largest grids a launch allows: Z·H up to 65535 rows, lengths as the problem's (u32)
+            let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+            for (batch, heads, kv_heads) in [(1, 1, 1), (65535, 1, 1), (1, 65535, 5), (255, 257, 1), (2, 256, 8)] {
+                let g = flashgen::spec::GridGeometry { batch, heads, kv_heads, seqlen_q: n(p.seqlen), seqlen_k: n(p.seqlen_k) };
+                let grid = std::panic::catch_unwind(|| spec.grid(&g, 132)).unwrap_or_else(|_| panic!("{what}: {} grid for {g:?} panicked", spec.name()));
+                assert!(grid.0 >= 1 || p.seqlen == 0 || p.seqlen_k == 0, "{what}: {} grid {grid:?} for {g:?}", spec.name());
+                if spec.kind().persistent() {
+                    // one program per tile up to the SMs, counted without wrapping (release builds do not trap)
+                    let tiles = u64::from(g.seqlen_q.div_ceil(spec.resident_rows())) * u64::from(batch * heads);
+                    assert_eq!(u64::from(grid.0), tiles.clamp(1, 132), "{what}: {} grid {grid:?} for {g:?}", spec.name());
+                }
+            }
+        }
+    }
+    assert!(planned > 500 && refused > 100, "planned {planned}, refused {refused}: the draw should reach both");
+}

@@ -403,11 +403,14 @@ impl KernelSpec {
         if self.params.kind.role() == KernelKind::BwdDkdv {
             let blocks = g.seqlen_k.div_ceil(self.resident_rows());
             let programs = if self.folds(g, programs) { blocks.div_ceil(2) } else { blocks };
-            return (programs, g.batch * g.kv_heads, self.column_splits());
+            // (head rows saturate rather than wrap: the runtime refuses more than 65535 by name)
+            return (programs, g.batch.saturating_mul(g.kv_heads), self.column_splits());
         }
-        let (blocks, heads) = (g.seqlen_q.div_ceil(self.resident_rows()), g.batch * g.heads);
+        let (blocks, heads) = (g.seqlen_q.div_ceil(self.resident_rows()), g.batch.saturating_mul(g.heads));
         if self.params.kind.persistent() {
-            ((blocks * heads).clamp(1, programs.max(1)), 1, 1)
+            // (in u64: a long sequence's tiles times 65535 heads pass u32; the grid is at most `programs`)
+            let tiles = u64::from(blocks) * u64::from(heads);
+            (tiles.clamp(1, u64::from(programs.max(1))) as u32, 1, 1)
         } else {
             (blocks, heads, 1)
         }
