@@ -27,3 +27,13 @@ fn each_rule_names_tensor_and_fix() {
     let e = c.check("O", c.extent() - 1).unwrap_err().to_string();
     assert!(e.contains("reaches element 2047 but the buffer holds 2047"), "{e}");
 }
+
+/// Strides whose reach does not fit a usize are refused, not wrapped into a small extent that the buffer
+/// check would pass (5 batches 2^62 elements apart: 4 · 2^62 wrapped to 0, an extent of 64, before).
+#[test]
+fn strides_past_the_address_space_are_refused() {
+    let huge = Layout { shape: [5, 1, 1, 64], strides: [1 << 62, 64, 64, 1] };
+    assert_eq!(huge.extent(), usize::MAX);
+    let e = huge.check("K", 1 << 40).unwrap_err().to_string();
+    assert!(e.starts_with("tensor K:") && e.contains("past the address space"), "{e}");
+}

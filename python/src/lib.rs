@@ -178,11 +178,12 @@ fn layout_of(op: &Operand, form: Form) -> PyResult<Layout> {
         Form::Batched => ([given[0], given[1], given[2], given[3]], [given_strides[0], given_strides[1], given_strides[2], given_strides[3]]),
         Form::Packed => ([1, given[0], given[1], given[2]], [1, given_strides[0], given_strides[1], given_strides[2]]),
     };
-    if shape.iter().product::<usize>() > 0 {
-        let reach = shape.iter().zip(&strides).map(|(&n, &s)| n * s).max().unwrap_or(1);
+    if !shape.contains(&0) {
+        // (saturating: strides past the address space reach Layout::check, which refuses them by name)
+        let reach = shape.iter().zip(&strides).map(|(&n, &s)| n.saturating_mul(s)).max().unwrap_or(1);
         for i in 0..3 {
             if shape[i] == 1 && strides[i] % 8 != 0 {
-                strides[i] = reach.div_ceil(8) * 8;
+                strides[i] = reach.div_ceil(8).saturating_mul(8);
             }
         }
     }

@@ -25,9 +25,11 @@ impl Layout {
         Layout { shape: [z, h, n, d], strides: [n * h * d, d, h * d, 1] }
     }
 
-    /// One past the largest element offset the layout reaches.
+    /// One past the largest element offset the layout reaches; usize::MAX where that does not fit a usize
+    /// (strides from a caller can be anything: a wrapped sum would pass the buffer check below).
     pub fn extent(&self) -> usize {
-        1 + self.shape.iter().zip(&self.strides).map(|(&s, &st)| (s.saturating_sub(1)) * st).sum::<usize>()
+        let reach = self.shape.iter().zip(&self.strides).try_fold(1usize, |sum, (&s, &st)| s.saturating_sub(1).checked_mul(st).and_then(|r| sum.checked_add(r)));
+        reach.unwrap_or(usize::MAX)
     }
 
     /// Element offset of (z, h, n, d).
@@ -47,6 +49,9 @@ impl Layout {
         }
         if let Some(i) = (0..3).find(|&i| !self.strides[i].is_multiple_of(8)) {
             return err(format!("stride {} of dim {i} is not a multiple of 8 elements (16 bytes), which cp.async needs", self.strides[i]));
+        }
+        if self.extent() == usize::MAX {
+            return err(format!("strides {:?} over shape {:?} reach past the address space", self.strides, self.shape));
         }
         if self.extent() > buffer_len {
             return err(format!("layout reaches element {} but the buffer holds {buffer_len}", self.extent() - 1));
