@@ -50,11 +50,12 @@ impl Layout {
         if let Some(i) = (0..3).find(|&i| !self.strides[i].is_multiple_of(8)) {
             return err(format!("stride {} of dim {i} is not a multiple of 8 elements (16 bytes), which cp.async needs", self.strides[i]));
         }
-        if self.extent() == usize::MAX {
+        let extent = self.extent();
+        if extent == usize::MAX {
             return err(format!("strides {:?} over shape {:?} reach past the address space", self.strides, self.shape));
         }
-        if self.extent() > buffer_len {
-            return err(format!("layout reaches element {} but the buffer holds {buffer_len}", self.extent() - 1));
+        if extent > buffer_len {
+            return err(format!("layout reaches element {} but the buffer holds {buffer_len}", extent - 1));
         }
         Ok(())
     }
