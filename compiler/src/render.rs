@@ -489,6 +489,9 @@ struct FusedDq {
     /// bwd_fused_up: a program may run two key blocks, the light one and then the heavy one, when the launch
     /// folded the grid (`KernelSpec::fold_key_blocks`, `KernelSpec::folds`).
     FOLD_KEY_BLOCKS: bool,
+    /// bwd_fused: each program runs tile after tile (`Schedule::persistent_tiles`): tile t is key block t mod P
+    /// of head row t / P, the next t + nctaid.x.
+    PERSISTENT_TILES: bool,
     /// The dSᵀ tile passes between the MMA warpgroups by a hand-over (`Schedule::ds_handover`), else a
     /// barrier of both every step.
     DS_HANDOVER: bool,
@@ -668,6 +671,7 @@ impl KernelConstants {
                 DQ_ATOMIC: kind.dq_atomics(),
                 DQ_UP: kind.dq_up(),
                 FOLD_KEY_BLOCKS: spec.fold_key_blocks(),
+                PERSISTENT_TILES: spec.schedule().persistent_tiles,
                 DS_HANDOVER: spec.schedule().ds_handover,
                 EARLY_DV: spec.schedule().early_dv,
                 MMA_WARPGROUPS: (spec.mma_warps() / 4).max(1),

@@ -213,6 +213,9 @@ pub fn check_problem(
     if spec.kind().persistent() && !fits_i32(g.seqlen_q.div_ceil(spec.block_m() as usize) * g.batch * g.heads) {
         return arg("the persistent kernel's tiles overflow its 32-bit tile numbers".into());
     }
+    if spec.schedule().persistent_tiles && !fits_i32(g.seqlen_k.div_ceil(spec.block_n() as usize).saturating_mul(g.batch * g.kv_heads)) {
+        return arg("the persistent backward's tiles (key blocks of every K/V head) overflow its 32-bit tile numbers".into());
+    }
     Ok(())
 }
 

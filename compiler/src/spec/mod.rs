@@ -402,9 +402,15 @@ impl KernelSpec {
     pub fn grid(&self, g: &GridGeometry, programs: u32) -> (u32, u32, u32) {
         if self.params.kind.role() == KernelKind::BwdDkdv {
             let blocks = g.seqlen_k.div_ceil(self.resident_rows());
+            let head_rows = g.batch.saturating_mul(g.kv_heads);
+            if self.schedule.persistent_tiles {
+                // (tiles in u64, as the persistent forward's; the kernel walks t = ctaid.x, + nctaid.x, ...)
+                let tiles = u64::from(blocks) * u64::from(head_rows);
+                return (tiles.clamp(1, u64::from(programs.max(1))) as u32, 1, self.column_splits());
+            }
             let programs = if self.folds(g, programs) { blocks.div_ceil(2) } else { blocks };
             // (head rows saturate rather than wrap: the runtime refuses more than 65535 by name)
-            return (programs, g.batch.saturating_mul(g.kv_heads), self.column_splits());
+            return (programs, head_rows, self.column_splits());
         }
         let (blocks, heads) = (g.seqlen_q.div_ceil(self.resident_rows()), g.batch.saturating_mul(g.heads));
         if self.params.kind.persistent() {

@@ -152,6 +152,11 @@ impl KernelSpec {
             rule(overrides.fold_key_blocks != Some(true), || format!("{}: fold_key_blocks=on {why}; use fold_key_blocks=off", p.kind.name()))?;
             spec.schedule.fold_key_blocks = false;
         }
+        // (a persistent program's writer counts the next tile's steps as this one's: packed sequences and
+        // windows give tiles different steps)
+        rule(!(spec.schedule.persistent_tiles && (features.varlen || features.window)), || {
+            format!("{}: persistent_tiles=on takes neither packed sequences nor a window (its tiles must all take the same steps): use persistent_tiles=off", p.kind.name())
+        })?;
         if p.kind.decodes() {
             rule(features.modifiers.is_none() && !features.varlen && (p.kind == KernelKind::Decode || features.is_none()), || {
                 format!("{}: the decode kernels take a window and softcap only (the combine none)", p.kind.name())

@@ -114,6 +114,15 @@ pub struct Schedule {
     /// for the wide K/V block (`WS_WIDE_BLOCK_N`, two stages fit), off elsewhere until timed; asked for on two
     /// stages it makes the tile ping-pong (HEAD_DIM 256's 128×64, where three stages do not fit).
     pub split_kv_ring: bool,
+    /// The fused backward's programs run tile after tile (a tile: one key block of one K/V head), the SMs'
+    /// count of them on grid x, tile t + programs after tile t, each tile's steps, ring slots and dQ
+    /// staging turns counted on from the last (as `fold_key_blocks`'s second block): the writer warpgroup
+    /// adds a tile's last dQ pieces while the MMA warpgroups load the next tile's K/V and start its steps,
+    /// where a grid of one program per tile pays each program's start and end. Tiles of a head go to
+    /// consecutive programs, so a dQ chain waits only on tiles of the same round or the one before (every
+    /// program resident: one per SM). bwd_fused and bwd_fused_atomic, non-causal, equal steps per tile (no
+    /// packed sequences, no window). Off until timed.
+    pub persistent_tiles: bool,
 }
 
 /// Which switches a caller sets explicitly; `None` takes the derived value. Written and parsed as
@@ -152,6 +161,8 @@ pub struct ScheduleOverrides {
     pub split_kv_ring: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub early_dv: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistent_tiles: Option<bool>,
 }
 
 /// One switch: its name (the field's, on the CLI), its tag in kernel names, and how to read and write it.
@@ -163,7 +174,7 @@ struct Switch {
 }
 
 /// The switches in resolution order: a switch's derived value may depend on the ones before it.
-const SWITCHES: [Switch; 16] = [
+const SWITCHES: [Switch; 17] = [
     Switch { name: "q_from_registers", tag: "qreg", get: |o| o.q_from_registers.map(u32::from), set: |o, v| o.q_from_registers = Some(v != 0) },
     Switch { name: "lazy_rescale", tag: "lazy", get: |o| o.lazy_rescale.map(u32::from), set: |o, v| o.lazy_rescale = Some(v != 0) },
     Switch { name: "half_block_softmax", tag: "halfsm", get: |o| o.half_block_softmax.map(u32::from), set: |o, v| o.half_block_softmax = Some(v != 0) },
@@ -180,6 +191,7 @@ const SWITCHES: [Switch; 16] = [
     Switch { name: "ds_handover", tag: "dshand", get: |o| o.ds_handover.map(u32::from), set: |o, v| o.ds_handover = Some(v != 0) },
     Switch { name: "split_kv_ring", tag: "kvsplit", get: |o| o.split_kv_ring.map(u32::from), set: |o, v| o.split_kv_ring = Some(v != 0) },
     Switch { name: "early_dv", tag: "edv", get: |o| o.early_dv.map(u32::from), set: |o, v| o.early_dv = Some(v != 0) },
+    Switch { name: "persistent_tiles", tag: "ptile", get: |o| o.persistent_tiles.map(u32::from), set: |o, v| o.persistent_tiles = Some(v != 0) },
 ];
 
 /// The switches that take a number rather than on/off.
@@ -206,6 +218,7 @@ impl ScheduleOverrides {
         ds_handover: None,
         split_kv_ring: None,
         early_dv: None,
+        persistent_tiles: None,
     };
 
     pub fn is_empty(&self) -> bool {
@@ -314,6 +327,7 @@ impl Schedule {
         ds_handover: false,
         split_kv_ring: false,
         early_dv: false,
+        persistent_tiles: false,
     };
 
     /// Resolve `overrides` against the derived values, switch by switch in order, checking each switch that
@@ -444,6 +458,14 @@ impl Schedule {
         rule(!(s.split_kv_ring && persistent && causal && p.tile_dim() > 64), || {
             format!("{kind}: split_kv_ring=on on causal tiles at HEAD_DIM {} spills the consumers' registers (4 B): use fwd_ws, or split_kv_ring=off", p.head_dim)
         })?;
+
+        // (packed sequences and windows, which give tiles different steps, are refused in rules.rs)
+        decide!(persistent_tiles, false);
+        let down_order = matches!(p.kind, KernelKind::BwdFused | KernelKind::BwdFusedAtomic);
+        rule(!s.persistent_tiles || (down_order && !causal), || {
+            format!("{kind}: persistent_tiles=on is for the non-causal fused backward (bwd_fused, bwd_fused_atomic with STAGE=1), whose tiles all take the same steps")
+        })?;
+        rule(!s.persistent_tiles || !s.ds_handover, || format!("{kind}: persistent_tiles=on with ds_handover=on is not built: use ds_handover=off"))?;
         Ok((s, canonical))
     }
 }
