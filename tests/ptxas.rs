@@ -622,6 +622,29 @@ fn early_dv_kernels_assemble_without_spills() {
     });
 }
 
+/// `Schedule::persistent_tiles` (off by default) asked of every non-causal fused default spec, alone, with
+/// softcap and with score_mods where the rules admit them: no spills (the dQ writer's 24 registers hold the tile
+/// across its loop), and the program's tiles walked by grid stride (nctaid.x read).
+#[test]
+fn persistent_tiles_kernels_assemble_without_spills() {
+    let Some(tool) = ptxas_or_skip() else { return };
+    let with_tiles = |spec: &KernelSpec| -> Option<KernelSpec> {
+        let o = flashgen::ScheduleOverrides { persistent_tiles: Some(true), ..*spec.schedule_overrides() };
+        KernelSpec::with_features(*spec.params(), o, spec.features()).ok()
+    };
+    let fused: Vec<KernelSpec> = flashgen::plan::default_set().into_iter().filter(|s| s.kind().fuses_dq() && !s.causal()).collect();
+    let mut specs: Vec<KernelSpec> = fused.iter().filter_map(with_tiles).collect();
+    assert_eq!(specs.len(), fused.len(), "every non-causal fused default spec takes persistent_tiles");
+    // (the rules refuse packed sequences and windows: a persistent program's tiles all take the same steps)
+    for variant in [rule_variants(&specs), modifier_variants(&specs)] {
+        specs.extend(variant.into_iter().filter(|s| s.schedule().persistent_tiles));
+    }
+    assert!(specs.iter().any(|s| s.features().softcap), "no softcap variant kept persistent_tiles");
+    assemble_all_clean(&tool, &specs, |spec, ptx| {
+        assert!(ptx.contains("%nctaid.x"), "{}: no grid-stride walk of tiles", spec.name());
+    });
+}
+
 /// Every kernel the plan runs over a grid of problems (both targets, dtypes and head dims, 192/128, causal
 /// or not, equal and unequal lengths in both alignments, packed, windows, softcap, ALiBi, a causal mask_mod)
 /// assembles without spills: the other sweeps start from the default set's tiles, and a modified problem
