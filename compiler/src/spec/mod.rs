@@ -404,9 +404,14 @@ impl KernelSpec {
             let blocks = g.seqlen_k.div_ceil(self.resident_rows());
             let head_rows = g.batch.saturating_mul(g.kv_heads);
             if self.schedule.persistent_tiles {
-                // (tiles in u64, as the persistent forward's; the kernel walks t = ctaid.x, + nctaid.x, ...)
+                // a whole number of heads' key blocks per round (the kernel walks t = ctaid.x, + nctaid.x, ...),
+                // so that a dQ chain waits only on programs of lower index in the same round, launched
+                // before it, whether or not every program is resident; a head's blocks past the SMs' count
+                // run one program per tile (the same kernel: each program's first tile is its last)
                 let tiles = u64::from(blocks) * u64::from(head_rows);
-                return (tiles.clamp(1, u64::from(programs.max(1))) as u32, 1, self.column_splits());
+                let rounds = u64::from(programs / blocks.max(1)) * u64::from(blocks);
+                let grid = if rounds == 0 { tiles } else { tiles.min(rounds) };
+                return (grid.clamp(1, u64::from(u32::MAX)) as u32, 1, self.column_splits());
             }
             let programs = if self.folds(g, programs) { blocks.div_ceil(2) } else { blocks };
             // (head rows saturate rather than wrap: the runtime refuses more than 65535 by name)

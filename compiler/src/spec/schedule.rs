@@ -118,10 +118,10 @@ pub struct Schedule {
     /// count of them on grid x, tile t + programs after tile t, each tile's steps, ring slots and dQ
     /// staging turns counted on from the last (as `fold_key_blocks`'s second block): the writer warpgroup
     /// adds a tile's last dQ pieces while the MMA warpgroups load the next tile's K/V and start its steps,
-    /// where a grid of one program per tile pays each program's start and end. Tiles of a head go to
-    /// consecutive programs, so a dQ chain waits only on tiles of the same round or the one before (every
-    /// program resident: one per SM). bwd_fused and bwd_fused_atomic, non-causal, equal steps per tile (no
-    /// packed sequences, no window). Off until timed.
+    /// where a grid of one program per tile pays each program's start and end. The grid holds whole heads'
+    /// key blocks (`KernelSpec::grid`), so a dQ chain waits only on programs of lower index in the same
+    /// round, as the one-program-per-tile grid's do. bwd_fused and bwd_fused_atomic, non-causal, equal
+    /// steps per tile (no packed sequences, no window). Off until timed.
     pub persistent_tiles: bool,
 }
 
