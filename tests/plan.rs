@@ -299,6 +299,30 @@ fn geometry_features_reach_the_kernels_names() {
     assert!(at(problem(64, true, 1024)).forward.features().is_none());
 }
 
+/// The fused backward's persistent tiles where the table asks for them (non-causal, HEAD_DIM 64 and 128, to
+/// 4096 tokens, softcap too); dropped for packed sequences (their tiles take different steps; a window's
+/// non-causal backward runs on the pair), and not past 4096 tokens nor on causal problems.
+#[test]
+fn persistent_tiles_run_where_the_table_puts_them_and_nowhere_their_tiles_differ() {
+    use flashgen::reference::Window;
+    let options = PlanOptions::default();
+    let dkdv = |p: Problem| plan(Arch::Sm90a, &p, &options, &NoTuning).unwrap().backward.dkdv;
+    for d in [64, 128] {
+        for n in [1024, 4096] {
+            let s = dkdv(problem(d, false, n));
+            assert!(s.kind() == KernelKind::BwdFused && s.schedule().persistent_tiles && s.name().contains("_ptile1"), "D{d} N{n}: {}", s.name());
+            let packed = dkdv(Problem { varlen: true, ..problem(d, false, n) });
+            assert!(packed.features().varlen && !packed.schedule().persistent_tiles, "{}", packed.name());
+            let window = dkdv(problem(d, false, n).with_window(Window { left: Some(256), right: Some(256) }, false));
+            assert!(!window.schedule().persistent_tiles, "{}", window.name());
+            let softcap = dkdv(problem(d, false, n).with_window(Window::UNBOUNDED, true));
+            assert!(softcap.schedule().persistent_tiles && softcap.features().softcap, "{}", softcap.name());
+        }
+        assert!(!dkdv(problem(d, false, 16384)).schedule().persistent_tiles);
+        assert!(!dkdv(problem(d, true, 1024)).schedule().persistent_tiles);
+    }
+}
+
 #[test]
 fn windows_and_softcap_plan_their_kernels_and_refuse_the_others() {
     use flashgen::plan::kernel_window;

@@ -183,6 +183,12 @@ fn chosen(kind: KernelKind, arch: Arch, problem: &Problem, tuned: &dyn Tuned) ->
         None if problem.modified() => defaults::modified_spec(kind, arch, problem.dtype, problem.head_dim, problem.causal, problem.seqlen)?,
         None => defaults::spec(kind, arch, problem.dtype, problem.head_dim, problem.causal, problem.seqlen)?,
     };
+    // (a table row's persistent tiles need every tile to take the same steps: packed sequences and windows
+    // run its tiles one program each)
+    let spec = match spec.schedule().persistent_tiles && problem.features().vary_tile_steps() {
+        true => KernelSpec::with_features(*spec.params(), crate::spec::ScheduleOverrides { persistent_tiles: None, ..*spec.schedule_overrides() }, spec.features())?,
+        false => spec,
+    };
     with_features(&spec, problem.features())
 }
 

@@ -184,7 +184,7 @@ pub fn gpu_check(flash: &Flash, a: &CheckArgs, json: &mut Option<std::fs::File>)
                         writeln!(f, "{line}").map_err(|e| e.to_string())?;
                     }
                 }
-                println!("backward {} d{d} causal={} ({}): {} cases, worst dQ {:.1e} dK {:.1e} dV {:.1e}", dtype.name(), causal as u8, specs.dkdv.kind().name(), cases.len(), worst[0], worst[1], worst[2]);
+                println!("backward {} d{d} causal={} ({}{}): {} cases, worst dQ {:.1e} dK {:.1e} dV {:.1e}", dtype.name(), causal as u8, specs.dkdv.kind().name(), specs.dkdv.schedule_overrides().name_suffix(), cases.len(), worst[0], worst[1], worst[2]);
                 }
             }
         }

@@ -68,6 +68,9 @@ const fn row(kind: KernelKind, applies: Applies, tiles: Tiles, result: &'static 
 
 use KernelKind::*;
 
+/// The fused backward's programs running tile after tile (`Schedule::persistent_tiles`).
+const PERSISTENT_TILES: ScheduleOverrides = ScheduleOverrides { persistent_tiles: Some(true), ..ScheduleOverrides::NONE };
+
 /// Each kind's default tiles; the first row that applies wins. Why each one (the numbers are in
 /// docs/DECISIONS.md under the result id):
 /// - fwd (mma.sync): HEAD_DIM 64 128×64 with 4 warps of 32 rows; HEAD_DIM 128 32 rows per warp with Q
@@ -92,6 +95,8 @@ use KernelKind::*;
 ///   stages (the writer's double-buffered staging leaves no room for a third at HEAD_DIM 128); at HEAD_DIM
 ///   64 FA3's 128×128 tile: two MMA warpgroups of 64 keys on 128-row query blocks, each 64 rows of dQ (one
 ///   warpgroup of 64 keys and 64 queries left the tensor cores idle: 0.53-0.92× the pair, bwd64-sweep).
+///   Non-causal to 4096 tokens its programs run tile after tile (`Schedule::persistent_tiles`, ptiles;
+///   problems with packed sequences or a window run one program per tile: `plan`).
 pub static TILES: &[TileRow] = &[
     row(Fwd, on(EVERY, D64, None, ANY), t(128, 64, 4, 3), "fwd-mma-v5"),
     row(Fwd, on(&[Arch::Sm86, Arch::Sm89], D128, None, ANY), t(128, 32, 4, 3), "fwd-mma-v5"),
@@ -129,6 +134,10 @@ pub static TILES: &[TileRow] = &[
     row(BwdDqWgmma, on(HOPPER, D128, Some(false), ANY), t(128, 64, 8, 3), "hopper-v2"),
     row(BwdDqWgmma, on(HOPPER, &[192], None, ANY), t(128, 64, 8, 2), "packed-window"),
     row(BwdDqWgmma, on(HOPPER, &[256], None, ANY), t(128, 32, 8, 2), "packed-window"),
+    // (programs that run tile after tile: 1.04-1.13× at HEAD_DIM 64, 1.00-1.03× at 128 to 4096 tokens, 0.97-0.99×
+    // at 16384 (ptiles, H100); GQA 64/8 1.00× at 4096, 0.86× at 16384)
+    TileRow { schedule: PERSISTENT_TILES, ..row(BwdFused, on(HOPPER, &[64], Some(false), 0..=4096), t(128, 128, 12, 2), "ptiles") },
+    TileRow { schedule: PERSISTENT_TILES, ..row(BwdFused, on(HOPPER, &[128], Some(false), 0..=4096), t(64, 128, 12, 2), "ptiles") },
     row(BwdFused, on(HOPPER, D64, None, ANY), t(128, 128, 12, 2), "fused64-v1"),
     row(BwdFused, on(HOPPER, D128, None, ANY), t(64, 128, 12, 2), "fused-tma-v2"),
     row(BwdFusedAtomic, on(HOPPER, D64, None, ANY), t(128, 128, 12, 2), "fused64-v1"),

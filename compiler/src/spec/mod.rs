@@ -74,6 +74,12 @@ pub struct Features {
 }
 
 impl Features {
+    /// Whether these give the fused backward's key blocks different numbers of steps (packed sequences, a
+    /// window), which `Schedule::persistent_tiles` cannot take.
+    pub fn vary_tile_steps(&self) -> bool {
+        self.varlen || self.window
+    }
+
     pub const NONE: Features = Features { varlen: false, empty_rows: false, window: false, softcap: false, modifiers: None, value_dim: None };
 
     pub fn is_none(&self) -> bool {

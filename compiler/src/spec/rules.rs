@@ -154,7 +154,7 @@ impl KernelSpec {
         }
         // (a persistent program's writer counts the next tile's steps as this one's: packed sequences and
         // windows give tiles different steps)
-        rule(!(spec.schedule.persistent_tiles && (features.varlen || features.window)), || {
+        rule(!(spec.schedule.persistent_tiles && features.vary_tile_steps()), || {
             format!("{}: persistent_tiles=on takes neither packed sequences nor a window (its tiles must all take the same steps): use persistent_tiles=off", p.kind.name())
         })?;
         if p.kind.decodes() {
