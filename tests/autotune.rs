@@ -307,6 +307,20 @@ fn backward_spaces_own_and_stream_the_right_rows() {
             assert!(tiles.iter().all(|&(w, bm)| shapes.contains(&(w, bm, 2))), "{} d{d}: {shapes:?}", kind.name());
             assert!(kept.iter().all(|(c, s)| s.kind() == kind && c.block_n == 16 * (c.num_warps - 4)));
             assert!(kept.iter().any(|(c, _)| *c == k.default_config().unwrap()), "{} d{d}: default pruned", kind.name());
+            // (causal: no persistent tiles)
+            assert!(kept.iter().all(|(_, s)| !s.schedule().persistent_tiles), "{} d{d}", kind.name());
+        }
+    }
+    // non-causal, bwd_fused and bwd_fused_atomic keep each of their tiles with and without persistent tiles
+    for kind in [KernelKind::BwdFused, KernelKind::BwdFusedAtomic] {
+        for d in [64, 128] {
+            let k = TuneKey::for_kind(kind, Arch::Sm90a, DType::Bf16, d, false, 4096);
+            let (kept, _) = early_prune(&k, &config_space_for(kind));
+            for (c, _) in &kept {
+                let same_tile = kept.iter().filter(|(o, s)| (o.block_m, o.num_warps, o.num_stages) == (c.block_m, c.num_warps, c.num_stages) && !s.schedule().early_dv);
+                let persistent: Vec<bool> = same_tile.map(|(_, s)| s.schedule().persistent_tiles).collect();
+                assert!(persistent.len() == 2 && persistent.contains(&true) && persistent.contains(&false), "{} d{d} {c}: {persistent:?}", kind.name());
+            }
         }
     }
 }

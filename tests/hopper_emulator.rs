@@ -616,6 +616,13 @@ fn persistent_fused_backward_on_the_emulator() {
             check_backward(&tools, &[spec], c, &mut normal_inputs(dtype, 1300 + i as u64), chains);
         }
     }
+    // (the autotuner's one-warpgroup tile at HEAD_DIM 64: 64 keys a program on 64-row query blocks, three
+    // stages; 9 key blocks a head, one head a round of 9 programs, 2 rounds)
+    let c = Case { z: 2, h: 2, h_kv: 1, n_q: 330, n_kv: 520, programs: 10, ..RAGGED };
+    let params = flashgen::spec::SpecParams { block_m: 64, block_n: 64, num_warps: 8, num_stages: 3, ..*spec_for(KernelKind::BwdFused, DType::Bf16, 64, &c).params() };
+    let spec = KernelSpec::with_features(params, tiles, flashgen::Features::NONE).unwrap();
+    assert_eq!(spec.grid(&c.grid(), c.programs), (9, 1, 1), "{}", spec.name());
+    check_backward(&tools, &[spec], c, &mut normal_inputs(DType::Bf16, 1310), 2);
 }
 
 /// Softcap on the fused kernels, a causal sliding window on bwd_fused_up (its key blocks visit the window's

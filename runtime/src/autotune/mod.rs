@@ -159,7 +159,7 @@ pub fn config_space_for(kind: KernelKind) -> Vec<Config> {
         k if k.warp_specialized_forward() => &SCHEDULE_SPACE,
         KernelKind::BwdDkdvWgmma => &DKDV_WGMMA_PROGRAMS,
         KernelKind::BwdDqWgmma => &DQ_WGMMA_PROGRAMS,
-        k if k.fuses_dq() => &FUSED_EARLY_DV,
+        k if k.fuses_dq() => &FUSED_SCHEDULES,
         _ => &[ScheduleOverrides::NONE],
     };
     for &owned in owned_rows {
@@ -210,12 +210,16 @@ const DQ_WGMMA_PROGRAMS: [ScheduleOverrides; 4] = [
 
 /// The fused backward's dV product early or not (`Schedule::early_dv`): derived on for bwd_fused_up at
 /// HEAD_DIM 128's tile, where it gained on every row measured; bwd_fused gained on the table's rows and lost
-/// 10% on GQA's at N 16384 (2026-12-06-early-dv), so the shape decides. early_prune drops the copy equal to
-/// the derived kernel and HEAD_DIM 64's tile (the rules refuse it there).
-const FUSED_EARLY_DV: [ScheduleOverrides; 3] = [
+/// 10% on GQA's at N 16384 (2026-12-06-early-dv), so the shape decides. And its programs running tile after
+/// tile (`Schedule::persistent_tiles`, non-causal bwd_fused and bwd_fused_atomic), alone and with dV early:
+/// 1.00-1.13× to 4096 tokens, 0.86-0.99× at 16384 (2026-12-06-ptiles). early_prune drops the copies equal to
+/// the derived kernel and what the rules refuse (dV early at HEAD_DIM 64's tile, persistent tiles causal).
+const FUSED_SCHEDULES: [ScheduleOverrides; 5] = [
     ScheduleOverrides::NONE,
     ScheduleOverrides { early_dv: Some(true), ..ScheduleOverrides::NONE },
     ScheduleOverrides { early_dv: Some(false), ..ScheduleOverrides::NONE },
+    ScheduleOverrides { persistent_tiles: Some(true), ..ScheduleOverrides::NONE },
+    ScheduleOverrides { persistent_tiles: Some(true), early_dv: Some(true), ..ScheduleOverrides::NONE },
 ];
 
 /// Why a config never reached the GPU.
