@@ -39,8 +39,8 @@ struct Case {
 }
 
 /// (errors of dQ, dK, dV; guard zones intact)
-/// The backward kernels under test: the target's defaults and, on sm_90a, the three wgmma kernels (what
-/// runs where the default fused kernel cannot), or the mma.sync ones (check --mma-sync); with
+/// The backward kernels under test: the target's defaults (the long sequences' plan and, where they differ,
+/// 1024 and 4096 tokens') and, on sm_90a, the three wgmma kernels (what runs where the default fused kernel cannot), or the mma.sync ones (check --mma-sync); with
 /// --fused-backward on sm_90a, the fused kinds as well.
 fn backward_spec_sets(arch: flashgen::Arch, dtype: DType, d: u32, causal: bool, a: &CheckArgs) -> Result<Vec<flashgen::BackwardSpecs>, String> {
     use flashgen::KernelKind::*;
@@ -51,6 +51,11 @@ fn backward_spec_sets(arch: flashgen::Arch, dtype: DType, d: u32, causal: bool, 
     let plan = flashgen::plan(arch, &problem, &options, &flashgen::plan::NoTuning).map_err(e)?;
     let mut sets = vec![plan.backward];
     let mut more = Vec::new();
+    // (and the table's rows for shorter sequences, where they differ: the fused backward's persistent tiles to
+    // 4096 tokens)
+    for tokens in [1024, 4096] {
+        more.push(flashgen::plan(arch, &flashgen::Problem::new(dtype, d, causal, tokens), &options, &flashgen::plan::NoTuning).map_err(e)?.backward);
+    }
     if arch.has_wgmma() && !a.mma_sync {
         more.push(flashgen::plan::backward_family(BwdDkdvWgmma, arch, &problem).map_err(e)?);
     }
