@@ -127,13 +127,15 @@ fn default_set_is_complete_and_names_are_unique() {
     // fwd_wgmma's default); the persistent medium-length forward (4096 tokens) at HEAD_DIM 64, whose
     // fallback is fwd_wgmma's default; the persistent short-sequence forward at HEAD_DIM 128 (fwd_ws's tiles:
     // its fallback is fwd_ws's); and on sm_90a the fused backwards: non-causal bwd_fused and
-    // bwd_fused_atomic, causal bwd_fused_up and bwd_fused_atomic (no plan runs a causal bwd_fused)
+    // bwd_fused_atomic, causal bwd_fused_up and bwd_fused_atomic (no plan runs a causal bwd_fused), and
+    // non-causal bwd_fused on persistent tiles to 4096 tokens (per dtype and head dim)
     let count = |dims: &[u32]| set.iter().filter(|s| dims.contains(&s.head_dim())).count();
-    let d64_d128 = 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 + 2 * 2 + 2 * 2 * 2 * 2 + 2 * 2;
+    let d64_d128 = 2 * 2 * 2 * 7 + 2 * 2 * 2 + 2 * 2 + 2 * 2 + 2 * 2 * 2 * 2 + 2 * 2 + 2 * 2;
     assert_eq!(count(&[64, 128]), d64_d128);
-    // HEAD_DIM 32 and 96 run 64's and 128's kernels, padded (as many); 192 and 256 per dtype: sm_80's 7, and
-    // on sm_90a fwd_ws and its fwd_wgmma fallback, the wgmma pair (both stages) and the preprocess (9)
-    assert_eq!(count(&[32, 96]), d64_d128);
+    // HEAD_DIM 32 and 96 run 64's and 128's kernels, padded (as many, but the persistent tiles: measured at 64
+    // and 128 only); 192 and 256 per dtype: sm_80's 7, and on sm_90a fwd_ws and its fwd_wgmma fallback, the
+    // wgmma pair (both stages) and the preprocess (9)
+    assert_eq!(count(&[32, 96]), d64_d128 - 2 * 2);
     assert_eq!(count(&[192, 256]), 2 * 2 * (7 + 9));
     assert_eq!(set.len(), count(&flashgen::spec::HEAD_DIMS));
     // (the decode kinds are flashgen::plan::decode_default_set's; tests/decode.rs checks that one)
@@ -304,9 +306,12 @@ fn backward_defaults_fit_every_target() {
                     let min = 1024;
                     let short = flashgen_tests::plan_at(arch, dtype, d, causal, min - 1).backward;
                     assert!(short.dq.is_some() && !short.dkdv.kind().fuses_dq(), "{}", short.dkdv.name());
-                    // from there the long-sequence kernels
+                    // from there the long-sequence kernels (non-causal on sm_90a: the same tile, its programs
+                    // running tile after tile to 4096 tokens, `Schedule::persistent_tiles`)
                     let at_min = flashgen_tests::plan_at(arch, dtype, d, causal, min).backward;
-                    assert_eq!((at_min.dkdv, at_min.preprocess, at_min.dq), (b.dkdv, b.preprocess, b.dq));
+                    let persistent = fused && !causal;
+                    assert_eq!(at_min.dkdv.schedule().persistent_tiles, persistent, "{}", at_min.dkdv.name());
+                    assert_eq!((*at_min.dkdv.params(), at_min.preprocess, at_min.dq), (*b.dkdv.params(), b.preprocess, b.dq));
                     let mut kernels = vec![b.dkdv];
                     if let Some(dq) = b.dq {
                         assert_eq!((dq.causal(), b.dkdv.kind().role(), dq.kind().role()), (causal, KernelKind::BwdDkdv, KernelKind::BwdDq));

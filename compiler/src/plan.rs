@@ -183,18 +183,17 @@ fn chosen(kind: KernelKind, arch: Arch, problem: &Problem, tuned: &dyn Tuned) ->
         None if problem.modified() => defaults::modified_spec(kind, arch, problem.dtype, problem.head_dim, problem.causal, problem.seqlen)?,
         None => defaults::spec(kind, arch, problem.dtype, problem.head_dim, problem.causal, problem.seqlen)?,
     };
-    // (a table row's persistent tiles need every tile to take the same steps: packed sequences and windows
-    // run its tiles one program each)
-    let spec = match spec.schedule().persistent_tiles && problem.features().vary_tile_steps() {
-        true => KernelSpec::with_features(*spec.params(), crate::spec::ScheduleOverrides { persistent_tiles: None, ..*spec.schedule_overrides() }, spec.features())?,
-        false => spec,
-    };
     with_features(&spec, problem.features())
 }
 
-/// `spec` computing `features`.
+/// `spec` computing `features`. A table row's persistent tiles need every tile to take the same steps:
+/// with packed sequences or a window the tile runs one program per tile instead.
 pub fn with_features(spec: &KernelSpec, features: Features) -> Result<KernelSpec, SpecError> {
-    KernelSpec::with_features(*spec.params(), *spec.schedule_overrides(), features)
+    let mut overrides = *spec.schedule_overrides();
+    if spec.schedule().persistent_tiles && features.vary_tile_steps() {
+        overrides.persistent_tiles = None;
+    }
+    KernelSpec::with_features(*spec.params(), overrides, features)
 }
 
 /// The forward kind a problem runs (`FORWARD_KINDS` on Hopper, fwd elsewhere).
