@@ -114,14 +114,15 @@ pub struct Schedule {
     /// for the wide K/V block (`WS_WIDE_BLOCK_N`, two stages fit), off elsewhere until timed; asked for on two
     /// stages it makes the tile ping-pong (HEAD_DIM 256's 128×64, where three stages do not fit).
     pub split_kv_ring: bool,
-    /// The fused backward's programs run tile after tile (a tile: one key block of one K/V head), the SMs'
-    /// count of them on grid x, tile t + programs after tile t, each tile's steps, ring slots and dQ
+    /// The fused backward's programs run tile after tile (a tile: one key block of one K/V head), up to the
+    /// SMs' count of them on grid x, tile t + programs after tile t, each tile's steps, ring slots and dQ
     /// staging turns counted on from the last (as `fold_key_blocks`'s second block): the writer warpgroup
     /// adds a tile's last dQ pieces while the MMA warpgroups load the next tile's K/V and start its steps,
     /// where a grid of one program per tile pays each program's start and end. The grid holds whole heads'
     /// key blocks (`KernelSpec::grid`), so a dQ chain waits only on programs of lower index in the same
     /// round, as the one-program-per-tile grid's do. bwd_fused and bwd_fused_atomic, non-causal, equal
-    /// steps per tile (no packed sequences, no window). Off until timed.
+    /// steps per tile (no packed sequences, no window). Derived off; the table's rows ask for it non-causal at
+    /// HEAD_DIM 64 and 128 to 4096 tokens (ptiles).
     pub persistent_tiles: bool,
 }
 
