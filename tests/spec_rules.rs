@@ -660,3 +660,24 @@ fn score_mods_on_the_mma_sync_kernels_refuse_the_tiles_that_spill() {
     assert!(e.contains("bwd_dkdv: a score_mod (non-causal) on 32-row query blocks") && e.contains("BLOCK_M=16"), "{e}");
     assert!(with(SpecParams { block_m: 16, ..dkdv }, false).is_ok() && with(SpecParams { stage: 3, ..dkdv }, false).is_ok());
 }
+
+#[test]
+fn the_dq_sum_pass_follows_the_ordered_fused_kernels_only() {
+    // derived on where the kernel hands every block on under locks (bwd_fused, bwd_fused_up), with no tag
+    let p = |kind, stage| SpecParams { kind, head_dim: 64, block_m: 128, block_n: 128, stage, num_warps: 12, num_stages: 2, ..base() };
+    for (kind, stage) in [(KernelKind::BwdFused, 1), (KernelKind::BwdFused, 3), (KernelKind::BwdFusedUp, 3)] {
+        let s = KernelSpec::new(p(kind, stage)).unwrap();
+        assert!(s.schedule().dq_sum_follows, "{}", s.name());
+        assert!(!s.name().contains("_dqf"), "{}", s.name());
+        let off = KernelSpec::with_schedule(p(kind, stage), ScheduleOverrides::parse("dq_sum_follows=off").unwrap()).unwrap();
+        assert!(!off.schedule().dq_sum_follows && off.name().ends_with("_dqf0"), "{}", off.name());
+    }
+    // the atomic kind has no locks to wait on: derived off, and refused by name
+    let atomic = p(KernelKind::BwdFusedAtomic, 1);
+    assert!(!KernelSpec::new(atomic).unwrap().schedule().dq_sum_follows);
+    let e = KernelSpec::with_schedule(atomic, ScheduleOverrides::parse("dq_sum_follows=on").unwrap()).unwrap_err().to_string();
+    assert!(e.contains("dq_sum_follows=on is for the ordered fused backward"), "{e}");
+    // and kernels without a sum pass refuse it too
+    let pair = SpecParams { kind: KernelKind::BwdDkdvWgmma, head_dim: 64, block_m: 64, block_n: 64, stage: 1, num_warps: 4, num_stages: 2, ..base() };
+    assert!(KernelSpec::with_schedule(pair, ScheduleOverrides::parse("dq_sum_follows=on").unwrap()).is_err());
+}

@@ -216,10 +216,16 @@ fn build(entry: Entry) -> Vec<Param> {
     let kind = match entry {
         Entry::Kernel(kind) => kind,
         Entry::DqSum => {
-            p.push(Param { name: "DQ_PARTIAL", ty: ParamType::Pointer { elem: Elem::F32, read_only: true, align: 16 }, meaning: "in: the fused kernel's partial sums of dQ (its DQ_PARTIAL)".into(), added_by: None });
+            p.push(Param { name: "DQ_PARTIAL", ty: ParamType::Pointer { elem: Elem::F32, read_only: false, align: 16 }, meaning: "in: the fused kernel's partial sums of dQ (its DQ_PARTIAL; not read-only: with `Schedule::dq_sum_follows` the kernel still adds to them while the pass runs, so the pass reads them coherently, after the locks' acquire)".into(), added_by: None });
             p.push(tensor("DQ", false, "out: dQ"));
             p.push(sm_scale());
             p.push(scalar_i32("CHAINS", "the fused kernel's CHAINS"));
+            p.push(Param {
+                name: "LOCKS",
+                ty: ParamType::Pointer { elem: Elem::U32, read_only: true, align: 4 },
+                meaning: "in: the fused kernel's LOCKS (with `Schedule::dq_sum_follows` the pass waits on them)".into(),
+                added_by: None,
+            });
             p.extend(strides(&["DQ"]));
             p.extend(geometry());
             return p;

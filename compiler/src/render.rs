@@ -492,6 +492,9 @@ struct FusedDq {
     /// bwd_fused: each program runs tile after tile (`Schedule::persistent_tiles`): tile t is key block t mod P
     /// of head row t / P, the next t + nctaid.x.
     PERSISTENT_TILES: bool,
+    /// The dQ sum pass starts while the kernel runs (`Schedule::dq_sum_follows`): the kernel triggers it at
+    /// its start, every program hands each block on (the last too), and the pass waits on the locks.
+    DQ_SUM_FOLLOWS: bool,
     /// The dSᵀ tile passes between the MMA warpgroups by a hand-over (`Schedule::ds_handover`), else a
     /// barrier of both every step.
     DS_HANDOVER: bool,
@@ -672,6 +675,7 @@ impl KernelConstants {
                 DQ_UP: kind.dq_up(),
                 FOLD_KEY_BLOCKS: spec.fold_key_blocks(),
                 PERSISTENT_TILES: spec.schedule().persistent_tiles,
+                DQ_SUM_FOLLOWS: spec.schedule().dq_sum_follows,
                 DS_HANDOVER: spec.schedule().ds_handover,
                 EARLY_DV: spec.schedule().early_dv,
                 MMA_WARPGROUPS: (spec.mma_warps() / 4).max(1),

@@ -2,7 +2,7 @@
 //! then bwd_fused (dK, dV and dQ in one kernel, dQ's partial sums meeting in an f32 buffer), then its dQ
 //! sum pass (the module's second entry) over that buffer.
 
-use crate::kernel::{check_problem, expect_kind, launch_config, KernelArgs, KernelGeometry, LoadedKernel};
+use crate::kernel::{check_problem, expect_kind, launch_config, After, KernelArgs, KernelGeometry, LoadedKernel};
 use crate::view::{BufferView, BufferViewMut, TensorView, TensorViewMut};
 use crate::{Gpu, RuntimeError, Stream};
 use cudarc::driver::{sys, LaunchConfig};
@@ -216,22 +216,27 @@ impl BackwardKernels<'_> {
         drop(args);
         if let (Some(sum), Some(f)) = (&k.dq_sum, a.fused.as_mut()) {
             let partial = f.dq_partial.as_view();
+            let locks = f.locks.as_view();
             let mut args = KernelArgs::new();
-            args.f32s("DQ_PARTIAL", &partial).tensor_mut("DQ", &mut a.dq).f32("sm_scale", a.sm_scale).i32("CHAINS", chains).geometry(&g);
+            args.f32s("DQ_PARTIAL", &partial).tensor_mut("DQ", &mut a.dq).f32("sm_scale", a.sm_scale).i32("CHAINS", chains).u32s("LOCKS", &locks).geometry(&g);
             let entry = k.spec.dq_sum_entry().unwrap_or_default();
             // one CTA per block of BLOCK_M query rows (packed: of the longest sequence) and query head
             let grid = (g.seqlen_q.div_ceil(k.spec.block_m() as usize) as u32, (g.batch * g.heads) as u32, 1);
             // # Safety
             // 1. The arguments are the dQ sum pass's parameter list (flashgen::abi, its `define` line's
             //    source; docs/ABI.md) in its order, each of its parameter's type: the f32 partial sums, dQ,
-            //    sm_scale, the chains (i32), dQ's 4 i64 strides, the geometry group.
+            //    sm_scale, the chains (i32), the locks, dQ's 4 i64 strides, the geometry group.
             // 2. It reads the partial sums the kernel before it on this stream wrote (every piece of every
             //    chain that holds a program up to the block's last), within `FusedScratch::lengths`, and
             //    writes dQ's rows below N, inside dQ's checked layout; DQ_SUM_THREADS threads (its maxntidx), no
             //    shared memory.
+            // 3. Started on the kernel's trigger (`Schedule::dq_sum_follows`), it reads a block's partial sums
+            //    only once the block's locks show every chain's count (acquire), and touches nothing else the
+            //    kernel writes (dQ is the pass's alone).
             let block = (flashgen::spec::DQ_SUM_THREADS, 1, 1);
             let cfg = LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: 0 };
-            unsafe { args.launch(stream, sum, &entry, abi::parameters(Entry::DqSum), cfg) }?;
+            let after = if k.spec.schedule().dq_sum_follows { After::Trigger } else { After::Completion };
+            unsafe { args.launch_after(stream, sum, &entry, abi::parameters(Entry::DqSum), cfg, after) }?;
         }
         Ok(())
     }

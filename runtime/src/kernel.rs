@@ -389,6 +389,9 @@ impl<'a> KernelArgs<'a> {
     pub fn f32s_mut(&mut self, name: &'static str, b: &'a mut BufferViewMut<'_, f32>) -> &mut Self {
         self.put(name, Value::Buffer(b.addr(), ValueKind::F32s))
     }
+    pub fn u32s(&mut self, name: &'static str, b: &BufferView<'a, u32>) -> &mut Self {
+        self.put(name, Value::Buffer(b.addr(), ValueKind::U32s))
+    }
     pub fn u32s_mut(&mut self, name: &'static str, b: &'a mut BufferViewMut<'_, u32>) -> &mut Self {
         self.put(name, Value::Buffer(b.addr(), ValueKind::U32s))
     }
@@ -452,7 +455,9 @@ impl<'a> KernelArgs<'a> {
     /// # Safety
     /// As `launch`; with `After::Trigger` also: the kernel executes `griddepcontrol.wait` before it touches
     /// any memory the previous kernel on the stream writes or reads (an sm_90 kernel;
-    /// `KernelSpec::decode_programmatic_combine` says which do).
+    /// `KernelSpec::decode_programmatic_combine` says which do), or reads only what that kernel has
+    /// published by a release it acquires and touches nothing else it reads or writes (the dQ sum pass on
+    /// the fused kernel's locks, `Schedule::dq_sum_follows`).
     pub unsafe fn launch_after(&self, stream: sys::CUstream, function: &CudaFunction, entry: &str, params: &'static [Param], cfg: LaunchConfig, after: After) -> Result<(), RuntimeError> {
         let supplied: Vec<(&'static str, ValueKind)> = self.values.iter().map(|(n, v)| (*n, v.kind())).collect();
         let picks = remembered_order(entry, params, supplied)?;
@@ -507,7 +512,7 @@ pub enum After {
     /// Its completion (a stream's plain order).
     Completion,
     /// Its trigger (programmatic dependent launch, sm_90): the kernel starts early and waits in
-    /// `griddepcontrol.wait` for what it reads.
+    /// `griddepcontrol.wait` (or on the previous kernel's locks) for what it reads.
     Trigger,
 }
 

@@ -124,6 +124,14 @@ pub struct Schedule {
     /// steps per tile (no packed sequences, no window). Derived off; the table's rows ask for it non-causal at
     /// HEAD_DIM 64 and 128 to 4096 tokens (ptiles).
     pub persistent_tiles: bool,
+    /// The ordered fused backward's dQ sum pass starts while the kernel still runs (sm_90's programmatic
+    /// dependent launch: every program triggers at its start) and sums each query block once its chains are
+    /// complete: the kernel's last program of each chain hands the block on too, and the pass waits until
+    /// every chain's lock shows its count of programs. It runs on the SMs the kernel leaves free (a
+    /// persistent grid's spare SMs, the tail of the last wave) and reads the partial sums while the L2
+    /// still holds them, where a pass after the kernel costs its whole DRAM time (16-17% of the backward at
+    /// N 1024, bwd-parts). Derived on for bwd_fused and bwd_fused_up; bwd_fused_atomic has no locks.
+    pub dq_sum_follows: bool,
 }
 
 /// Which switches a caller sets explicitly; `None` takes the derived value. Written and parsed as
@@ -164,6 +172,8 @@ pub struct ScheduleOverrides {
     pub early_dv: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persistent_tiles: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dq_sum_follows: Option<bool>,
 }
 
 /// One switch: its name (the field's, on the CLI), its tag in kernel names, and how to read and write it.
@@ -175,7 +185,7 @@ struct Switch {
 }
 
 /// The switches in resolution order: a switch's derived value may depend on the ones before it.
-const SWITCHES: [Switch; 17] = [
+const SWITCHES: [Switch; 18] = [
     Switch { name: "q_from_registers", tag: "qreg", get: |o| o.q_from_registers.map(u32::from), set: |o, v| o.q_from_registers = Some(v != 0) },
     Switch { name: "lazy_rescale", tag: "lazy", get: |o| o.lazy_rescale.map(u32::from), set: |o, v| o.lazy_rescale = Some(v != 0) },
     Switch { name: "half_block_softmax", tag: "halfsm", get: |o| o.half_block_softmax.map(u32::from), set: |o, v| o.half_block_softmax = Some(v != 0) },
@@ -193,6 +203,7 @@ const SWITCHES: [Switch; 17] = [
     Switch { name: "split_kv_ring", tag: "kvsplit", get: |o| o.split_kv_ring.map(u32::from), set: |o, v| o.split_kv_ring = Some(v != 0) },
     Switch { name: "early_dv", tag: "edv", get: |o| o.early_dv.map(u32::from), set: |o, v| o.early_dv = Some(v != 0) },
     Switch { name: "persistent_tiles", tag: "ptile", get: |o| o.persistent_tiles.map(u32::from), set: |o, v| o.persistent_tiles = Some(v != 0) },
+    Switch { name: "dq_sum_follows", tag: "dqf", get: |o| o.dq_sum_follows.map(u32::from), set: |o, v| o.dq_sum_follows = Some(v != 0) },
 ];
 
 /// The switches that take a number rather than on/off.
@@ -220,6 +231,7 @@ impl ScheduleOverrides {
         split_kv_ring: None,
         early_dv: None,
         persistent_tiles: None,
+        dq_sum_follows: None,
     };
 
     pub fn is_empty(&self) -> bool {
@@ -329,6 +341,7 @@ impl Schedule {
         split_kv_ring: false,
         early_dv: false,
         persistent_tiles: false,
+        dq_sum_follows: false,
     };
 
     /// Resolve `overrides` against the derived values, switch by switch in order, checking each switch that
@@ -467,6 +480,12 @@ impl Schedule {
             format!("{kind}: persistent_tiles=on is for the non-causal fused backward (bwd_fused, bwd_fused_atomic with STAGE=1), whose tiles all take the same steps")
         })?;
         rule(!s.persistent_tiles || !s.ds_handover, || format!("{kind}: persistent_tiles=on with ds_handover=on is not built: use ds_handover=off"))?;
+
+        let ordered_fused = matches!(p.kind, KernelKind::BwdFused | KernelKind::BwdFusedUp);
+        decide!(dq_sum_follows, ordered_fused);
+        rule(!s.dq_sum_follows || ordered_fused, || {
+            format!("{kind}: dq_sum_follows=on is for the ordered fused backward (bwd_fused, bwd_fused_up), whose locks tell the sum pass when a block is complete")
+        })?;
         Ok((s, canonical))
     }
 }
