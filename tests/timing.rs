@@ -3,7 +3,10 @@
 //! Virtual machines here swing by 1.5x, in spells that last from a second to tens of seconds (one
 //! backward kernel read 108 ms, then 72 ms a minute later), so the bound is on the fastest of several warm
 //! runs (what the code costs), and a spec over it is measured again after every other spec has been, up
-//! to three more times: its retries fall tens of seconds apart, outside the spell that slowed it.
+//! to eight more times, ten seconds apart: its retries fall outside the spell that slowed it. (Three retries
+//! five seconds apart were not enough: a clean-clone run of a slow CI machine, 5130 s where 3500 is usual,
+//! read 104 ms at best in all four passes for the D64 fused kernel, whose median of five runs reads 62-72 ms
+//! here in a fast spell and 91-113 in a slow one, the spells seconds to minutes long.)
 
 use flashgen::{compile, CompileOptions, KernelSpec};
 use std::time::Duration;
@@ -51,12 +54,12 @@ fn one_specialization_takes_at_most_100_ms() {
     }
     // the runs with the fastest first run seen for each spec
     let mut best: Vec<Vec<Duration>> = specs.iter().map(warm_runs).collect();
-    for _ in 0..3 {
+    for _ in 0..8 {
         let over: Vec<usize> = (0..specs.len()).filter(|&i| best[i][0] > limit).collect();
         if over.is_empty() {
             break;
         }
-        std::thread::sleep(Duration::from_secs(5));
+        std::thread::sleep(Duration::from_secs(10));
         for i in over {
             let runs = warm_runs(&specs[i]);
             if runs[0] < best[i][0] {
@@ -78,6 +81,6 @@ fn one_specialization_takes_at_most_100_ms() {
         );
     }
     for (spec, runs) in specs.iter().zip(&best) {
-        assert!(runs[0] <= limit, "{} took {:?} at best, in four passes over the specs", spec.name(), runs[0]);
+        assert!(runs[0] <= limit, "{} took {:?} at best, in nine passes over the specs", spec.name(), runs[0]);
     }
 }
