@@ -499,7 +499,10 @@ fn run_backward(tools: &simt::Tools, specs: &[KernelSpec], c: Case, inputs: &mut
         launches.push(Launch { ir: ir.clone(), entry: spec.name(), args: args_of(abi::kernel_parameters(spec.kind()), &named, &strides), grid, threads: spec.threads(), together: c.programs > 0 });
         if let Some(entry) = spec.dq_sum_entry() {
             let grid = (geometry.seqlen_q.div_ceil(spec.block_m()), geometry.batch * geometry.heads, 1);
-            launches.push(Launch { ir, entry, args: args_of(abi::parameters(Entry::DqSum), &named, &strides), grid, threads: flashgen::spec::DQ_SUM_THREADS, together: false });
+            // (a persistent grid's round: `Schedule::dq_sum_rounds` takes the blocks in its order)
+            let mut sum_named = named.clone();
+            sum_named.insert("ROUND_HEADS", Arg::I32(spec.round_heads(&geometry, c.programs) as i32));
+            launches.push(Launch { ir, entry, args: args_of(abi::parameters(Entry::DqSum), &sum_named, &strides), grid, threads: flashgen::spec::DQ_SUM_THREADS, together: false });
         }
     }
     simt::run(tools, &launches, &mut bufs).unwrap();
@@ -623,6 +626,18 @@ fn persistent_fused_backward_on_the_emulator() {
     let spec = KernelSpec::with_features(params, tiles, flashgen::Features::NONE).unwrap();
     assert_eq!(spec.grid(&c.grid(), c.programs), (9, 1, 1), "{}", spec.name());
     check_backward(&tools, &[spec], c, &mut normal_inputs(DType::Bf16, 1310), 2);
+    // the sum pass in the rounds' order (`Schedule::dq_sum_rounds`): 3 key blocks a head, 4 of the 6 K/V head
+    // rows a round of 12 programs, then the 2 left; each K/V head two query heads (a tile's steps run the
+    // group's heads one after the other)
+    let c = Case { z: 2, h: 6, h_kv: 3, n_q: 330, n_kv: 260, programs: 13, ..RAGGED };
+    let rounds = ScheduleOverrides { dq_sum_rounds: Some(true), ..tiles };
+    for (i, (dtype, d)) in [(DType::Bf16, 64), (DType::F16, 128)].into_iter().enumerate() {
+        let base = spec_for(KernelKind::BwdFused, dtype, d, &c);
+        let spec = KernelSpec::with_features(*base.params(), rounds, base.features()).unwrap();
+        assert!(spec.schedule().dq_sum_rounds, "{}: not in rounds", spec.name());
+        assert_eq!(spec.round_heads(&c.grid(), c.programs), 4, "{}", spec.name());
+        check_backward(&tools, &[spec], c, &mut normal_inputs(dtype, 1320 + i as u64), 2);
+    }
 }
 
 /// Softcap on the fused kernels, a causal sliding window on bwd_fused_up (its key blocks visit the window's

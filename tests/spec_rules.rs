@@ -681,3 +681,28 @@ fn the_dq_sum_pass_follows_the_ordered_fused_kernels_only() {
     let pair = SpecParams { kind: KernelKind::BwdDkdvWgmma, head_dim: 64, block_m: 64, block_n: 64, stage: 1, num_warps: 4, num_stages: 2, ..base() };
     assert!(KernelSpec::with_schedule(pair, ScheduleOverrides::parse("dq_sum_follows=on").unwrap()).is_err());
 }
+
+#[test]
+fn the_sum_pass_takes_rounds_only_behind_a_persistent_grid() {
+    let p = SpecParams { kind: KernelKind::BwdFused, head_dim: 64, block_m: 128, block_n: 128, stage: 1, num_warps: 12, num_stages: 2, ..base() };
+    let with = |text: &str| KernelSpec::with_schedule(p, ScheduleOverrides::parse(text).unwrap());
+    // derived off (not yet timed); asked for, it is named
+    assert!(!with("persistent_tiles=on").unwrap().schedule().dq_sum_rounds);
+    let s = with("persistent_tiles=on,dq_sum_rounds=on").unwrap();
+    assert!(s.schedule().dq_sum_rounds && s.name().ends_with("_ptile1_dqr1"), "{}", s.name());
+    // a round is the heads whose key blocks the grid holds at once: 132 programs over 8 key blocks a head
+    // hold 16 heads (128 programs), fewer where there are fewer; a head of more key blocks than programs:
+    // 1 (head order); a grid that is not persistent has none
+    let g = |seqlen: u32, batch: u32, kv_heads: u32| GridGeometry { batch, heads: kv_heads * 2, kv_heads, seqlen_q: 1000, seqlen_k: seqlen };
+    assert_eq!(s.round_heads(&g(1024, 16, 16), 132), 16);
+    assert_eq!(s.grid(&g(1024, 16, 16), 132), (128, 1, 1));
+    assert_eq!(s.round_heads(&g(1024, 1, 5), 132), 5);
+    assert_eq!(s.round_heads(&g(1000, 2, 8), 132), 16);
+    assert_eq!(s.round_heads(&g(40000, 2, 8), 132), 1);
+    assert_eq!(KernelSpec::new(p).unwrap().round_heads(&g(1024, 16, 16), 132), 0);
+    // without a following pass or a persistent grid there are no rounds to follow
+    for text in ["dq_sum_rounds=on", "persistent_tiles=on,dq_sum_follows=off,dq_sum_rounds=on"] {
+        let e = with(text).unwrap_err().to_string();
+        assert!(e.contains("dq_sum_rounds=on orders a following sum pass") && e.contains("dq_sum_follows=on and persistent_tiles=on"), "{text}: {e}");
+    }
+}

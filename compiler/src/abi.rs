@@ -226,6 +226,7 @@ fn build(entry: Entry) -> Vec<Param> {
                 meaning: "in: the fused kernel's LOCKS (with `Schedule::dq_sum_follows` the pass waits on them)".into(),
                 added_by: None,
             });
+            p.push(scalar_i32("ROUND_HEADS", "the head rows one round of the fused kernel's persistent grid holds (`KernelSpec::round_heads`; read with `Schedule::dq_sum_rounds`, which takes the blocks round by round)"));
             p.extend(strides(&["DQ"]));
             p.extend(geometry());
             return p;

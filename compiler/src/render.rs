@@ -495,6 +495,9 @@ struct FusedDq {
     /// The dQ sum pass starts while the kernel runs (`Schedule::dq_sum_follows`): the kernel triggers it at
     /// its start, every program hands each block on (the last too), and the pass waits on the locks.
     DQ_SUM_FOLLOWS: bool,
+    /// The following sum pass takes the blocks in a persistent grid's rounds (`Schedule::dq_sum_rounds`;
+    /// ROUND_HEADS says how many head rows a round holds).
+    DQ_SUM_ROUNDS: bool,
     /// The dSᵀ tile passes between the MMA warpgroups by a hand-over (`Schedule::ds_handover`), else a
     /// barrier of both every step.
     DS_HANDOVER: bool,
@@ -676,6 +679,7 @@ impl KernelConstants {
                 FOLD_KEY_BLOCKS: spec.fold_key_blocks(),
                 PERSISTENT_TILES: spec.schedule().persistent_tiles,
                 DQ_SUM_FOLLOWS: spec.schedule().dq_sum_follows,
+                DQ_SUM_ROUNDS: spec.schedule().dq_sum_rounds,
                 DS_HANDOVER: spec.schedule().ds_handover,
                 EARLY_DV: spec.schedule().early_dv,
                 MMA_WARPGROUPS: (spec.mma_warps() / 4).max(1),

@@ -218,14 +218,18 @@ impl BackwardKernels<'_> {
             let partial = f.dq_partial.as_view();
             let locks = f.locks.as_view();
             let mut args = KernelArgs::new();
-            args.f32s("DQ_PARTIAL", &partial).tensor_mut("DQ", &mut a.dq).f32("sm_scale", a.sm_scale).i32("CHAINS", chains).u32s("LOCKS", &locks).geometry(&g);
+            // (a persistent grid's rounds: the sum pass may take its blocks in their order, `Schedule::dq_sum_rounds`)
+            let round_heads = k.spec.round_heads(&g.grid(), k.programs) as i32;
+            args.f32s("DQ_PARTIAL", &partial).tensor_mut("DQ", &mut a.dq).f32("sm_scale", a.sm_scale).i32("CHAINS", chains).u32s("LOCKS", &locks);
+            args.i32("ROUND_HEADS", round_heads).geometry(&g);
             let entry = k.spec.dq_sum_entry().unwrap_or_default();
             // one CTA per block of BLOCK_M query rows (packed: of the longest sequence) and query head
             let grid = (g.seqlen_q.div_ceil(k.spec.block_m() as usize) as u32, (g.batch * g.heads) as u32, 1);
             // # Safety
             // 1. The arguments are the dQ sum pass's parameter list (flashgen::abi, its `define` line's
             //    source; docs/ABI.md) in its order, each of its parameter's type: the f32 partial sums, dQ,
-            //    sm_scale, the chains (i32), the locks, dQ's 4 i64 strides, the geometry group.
+            //    sm_scale, the chains (i32), the locks, the round's heads (i32), dQ's 4 i64 strides, the
+            //    geometry group.
             // 2. It reads the partial sums the kernel before it on this stream wrote (every piece of every
             //    chain that holds a program up to the block's last), within `FusedScratch::lengths`, and
             //    writes dQ's rows below N, inside dQ's checked layout; DQ_SUM_THREADS threads (its maxntidx), no

@@ -398,6 +398,19 @@ impl KernelSpec {
         ) + &self.features.name_suffix()
     }
 
+    /// The head rows (batch × K/V heads) one round of the persistent fused grid holds
+    /// (`Schedule::persistent_tiles`: `grid` gives it whole heads' key blocks, up to `programs`), which a
+    /// sum pass in rounds takes together (`Schedule::dq_sum_rounds`); 1 where one head's key blocks
+    /// outnumber the programs (the grid then runs a program per tile, in waves of part of a head); 0 for
+    /// grids that are not persistent.
+    pub fn round_heads(&self, g: &GridGeometry, programs: u32) -> u32 {
+        if self.params.kind.role() != KernelKind::BwdDkdv || !self.schedule.persistent_tiles {
+            return 0;
+        }
+        let blocks = g.seqlen_k.div_ceil(self.resident_rows()).max(1);
+        (programs / blocks).min(g.batch.saturating_mul(g.kv_heads)).max(1)
+    }
+
     /// Launch grid for a problem (`GridGeometry`): one program per block of resident rows of a sequence
     /// (the longest, for packed sequences: programs past their own sequence's end exit at once) and per
     /// head: (cdiv(N_Q, BLOCK_M), Z·H, 1) for the forward, preprocess and dQ kernels, and (cdiv(N_KV,

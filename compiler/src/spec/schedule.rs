@@ -133,6 +133,14 @@ pub struct Schedule {
     /// N 1024, bwd-parts). Derived on for bwd_fused and bwd_fused_up (H100, 2026-12-07-dqfollow: +2-2.4%
     /// non-causal at 4096, +1.5-4.6% causal at 1024 / 4096, neutral elsewhere); bwd_fused_atomic has no locks.
     pub dq_sum_follows: bool,
+    /// The following dQ sum pass (`dq_sum_follows`) takes the blocks in the order a persistent grid
+    /// (`persistent_tiles`) completes them: round by round (a round: the heads whose key blocks the grid's
+    /// programs hold at once), in a round step by step (the blocks every program meets at that step), and
+    /// at a step across the round's heads. In head order (off), the CTAs the few spare SMs hold wait on a
+    /// head whose first block completes only at its round's end, while the round's other heads' blocks
+    /// complete unsummed behind them (non-causal N 1024 gained nothing from `dq_sum_follows`). Derived off
+    /// until timed.
+    pub dq_sum_rounds: bool,
 }
 
 /// Which switches a caller sets explicitly; `None` takes the derived value. Written and parsed as
@@ -175,6 +183,8 @@ pub struct ScheduleOverrides {
     pub persistent_tiles: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dq_sum_follows: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dq_sum_rounds: Option<bool>,
 }
 
 /// One switch: its name (the field's, on the CLI), its tag in kernel names, and how to read and write it.
@@ -186,7 +196,7 @@ struct Switch {
 }
 
 /// The switches in resolution order: a switch's derived value may depend on the ones before it.
-const SWITCHES: [Switch; 18] = [
+const SWITCHES: [Switch; 19] = [
     Switch { name: "q_from_registers", tag: "qreg", get: |o| o.q_from_registers.map(u32::from), set: |o, v| o.q_from_registers = Some(v != 0) },
     Switch { name: "lazy_rescale", tag: "lazy", get: |o| o.lazy_rescale.map(u32::from), set: |o, v| o.lazy_rescale = Some(v != 0) },
     Switch { name: "half_block_softmax", tag: "halfsm", get: |o| o.half_block_softmax.map(u32::from), set: |o, v| o.half_block_softmax = Some(v != 0) },
@@ -205,6 +215,7 @@ const SWITCHES: [Switch; 18] = [
     Switch { name: "early_dv", tag: "edv", get: |o| o.early_dv.map(u32::from), set: |o, v| o.early_dv = Some(v != 0) },
     Switch { name: "persistent_tiles", tag: "ptile", get: |o| o.persistent_tiles.map(u32::from), set: |o, v| o.persistent_tiles = Some(v != 0) },
     Switch { name: "dq_sum_follows", tag: "dqf", get: |o| o.dq_sum_follows.map(u32::from), set: |o, v| o.dq_sum_follows = Some(v != 0) },
+    Switch { name: "dq_sum_rounds", tag: "dqr", get: |o| o.dq_sum_rounds.map(u32::from), set: |o, v| o.dq_sum_rounds = Some(v != 0) },
 ];
 
 /// The switches that take a number rather than on/off.
@@ -233,6 +244,7 @@ impl ScheduleOverrides {
         early_dv: None,
         persistent_tiles: None,
         dq_sum_follows: None,
+        dq_sum_rounds: None,
     };
 
     pub fn is_empty(&self) -> bool {
@@ -343,6 +355,7 @@ impl Schedule {
         early_dv: false,
         persistent_tiles: false,
         dq_sum_follows: false,
+        dq_sum_rounds: false,
     };
 
     /// Resolve `overrides` against the derived values, switch by switch in order, checking each switch that
@@ -486,6 +499,11 @@ impl Schedule {
         decide!(dq_sum_follows, ordered_fused);
         rule(!s.dq_sum_follows || ordered_fused, || {
             format!("{kind}: dq_sum_follows=on is for the ordered fused backward (bwd_fused, bwd_fused_up), whose locks tell the sum pass when a block is complete")
+        })?;
+
+        decide!(dq_sum_rounds, false);
+        rule(!s.dq_sum_rounds || (s.dq_sum_follows && s.persistent_tiles), || {
+            format!("{kind}: dq_sum_rounds=on orders a following sum pass by a persistent grid's rounds: it needs dq_sum_follows=on and persistent_tiles=on")
         })?;
         Ok((s, canonical))
     }
