@@ -626,17 +626,21 @@ fn persistent_fused_backward_on_the_emulator() {
     let spec = KernelSpec::with_features(params, tiles, flashgen::Features::NONE).unwrap();
     assert_eq!(spec.grid(&c.grid(), c.programs), (9, 1, 1), "{}", spec.name());
     check_backward(&tools, &[spec], c, &mut normal_inputs(DType::Bf16, 1310), 2);
-    // the sum pass in the rounds' order (`Schedule::dq_sum_rounds`): 3 key blocks a head, 4 of the 6 K/V head
-    // rows a round of 12 programs, then the 2 left; each K/V head two query heads (a tile's steps run the
-    // group's heads one after the other)
+    // the sum pass in the rounds' order (`Schedule::dq_sum_rounds`) and the next tile's K/V prefetched
+    // (`Schedule::prefetch_next_tile`: the emulator checks each row lies in its buffer, the last head's last
+    // block past the keys' end): 3 key blocks a head, 4 of the 6 K/V head rows a round of 12 programs, then
+    // the 2 left; each K/V head two query heads (a tile's steps run the group's heads one after the other)
     let c = Case { z: 2, h: 6, h_kv: 3, n_q: 330, n_kv: 260, programs: 13, ..RAGGED };
     let rounds = ScheduleOverrides { dq_sum_rounds: Some(true), ..tiles };
-    for (i, (dtype, d)) in [(DType::Bf16, 64), (DType::F16, 128)].into_iter().enumerate() {
-        let base = spec_for(KernelKind::BwdFused, dtype, d, &c);
-        let spec = KernelSpec::with_features(*base.params(), rounds, base.features()).unwrap();
-        assert!(spec.schedule().dq_sum_rounds, "{}: not in rounds", spec.name());
+    let prefetch = ScheduleOverrides { prefetch_next_tile: Some(true), ..tiles };
+    let both = ScheduleOverrides { prefetch_next_tile: Some(true), ..rounds };
+    for (i, (kind, dtype, d, o)) in [(KernelKind::BwdFused, DType::Bf16, 64, both), (KernelKind::BwdFused, DType::F16, 128, rounds), (KernelKind::BwdFusedAtomic, DType::Bf16, 128, prefetch)].into_iter().enumerate() {
+        let base = spec_for(kind, dtype, d, &c);
+        let spec = KernelSpec::with_features(*base.params(), o, base.features()).unwrap();
+        assert_eq!((spec.schedule().dq_sum_rounds, spec.schedule().prefetch_next_tile), (o.dq_sum_rounds.is_some(), o.prefetch_next_tile.is_some()), "{}", spec.name());
         assert_eq!(spec.round_heads(&c.grid(), c.programs), 4, "{}", spec.name());
-        check_backward(&tools, &[spec], c, &mut normal_inputs(dtype, 1320 + i as u64), 2);
+        let chains = if kind == KernelKind::BwdFused { 2 } else { 1 };
+        check_backward(&tools, &[spec], c, &mut normal_inputs(dtype, 1320 + i as u64), chains);
     }
 }
 

@@ -625,9 +625,9 @@ fn early_dv_kernels_assemble_without_spills() {
 }
 
 /// `Schedule::persistent_tiles` (off by default) asked of every non-causal fused default spec, alone, with
-/// softcap and with score_mods where the rules admit them, and bwd_fused's with its sum pass in rounds: no
-/// spills (the dQ writer's 24 registers hold the tile across its loop), and the program's tiles walked by grid
-/// stride (nctaid.x read).
+/// softcap and with score_mods where the rules admit them, bwd_fused's with its sum pass in rounds, and each
+/// with its next tile prefetched: no spills (the dQ writer's 24 registers hold the tile across its loop), and
+/// the program's tiles walked by grid stride (nctaid.x read).
 #[test]
 fn persistent_tiles_kernels_assemble_without_spills() {
     let Some(tool) = ptxas_or_skip() else { return };
@@ -643,14 +643,21 @@ fn persistent_tiles_kernels_assemble_without_spills() {
         specs.extend(variant.into_iter().filter(|s| s.schedule().persistent_tiles));
     }
     assert!(specs.iter().any(|s| s.features().softcap), "no softcap variant kept persistent_tiles");
-    // and the ordered kind's sum pass in the grid's rounds (`Schedule::dq_sum_rounds`)
+    // and the ordered kind's sum pass in the grid's rounds (`Schedule::dq_sum_rounds`), every kind's programs
+    // prefetching their next tile (`Schedule::prefetch_next_tile`)
     let rounds: Vec<KernelSpec> = specs
         .iter()
         .filter(|s| s.schedule().dq_sum_follows)
         .filter_map(|s| KernelSpec::with_features(*s.params(), flashgen::ScheduleOverrides { dq_sum_rounds: Some(true), ..*s.schedule_overrides() }, s.features()).ok())
         .collect();
     assert!(!rounds.is_empty() && rounds.iter().all(|s| s.schedule().dq_sum_rounds), "no bwd_fused spec takes dq_sum_rounds");
+    let prefetching: Vec<KernelSpec> = fused
+        .iter()
+        .filter_map(|s| KernelSpec::with_features(*s.params(), flashgen::ScheduleOverrides { persistent_tiles: Some(true), prefetch_next_tile: Some(true), ..*s.schedule_overrides() }, s.features()).ok())
+        .collect();
+    assert_eq!(prefetching.len(), fused.len(), "every non-causal fused default spec takes prefetch_next_tile");
     specs.extend(rounds);
+    specs.extend(prefetching);
     assemble_all_clean(&tool, &specs, |spec, ptx| {
         assert!(ptx.contains("%nctaid.x"), "{}: no grid-stride walk of tiles", spec.name());
     });

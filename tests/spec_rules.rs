@@ -706,3 +706,16 @@ fn the_sum_pass_takes_rounds_only_behind_a_persistent_grid() {
         assert!(e.contains("dq_sum_rounds=on orders a following sum pass") && e.contains("dq_sum_follows=on and persistent_tiles=on"), "{text}: {e}");
     }
 }
+
+#[test]
+fn only_a_persistent_program_prefetches_its_next_tile() {
+    let p = |kind| SpecParams { kind, head_dim: 128, block_m: 64, block_n: 128, stage: 1, num_warps: 12, num_stages: 2, ..base() };
+    let with = |kind, text: &str| KernelSpec::with_schedule(p(kind), ScheduleOverrides::parse(text).unwrap());
+    for kind in [KernelKind::BwdFused, KernelKind::BwdFusedAtomic] {
+        assert!(!with(kind, "persistent_tiles=on").unwrap().schedule().prefetch_next_tile);
+        let s = with(kind, "persistent_tiles=on,prefetch_next_tile=on").unwrap();
+        assert!(s.schedule().prefetch_next_tile && s.name().ends_with("_ptile1_pft1"), "{}", s.name());
+        let e = with(kind, "prefetch_next_tile=on").unwrap_err().to_string();
+        assert!(e.contains("prefetch_next_tile=on is for a persistent fused grid's programs") && e.contains("persistent_tiles=on"), "{e}");
+    }
+}

@@ -498,6 +498,8 @@ struct FusedDq {
     /// The following sum pass takes the blocks in a persistent grid's rounds (`Schedule::dq_sum_rounds`;
     /// ROUND_HEADS says how many head rows a round holds).
     DQ_SUM_ROUNDS: bool,
+    /// A persistent program prefetches its next tile's K/V rows into the L2 (`Schedule::prefetch_next_tile`).
+    PREFETCH_NEXT_TILE: bool,
     /// The dSᵀ tile passes between the MMA warpgroups by a hand-over (`Schedule::ds_handover`), else a
     /// barrier of both every step.
     DS_HANDOVER: bool,
@@ -680,6 +682,7 @@ impl KernelConstants {
                 PERSISTENT_TILES: spec.schedule().persistent_tiles,
                 DQ_SUM_FOLLOWS: spec.schedule().dq_sum_follows,
                 DQ_SUM_ROUNDS: spec.schedule().dq_sum_rounds,
+                PREFETCH_NEXT_TILE: spec.schedule().prefetch_next_tile,
                 DS_HANDOVER: spec.schedule().ds_handover,
                 EARLY_DV: spec.schedule().early_dv,
                 MMA_WARPGROUPS: (spec.mma_warps() / 4).max(1),

@@ -10,6 +10,7 @@ declare i32 @emu_ld_shared_u32(ptr, i32)
 declare void @emu_st_shared_u32(ptr, i32, i32)
 declare i32 @emu_atom_add1(ptr)
 declare void @emu_store_zero2(ptr, ptr)
+declare void @emu_prefetch(ptr, i32)
 declare void @emu_tma_load(ptr, i32, ptr, i32, i32, i32, i32, i32)
 declare void @emu_bar_sync(i32, i32)
 declare void @emu_bar_arrive(i32, i32)
@@ -65,6 +66,11 @@ define internal void @emu.hop.store_zero2(i64 %a, i64 %b) {
   %p = inttoptr i64 %a to ptr
   %q = inttoptr i64 %b to ptr
   call void @emu_store_zero2(ptr %p, ptr %q)
+  ret void
+}
+define internal void @emu.hop.prefetch(i64 %a, i32 %n) {
+  %p = inttoptr i64 %a to ptr
+  call void @emu_prefetch(ptr %p, i32 %n)
   ret void
 }
 define internal void @emu.hop.tma_load(i32 %dst, i64 %map, i32 %c0, i32 %c1, i32 %c2, i32 %c3, i32 %bar) {

@@ -125,7 +125,7 @@ const INLINE_PTX: [(&str, &str); 6] = [
 
 /// The Hopper kernels' inline PTX of fixed text and the hopper.ll functions that stand in for it (shared
 /// addresses as i32).
-const HOPPER_PTX: [(&str, &str); 13] = [
+const HOPPER_PTX: [(&str, &str); 14] = [
     (r#"asm sideeffect "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}""#, "@emu.hop.mbar_init"),
     (r#"asm sideeffect "{\0A\09.reg .b64 st;\0A\09mbarrier.arrive.expect_tx.shared::cta.b64 st, [$0], $1;\0A\09}", "r,r,~{memory}""#, "@emu.hop.mbar_expect_tx"),
     (r#"asm sideeffect "{\0A\09.reg .b64 st;\0A\09mbarrier.arrive.shared::cta.b64 st, [$0];\0A\09}", "r,~{memory}""#, "@emu.hop.mbar_arrive"),
@@ -141,6 +141,8 @@ const HOPPER_PTX: [(&str, &str); 13] = [
     // wgmma runs where it is issued (emu_wgmma), so its fence and commit have nothing to order
     (r#"asm sideeffect "wgmma.fence.sync.aligned;", "~{memory}""#, "@emu.hop.nop"),
     (r#"asm sideeffect "wgmma.commit_group.sync.aligned;", "~{memory}""#, "@emu.hop.nop"),
+    // (an L2 prefetch: the emulator has no cache, but the address must be one the kernel may read)
+    (r#"asm sideeffect "cp.async.bulk.prefetch.L2.global [$0], $1;", "l,r,~{memory}""#, "@emu.hop.prefetch"),
 ];
 
 /// The kernel's IR for x86-64 with the emulator's intrinsics.

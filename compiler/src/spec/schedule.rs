@@ -141,6 +141,11 @@ pub struct Schedule {
     /// complete unsummed behind them (non-causal N 1024 gained nothing from `dq_sum_follows`). Derived off
     /// until timed.
     pub dq_sum_rounds: bool,
+    /// A persistent fused program (`persistent_tiles`) prefetches its next tile's K and V rows into the L2
+    /// when it starts a tile (cp.async.bulk.prefetch, a row a thread), so that the next tile's K/V copy,
+    /// which every program of a round issues at once at the tile's start and waits for before its first
+    /// step, reads the L2 instead of DRAM. Derived off until timed.
+    pub prefetch_next_tile: bool,
 }
 
 /// Which switches a caller sets explicitly; `None` takes the derived value. Written and parsed as
@@ -185,6 +190,8 @@ pub struct ScheduleOverrides {
     pub dq_sum_follows: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dq_sum_rounds: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefetch_next_tile: Option<bool>,
 }
 
 /// One switch: its name (the field's, on the CLI), its tag in kernel names, and how to read and write it.
@@ -196,7 +203,7 @@ struct Switch {
 }
 
 /// The switches in resolution order: a switch's derived value may depend on the ones before it.
-const SWITCHES: [Switch; 19] = [
+const SWITCHES: [Switch; 20] = [
     Switch { name: "q_from_registers", tag: "qreg", get: |o| o.q_from_registers.map(u32::from), set: |o, v| o.q_from_registers = Some(v != 0) },
     Switch { name: "lazy_rescale", tag: "lazy", get: |o| o.lazy_rescale.map(u32::from), set: |o, v| o.lazy_rescale = Some(v != 0) },
     Switch { name: "half_block_softmax", tag: "halfsm", get: |o| o.half_block_softmax.map(u32::from), set: |o, v| o.half_block_softmax = Some(v != 0) },
@@ -216,6 +223,7 @@ const SWITCHES: [Switch; 19] = [
     Switch { name: "persistent_tiles", tag: "ptile", get: |o| o.persistent_tiles.map(u32::from), set: |o, v| o.persistent_tiles = Some(v != 0) },
     Switch { name: "dq_sum_follows", tag: "dqf", get: |o| o.dq_sum_follows.map(u32::from), set: |o, v| o.dq_sum_follows = Some(v != 0) },
     Switch { name: "dq_sum_rounds", tag: "dqr", get: |o| o.dq_sum_rounds.map(u32::from), set: |o, v| o.dq_sum_rounds = Some(v != 0) },
+    Switch { name: "prefetch_next_tile", tag: "pft", get: |o| o.prefetch_next_tile.map(u32::from), set: |o, v| o.prefetch_next_tile = Some(v != 0) },
 ];
 
 /// The switches that take a number rather than on/off.
@@ -245,6 +253,7 @@ impl ScheduleOverrides {
         persistent_tiles: None,
         dq_sum_follows: None,
         dq_sum_rounds: None,
+        prefetch_next_tile: None,
     };
 
     pub fn is_empty(&self) -> bool {
@@ -356,6 +365,7 @@ impl Schedule {
         persistent_tiles: false,
         dq_sum_follows: false,
         dq_sum_rounds: false,
+        prefetch_next_tile: false,
     };
 
     /// Resolve `overrides` against the derived values, switch by switch in order, checking each switch that
@@ -505,6 +515,9 @@ impl Schedule {
         rule(!s.dq_sum_rounds || (s.dq_sum_follows && s.persistent_tiles), || {
             format!("{kind}: dq_sum_rounds=on orders a following sum pass by a persistent grid's rounds: it needs dq_sum_follows=on and persistent_tiles=on")
         })?;
+
+        decide!(prefetch_next_tile, false);
+        rule(!s.prefetch_next_tile || s.persistent_tiles, || format!("{kind}: prefetch_next_tile=on is for a persistent fused grid's programs (they know their next tile): it needs persistent_tiles=on"))?;
         Ok((s, canonical))
     }
 }
