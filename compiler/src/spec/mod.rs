@@ -407,8 +407,13 @@ impl KernelSpec {
         if self.params.kind.role() != KernelKind::BwdDkdv || !self.schedule.persistent_tiles {
             return 0;
         }
-        let blocks = g.seqlen_k.div_ceil(self.resident_rows()).max(1);
-        (programs / blocks).min(g.batch.saturating_mul(g.kv_heads)).max(1)
+        self.whole_heads_a_round(g, programs).min(g.batch.saturating_mul(g.kv_heads)).max(1)
+    }
+
+    /// The whole heads' key blocks `programs` hold (0 where one head's blocks outnumber them): the persistent
+    /// fused grid's round (`grid`) and the sum pass's (`round_heads`), which must agree.
+    fn whole_heads_a_round(&self, g: &GridGeometry, programs: u32) -> u32 {
+        programs / g.seqlen_k.div_ceil(self.resident_rows()).max(1)
     }
 
     /// Launch grid for a problem (`GridGeometry`): one program per block of resident rows of a sequence
@@ -428,7 +433,7 @@ impl KernelSpec {
                 // before it, whether or not every program is resident; a head's blocks past the SMs' count
                 // run one program per tile (the same kernel: each program's first tile is its last)
                 let tiles = u64::from(blocks) * u64::from(head_rows);
-                let rounds = u64::from(programs / blocks.max(1)) * u64::from(blocks);
+                let rounds = u64::from(self.whole_heads_a_round(g, programs)) * u64::from(blocks);
                 let grid = if rounds == 0 { tiles } else { tiles.min(rounds) };
                 return (grid.clamp(1, u64::from(u32::MAX)) as u32, 1, self.column_splits());
             }
