@@ -624,6 +624,35 @@ fn early_dv_kernels_assemble_without_spills() {
     });
 }
 
+/// `Schedule::staged_epilogue` (off by default) asked of every fused default spec, alone, packed, with
+/// windows, softcap and score_mods, persistent (non-causal) and folded (causal, bwd_fused_up's default):
+/// no spills, and dK/dV leaving in 16-byte stores (`st.global.v4`) where the fragments' 4-byte stores were.
+#[test]
+fn staged_epilogue_kernels_assemble_without_spills() {
+    let Some(tool) = ptxas_or_skip() else { return };
+    let staged = |spec: &KernelSpec, on: bool, persistent: Option<bool>| -> Option<KernelSpec> {
+        let o = flashgen::ScheduleOverrides { staged_epilogue: Some(on), persistent_tiles: persistent.or(spec.schedule_overrides().persistent_tiles), ..*spec.schedule_overrides() };
+        KernelSpec::with_features(*spec.params(), o, spec.features()).ok()
+    };
+    let fused: Vec<KernelSpec> = flashgen::plan::default_set().into_iter().filter(|s| s.kind().fuses_dq()).collect();
+    let mut specs: Vec<KernelSpec> = fused.iter().filter_map(|s| staged(s, true, None)).collect();
+    assert_eq!(specs.len(), fused.len(), "every fused default spec takes staged_epilogue");
+    specs.extend(fused.iter().filter_map(|s| staged(s, true, Some(true))).filter(|s| s.schedule().persistent_tiles));
+    for variant in [feature_variants(&specs), rule_variants(&specs), modifier_variants(&specs)] {
+        specs.extend(variant.into_iter().filter(|s| s.schedule().staged_epilogue));
+    }
+    specs.sort_by_key(|s| s.name());
+    specs.dedup();
+    assert!(specs.iter().any(|s| s.schedule().persistent_tiles) && specs.iter().any(|s| s.schedule().fold_key_blocks));
+    assert!(specs.iter().any(|s| s.features().window) && specs.iter().any(|s| s.features().modifiers.is_some()));
+    let wide_stores = |ptx: &str| ptx.lines().filter(|l| l.contains("st.global.v4")).count();
+    assemble_all_clean(&tool, &specs, |spec, ptx| {
+        let off = staged(spec, false, None).expect("staged_epilogue=off is always admitted");
+        let ptx_off = compile(&off, CompileOptions::default()).unwrap().ptx;
+        assert!(wide_stores(ptx) > wide_stores(&ptx_off), "{}: dK/dV not stored in 16-byte chunks", spec.name());
+    });
+}
+
 /// `Schedule::persistent_tiles` (off by default) asked of every non-causal fused default spec, alone, with
 /// softcap and with score_mods where the rules admit them, bwd_fused's with its sum pass in rounds, and each
 /// with its next tile prefetched: no spills (the dQ writer's 24 registers hold the tile across its loop), and

@@ -719,3 +719,30 @@ fn only_a_persistent_program_prefetches_its_next_tile() {
         assert!(e.contains("prefetch_next_tile=on is for a persistent fused grid's programs") && e.contains("persistent_tiles=on"), "{e}");
     }
 }
+
+/// `Schedule::staged_epilogue`: derived on for every fused kind (its K/V tiles hold dK/dV on the way out),
+/// off by name; the other kinds refuse it, naming where it belongs; bwd_fused_atomic's persistent grid beside a score_mod
+/// drops it (24 B spilled) unless asked, and refuses it when asked.
+#[test]
+fn only_the_fused_backward_stages_its_epilogue() {
+    let p = |kind, stage| SpecParams { kind, head_dim: 128, block_m: 64, block_n: 128, stage, num_warps: 12, num_stages: 2, ..base() };
+    let with = |kind, stage, text: &str| KernelSpec::with_schedule(p(kind, stage), ScheduleOverrides::parse(text).unwrap());
+    for (kind, stage) in [(KernelKind::BwdFused, 1), (KernelKind::BwdFusedAtomic, 1), (KernelKind::BwdFusedUp, 3)] {
+        let s = with(kind, stage, "").unwrap();
+        assert!(s.schedule().staged_epilogue && !s.name().contains("_sep"), "{}", s.name());
+        let off = with(kind, stage, "staged_epilogue=off").unwrap();
+        assert!(!off.schedule().staged_epilogue && off.name().ends_with("_sep0"), "{}", off.name());
+    }
+    let pair = SpecParams { kind: KernelKind::BwdDkdvWgmma, head_dim: 128, block_m: 32, block_n: 64, stage: 1, num_warps: 4, num_stages: 2, ..base() };
+    assert!(!KernelSpec::with_schedule(pair, ScheduleOverrides::NONE).unwrap().schedule().staged_epilogue);
+    let e = KernelSpec::with_schedule(pair, ScheduleOverrides::parse("staged_epilogue=on").unwrap()).unwrap_err().to_string();
+    assert!(e.contains("staged_epilogue=on") && e.contains("staged_epilogue and the rest of the backward's to the fused backward"), "{e}");
+    // (ALiBi as a score_mod on the persistent atomic grid)
+    let alibi = flashgen::mods::builtins::alibi("slope").unwrap();
+    let features = flashgen::Features { modifiers: flashgen::Modifiers::new(Some(&alibi), None).unwrap(), ..flashgen::Features::NONE };
+    let tiles = |text: &str| KernelSpec::with_features(p(KernelKind::BwdFusedAtomic, 1), ScheduleOverrides::parse(text).unwrap(), features);
+    assert!(!tiles("persistent_tiles=on").unwrap().schedule().staged_epilogue);
+    let e = tiles("persistent_tiles=on,staged_epilogue=on").unwrap_err().to_string();
+    assert!(e.contains("spills its registers (24 B)") && e.contains("staged_epilogue=off"), "{e}");
+    assert!(KernelSpec::with_features(p(KernelKind::BwdFused, 1), ScheduleOverrides::parse("persistent_tiles=on").unwrap(), features).unwrap().schedule().staged_epilogue);
+}

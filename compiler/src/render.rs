@@ -500,6 +500,8 @@ struct FusedDq {
     DQ_SUM_ROUNDS: bool,
     /// A persistent program prefetches its next tile's K/V rows into the L2 (`Schedule::prefetch_next_tile`).
     PREFETCH_NEXT_TILE: bool,
+    /// dK and dV leave through the K and V tiles in 16-byte chunks (`Schedule::staged_epilogue`).
+    STAGED_EPILOGUE: bool,
     /// The dSᵀ tile passes between the MMA warpgroups by a hand-over (`Schedule::ds_handover`), else a
     /// barrier of both every step.
     DS_HANDOVER: bool,
@@ -683,6 +685,7 @@ impl KernelConstants {
                 DQ_SUM_FOLLOWS: spec.schedule().dq_sum_follows,
                 DQ_SUM_ROUNDS: spec.schedule().dq_sum_rounds,
                 PREFETCH_NEXT_TILE: spec.schedule().prefetch_next_tile,
+                STAGED_EPILOGUE: spec.schedule().staged_epilogue,
                 DS_HANDOVER: spec.schedule().ds_handover,
                 EARLY_DV: spec.schedule().early_dv,
                 MMA_WARPGROUPS: (spec.mma_warps() / 4).max(1),

@@ -152,6 +152,14 @@ impl KernelSpec {
             rule(overrides.fold_key_blocks != Some(true), || format!("{}: fold_key_blocks=on {why}; use fold_key_blocks=off", p.kind.name()))?;
             spec.schedule.fold_key_blocks = false;
         }
+        // (the staged epilogue on bwd_fused_atomic's persistent grid beside a score_mod: ptxas spills 24 B of the
+        // MMA registers; the fragments' own stores then)
+        if spec.schedule.staged_epilogue && score_mod && p.kind == KernelKind::BwdFusedAtomic && spec.schedule.persistent_tiles {
+            rule(overrides.staged_epilogue != Some(true), || {
+                "bwd_fused_atomic: staged_epilogue=on with persistent_tiles=on and a score_mod spills its registers (24 B): use staged_epilogue=off".to_string()
+            })?;
+            spec.schedule.staged_epilogue = false;
+        }
         // (a persistent program's writer counts the next tile's steps as this one's: packed sequences and
         // windows give tiles different steps)
         rule(!(spec.schedule.persistent_tiles && features.vary_tile_steps()), || {
@@ -210,7 +218,7 @@ impl KernelSpec {
         // the kinds below take two switches, programs_per_sm (the separate wgmma backward) and column_splits
         // (the separate dK/dV kernels; resolve's rules)
         let others = ScheduleOverrides { programs_per_sm: None, column_splits: None, ..overrides };
-        rule(others.is_empty(), || format!("{}: schedule `{others}`: this kind has no such schedule switches (the forward's belong to fwd_ws and fwd_ws_persistent, fold_key_blocks to bwd_fused_up, ds_handover to the fused backward)", p.kind.name()))?;
+        rule(others.is_empty(), || format!("{}: schedule `{others}`: this kind has no such schedule switches (the forward's belong to fwd_ws and fwd_ws_persistent, fold_key_blocks to bwd_fused_up, ds_handover, staged_epilogue and the rest of the backward's to the fused backward)", p.kind.name()))?;
         rule(NUM_WARPS.contains(&w), || format!("num_warps={w} is not supported: use one of {NUM_WARPS:?}"))?;
         if p.kind == KernelKind::BwdPre {
             return only_canonical(p, KernelSpec::backward_preprocess(p.arch, p.dtype, d), "Δ does not depend on tiles or causality", "backward_preprocess");
