@@ -260,6 +260,51 @@ fn fused_backward_matches_f64_and_is_deterministic() {
     }
 }
 
+/// `Schedule::early_next_tile` (each program's next tile's K/V, and at HEAD_DIM 64 its first Q/dO block,
+/// loaded under this tile's epilogue; dK/dV staged in the ring) computes what the persistent grid computes
+/// without it, bit for bit, where every program runs two tiles (B 4, H 8, N 1000: 256 tiles on 128
+/// programs): HEAD_DIM 64 and 128, both dtypes, the ordered kind (dQ too, its additions in program order)
+/// and the atomic one (dK and dV; dQ within 1e-3 of the plain grid's, its additions in arrival order).
+#[test]
+#[ignore = "needs a GPU: run on the device machine with --ignored"]
+fn early_next_tile_is_the_persistent_grid_bit_for_bit() {
+    use flashgen::{KernelSpec, ScheduleOverrides};
+    use flashgen_runtime::Gradients;
+    let mut f = flash();
+    if !f.gpu.arch.has_wgmma() {
+        panic!("bwd_fused needs sm_90a; this GPU is {}", f.gpu.arch);
+    }
+    let mut rng = SplitMix(23);
+    for (dtype, d) in [(DType::Bf16, 64), (DType::F16, 128), (DType::F16, 64), (DType::Bf16, 128)] {
+        let s = Shape { z: 4, h: 8, n: 1000, d };
+        let (_, [tq, tk, tv, tdo]) = backward_inputs(&f, &mut rng, dtype, s);
+        let out = f.attention_forward(&tq, &tk, &tv, false, None).unwrap();
+        for path in [BackwardPath::Fused, BackwardPath::FusedAtomic] {
+            f.set_backward_path(path);
+            let plain = f.backward_specs(&tq, false).unwrap();
+            assert!(plain.dkdv.schedule().persistent_tiles && !plain.dkdv.schedule().early_next_tile, "{}", plain.names());
+            let o = ScheduleOverrides { early_next_tile: Some(true), ..*plain.dkdv.schedule_overrides() };
+            let early = flashgen::BackwardSpecs { dkdv: KernelSpec::with_features(*plain.dkdv.params(), o, plain.dkdv.features()).unwrap(), ..plain };
+            let run = |specs: &flashgen::BackwardSpecs| {
+                let zeros = |t: &Tensor| Tensor { data: f.gpu.stream.alloc_zeros::<u16>(t.data.len()).unwrap(), dtype, layout: t.layout };
+                let mut g = Gradients { dq: zeros(&tq), dk: zeros(&tk), dv: zeros(&tv) };
+                f.backward_into(specs, &tq, &tk, &tv, &out.o, RowStats::M(&out.m), &tdo, None, &mut g).unwrap();
+                g
+            };
+            let (a, b) = (run(&plain), run(&early));
+            let bits = |t: &Tensor| f.gpu.stream.clone_dtoh(&t.data).unwrap();
+            let what = format!("{} against {} ({} d{d})", early.dkdv.name(), plain.dkdv.name(), dtype.name());
+            assert!(bits(&a.dk) == bits(&b.dk) && bits(&a.dv) == bits(&b.dv), "{what}: dK or dV differs");
+            if path == BackwardPath::Fused {
+                assert!(bits(&a.dq) == bits(&b.dq), "{what}: dQ differs");
+            } else {
+                let e = relative_error(&b.dq.to_f32(&f.gpu).unwrap(), &a.dq.to_f32(&f.gpu).unwrap());
+                assert!(e <= 1e-3, "{what}: dQ relative error {e:.3e}");
+            }
+        }
+    }
+}
+
 /// The fused backward's launch refuses what would make it read or write out of bounds, or wait forever:
 /// scratch shorter than `FusedScratch::lengths`, zero chains, chains for the atomic kind, no scratch, or
 /// a dQ kernel beside it. Each is an error that names the rule, and nothing is launched.

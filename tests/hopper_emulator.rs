@@ -726,6 +726,33 @@ fn fused_backward_staged_epilogue_on_the_emulator() {
     }
 }
 
+/// `Schedule::early_next_tile` on persistent grids: each program's next tile's K/V (at HEAD_DIM 64's tile
+/// also its first Q/dO block) issued under this tile's epilogue, dK/dV staged in the ring's free slots
+/// (64: both in one; 128: one each): ragged lengths, GQA and MQA, N_q ≠ N_kv both ways, softcap, both dtypes,
+/// bwd_fused on two chains and bwd_fused_atomic, with and without the L2 prefetch.
+#[test]
+fn persistent_fused_backward_early_next_tile_on_the_emulator() {
+    let Some(tools) = simt::tools_or_skip() else { return };
+    let early = ScheduleOverrides { persistent_tiles: Some(true), early_next_tile: Some(true), ..ScheduleOverrides::NONE };
+    let prefetch = ScheduleOverrides { prefetch_next_tile: Some(true), ..early };
+    let runs = [
+        (KernelKind::BwdFused, DType::Bf16, 64, early, Case { z: 2, h: 4, h_kv: 2, n_q: 300, n_kv: 520, programs: 11, ..RAGGED }),
+        (KernelKind::BwdFusedAtomic, DType::Bf16, 128, early, Case { z: 2, h: 4, h_kv: 2, n_q: 300, n_kv: 520, programs: 11, ..RAGGED }),
+        (KernelKind::BwdFused, DType::F16, 128, prefetch, Case { z: 2, h: 4, h_kv: 1, n_q: 700, n_kv: 130, programs: 3, ..RAGGED }),
+        (KernelKind::BwdFusedAtomic, DType::F16, 64, prefetch, Case { z: 2, h: 4, h_kv: 1, n_q: 700, n_kv: 130, programs: 3, ..RAGGED }),
+        (KernelKind::BwdFused, DType::Bf16, 64, early, Case { z: 3, h: 2, h_kv: 2, n_q: 200, n_kv: 260, softcap: Some(5.0), programs: 4, ..RAGGED }),
+    ];
+    for (i, (kind, dtype, d, o, c)) in runs.into_iter().enumerate() {
+        let base = spec_for(kind, dtype, d, &c);
+        let spec = KernelSpec::with_features(*base.params(), o, base.features()).unwrap();
+        assert!(spec.schedule().early_next_tile && spec.schedule().staged_epilogue, "{}", spec.name());
+        let (programs, _, _) = spec.grid(&c.grid(), c.programs);
+        assert!(programs < c.n_kv.div_ceil(128) as u32 * (c.z * c.h_kv) as u32, "{}: a tile a program for {c:?}", spec.name());
+        let chains = if kind == KernelKind::BwdFused { 2 } else { 1 };
+        check_backward(&tools, &[spec], c, &mut normal_inputs(dtype, 1500 + i as u64), chains);
+    }
+}
+
 /// The wgmma backward pair (bwd_dkdv_wgmma, then bwd_dq_wgmma: cp.async rings, wgmma), where the plan runs
 /// what the fused kernels do not take: windows that are not causal, and below 1024 tokens
 /// at every head dim; the geometry's cases and windows.

@@ -654,8 +654,8 @@ fn staged_epilogue_kernels_assemble_without_spills() {
 }
 
 /// `Schedule::persistent_tiles` (off by default) asked of every non-causal fused default spec, alone, with
-/// softcap and with score_mods where the rules admit them, bwd_fused's with its sum pass in rounds, and each
-/// with its next tile prefetched: no spills (the dQ writer's 24 registers hold the tile across its loop), and
+/// softcap and with score_mods where the rules admit them, bwd_fused's with its sum pass in rounds, each
+/// with its next tile prefetched, and each with its next tile's loads under its epilogue: no spills (the dQ writer's 24 registers hold the tile across its loop), and
 /// the program's tiles walked by grid stride (nctaid.x read).
 #[test]
 fn persistent_tiles_kernels_assemble_without_spills() {
@@ -685,10 +685,22 @@ fn persistent_tiles_kernels_assemble_without_spills() {
         .filter_map(|s| KernelSpec::with_features(*s.params(), flashgen::ScheduleOverrides { persistent_tiles: Some(true), prefetch_next_tile: Some(true), ..*s.schedule_overrides() }, s.features()).ok())
         .collect();
     assert_eq!(prefetching.len(), fused.len(), "every non-causal fused default spec takes prefetch_next_tile");
+    // and each persistent spec whose epilogue is staged with its next tile's loads under that epilogue
+    // (`Schedule::early_next_tile`): its K/V copies issued in two places, the first tile's prologue and
+    // every epilogue
+    let early_of = |s: &KernelSpec, on: bool| KernelSpec::with_features(*s.params(), flashgen::ScheduleOverrides { early_next_tile: Some(on), ..*s.schedule_overrides() }, s.features());
+    let staged: Vec<&KernelSpec> = specs.iter().filter(|s| s.schedule().staged_epilogue).collect();
+    let early: Vec<KernelSpec> = staged.iter().filter_map(|s| early_of(s, true).ok()).collect();
+    assert!(early.len() == staged.len() && early.iter().any(|s| s.features().softcap), "not every staged persistent spec takes early_next_tile");
     specs.extend(rounds);
     specs.extend(prefetching);
     assemble_all_clean(&tool, &specs, |spec, ptx| {
         assert!(ptx.contains("%nctaid.x"), "{}: no grid-stride walk of tiles", spec.name());
+    });
+    let copies = |ptx: &str| ptx.matches("cp.async.cg.shared.global").count();
+    assemble_all_clean(&tool, &early, |spec, ptx| {
+        let plain = compile(&early_of(spec, false).unwrap(), CompileOptions::default()).unwrap().ptx;
+        assert_eq!(copies(ptx), 2 * copies(&plain), "{}: the next tile's K/V not copied from the epilogue", spec.name());
     });
 }
 

@@ -746,3 +746,28 @@ fn only_the_fused_backward_stages_its_epilogue() {
     assert!(e.contains("spills its registers (24 B)") && e.contains("staged_epilogue=off"), "{e}");
     assert!(KernelSpec::with_features(p(KernelKind::BwdFused, 1), ScheduleOverrides::parse("persistent_tiles=on").unwrap(), features).unwrap().schedule().staged_epilogue);
 }
+
+/// `Schedule::early_next_tile`: off unless asked; a persistent fused program with its staged epilogue takes it
+/// at HEAD_DIM 64's tile (both staged tiles in one ring slot) and 128's (a slot each); refused without a
+/// persistent grid or the staged epilogue, and where bwd_fused_atomic's persistent grid drops its staged epilogue beside a score_mod.
+#[test]
+fn only_a_persistent_staged_program_loads_its_next_tile_early() {
+    let p = |kind, head_dim, block_m, block_n, num_stages| SpecParams { kind, head_dim, block_m, block_n, stage: 1, num_warps: 12, num_stages, ..base() };
+    let with = |p: SpecParams, text: &str| KernelSpec::with_schedule(p, ScheduleOverrides::parse(text).unwrap());
+    for kind in [KernelKind::BwdFused, KernelKind::BwdFusedAtomic] {
+        for (d, bm) in [(64, 128), (128, 64)] {
+            assert!(!with(p(kind, d, bm, 128, 2), "persistent_tiles=on").unwrap().schedule().early_next_tile);
+            let s = with(p(kind, d, bm, 128, 2), "persistent_tiles=on,early_next_tile=on").unwrap();
+            assert!(s.schedule().early_next_tile && s.name().ends_with("_ptile1_ent1"), "{}", s.name());
+            for text in ["early_next_tile=on", "persistent_tiles=on,staged_epilogue=off,early_next_tile=on"] {
+                let e = with(p(kind, d, bm, 128, 2), text).unwrap_err().to_string();
+                assert!(e.contains("early_next_tile=on loads a persistent program's next tile") && e.contains("persistent_tiles=on and staged_epilogue=on"), "{text}: {e}");
+            }
+        }
+    }
+    let alibi = flashgen::mods::builtins::alibi("slope").unwrap();
+    let features = flashgen::Features { modifiers: flashgen::Modifiers::new(Some(&alibi), None).unwrap(), ..flashgen::Features::NONE };
+    let e = KernelSpec::with_features(p(KernelKind::BwdFusedAtomic, 128, 64, 128, 2), ScheduleOverrides::parse("persistent_tiles=on,early_next_tile=on").unwrap(), features).unwrap_err().to_string();
+    assert!(e.contains("early_next_tile=on needs the staged epilogue") && e.contains("early_next_tile=off"), "{e}");
+    assert!(KernelSpec::with_features(p(KernelKind::BwdFused, 128, 64, 128, 2), ScheduleOverrides::parse("persistent_tiles=on,early_next_tile=on").unwrap(), features).unwrap().schedule().early_next_tile);
+}

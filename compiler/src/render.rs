@@ -502,6 +502,13 @@ struct FusedDq {
     PREFETCH_NEXT_TILE: bool,
     /// dK and dV leave through the K and V tiles in 16-byte chunks (`Schedule::staged_epilogue`).
     STAGED_EPILOGUE: bool,
+    /// A persistent program stages dK/dV in the ring's free slots and loads its next tile's K/V (and, with
+    /// EARLY_STAGE_SLOTS 1, the ring's first blocks) before it stores them (`Schedule::early_next_tile`).
+    EARLY_NEXT_TILE: bool,
+    /// The ring slots the early epilogue stages in: 1 (dK at the slot of the tile's last step, dV
+    /// RESIDENT_TILE_BYTES after it, in its Q/dO area: BLOCK_N <= BLOCK_M) or 2 (dK there, dV in the slot
+    /// before).
+    EARLY_STAGE_SLOTS: u32,
     /// The dSᵀ tile passes between the MMA warpgroups by a hand-over (`Schedule::ds_handover`), else a
     /// barrier of both every step.
     DS_HANDOVER: bool,
@@ -686,6 +693,8 @@ impl KernelConstants {
                 DQ_SUM_ROUNDS: spec.schedule().dq_sum_rounds,
                 PREFETCH_NEXT_TILE: spec.schedule().prefetch_next_tile,
                 STAGED_EPILOGUE: spec.schedule().staged_epilogue,
+                EARLY_NEXT_TILE: spec.schedule().early_next_tile,
+                EARLY_STAGE_SLOTS: if spec.resident_rows() <= spec.streamed_rows() { 1 } else { 2 },
                 DS_HANDOVER: spec.schedule().ds_handover,
                 EARLY_DV: spec.schedule().early_dv,
                 MMA_WARPGROUPS: (spec.mma_warps() / 4).max(1),

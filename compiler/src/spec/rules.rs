@@ -159,6 +159,11 @@ impl KernelSpec {
                 "bwd_fused_atomic: staged_epilogue=on with persistent_tiles=on and a score_mod spills its registers (24 B): use staged_epilogue=off".to_string()
             })?;
             spec.schedule.staged_epilogue = false;
+            // (and the next tile's early loads, which stage in its place)
+            rule(overrides.early_next_tile != Some(true), || {
+                "bwd_fused_atomic: early_next_tile=on needs the staged epilogue, which persistent_tiles=on with a score_mod spills (24 B): use early_next_tile=off".to_string()
+            })?;
+            spec.schedule.early_next_tile = false;
         }
         // (a persistent program's writer counts the next tile's steps as this one's: packed sequences and
         // windows give tiles different steps)
