@@ -281,10 +281,14 @@ fn early_next_tile_is_the_persistent_grid_bit_for_bit() {
         let out = f.attention_forward(&tq, &tk, &tv, false, None).unwrap();
         for path in [BackwardPath::Fused, BackwardPath::FusedAtomic] {
             f.set_backward_path(path);
-            let plain = f.backward_specs(&tq, false).unwrap();
-            assert!(plain.dkdv.schedule().persistent_tiles && !plain.dkdv.schedule().early_next_tile, "{}", plain.names());
-            let o = ScheduleOverrides { early_next_tile: Some(true), ..*plain.dkdv.schedule_overrides() };
-            let early = flashgen::BackwardSpecs { dkdv: KernelSpec::with_features(*plain.dkdv.params(), o, plain.dkdv.features()).unwrap(), ..plain };
+            // (the plan's tile, on the persistent grid: the table asks for it on bwd_fused's rows, not the atomic kind's)
+            let planned = f.backward_specs(&tq, false).unwrap();
+            let with = |early: bool| {
+                let o = ScheduleOverrides { persistent_tiles: Some(true), early_next_tile: Some(early), ..*planned.dkdv.schedule_overrides() };
+                flashgen::BackwardSpecs { dkdv: KernelSpec::with_features(*planned.dkdv.params(), o, planned.dkdv.features()).unwrap(), ..planned }
+            };
+            let (plain, early) = (with(false), with(true));
+            assert!(plain.dkdv.schedule().persistent_tiles && !plain.dkdv.schedule().early_next_tile && early.dkdv.schedule().early_next_tile, "{}", plain.names());
             let run = |specs: &flashgen::BackwardSpecs| {
                 let zeros = |t: &Tensor| Tensor { data: f.gpu.stream.alloc_zeros::<u16>(t.data.len()).unwrap(), dtype, layout: t.layout };
                 let mut g = Gradients { dq: zeros(&tq), dk: zeros(&tk), dv: zeros(&tv) };

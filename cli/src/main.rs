@@ -71,7 +71,7 @@ struct EmitArgs {
     /// (compiler/src/spec/schedule.rs lists them: q_from_registers, lazy_rescale, half_block_softmax,
     /// cross_tile, single_tail, narrow_last_product, own_blocks, early_row_norm, q_buffers, programs_per_sm,
     /// column_splits, fold_key_blocks, tma_kv, ds_handover, split_kv_ring, early_dv, persistent_tiles, dq_sum_follows,
-    /// dq_sum_rounds, prefetch_next_tile, staged_epilogue).
+    /// dq_sum_rounds, prefetch_next_tile, staged_epilogue, early_next_tile).
     #[arg(long)]
     schedule: Option<String>,
     /// What the kernel computes beyond fixed-length attention, "varlen,empty_rows,window,softcap,value_dim=N" (any of them; value_dim: V narrower than Q and K, e.g. 128 at HEAD_DIM 192).
