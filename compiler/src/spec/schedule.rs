@@ -157,7 +157,8 @@ pub struct Schedule {
     /// holds both staged tiles, the ring's first blocks) before it stores them: the next tile's loads land
     /// under this tile's epilogue instead of after it (ncu-bwd-epilogue: the tile's prologue, K/V's copy and
     /// the ring's first block waited for together, 8.6-10.2% of the MMA warps' stall samples at N 1024).
-    /// Derived off until timed.
+    /// Derived off: +0-1.4% on today's tiles (early-tile, H100 and H200); with a 3-stage ring at D128
+    /// non-causal +2.5-5.5% at N 1024 (ring3), a candidate for those rows.
     pub early_next_tile: bool,
 }
 
