@@ -728,37 +728,30 @@ fn fused_backward_staged_epilogue_on_the_emulator() {
 
 /// `Schedule::early_next_tile` on persistent grids: each program's next tile's K/V (at HEAD_DIM 64's tile
 /// also its first Q/dO block) issued under this tile's epilogue, dK/dV staged in the ring's free slots
-/// (64: both in one; 128: one each): ragged lengths, GQA and MQA, N_q ≠ N_kv both ways, softcap, both dtypes,
-/// bwd_fused on two chains and bwd_fused_atomic, with and without the L2 prefetch, and on a ring of three
-/// stages.
+/// (64: both in one; 128: one each, on rings of two and three stages): ragged lengths, GQA and MQA,
+/// N_q ≠ N_kv both ways, softcap, both dtypes, bwd_fused on two chains and bwd_fused_atomic, with the L2
+/// prefetch too.
 #[test]
 fn persistent_fused_backward_early_next_tile_on_the_emulator() {
     let Some(tools) = simt::tools_or_skip() else { return };
     let early = ScheduleOverrides { persistent_tiles: Some(true), early_next_tile: Some(true), ..ScheduleOverrides::NONE };
     let prefetch = ScheduleOverrides { prefetch_next_tile: Some(true), ..early };
+    // (kind, dtype, HEAD_DIM, ring stages, schedule, case)
     let runs = [
-        (KernelKind::BwdFused, DType::Bf16, 64, early, Case { z: 2, h: 4, h_kv: 2, n_q: 300, n_kv: 520, programs: 11, ..RAGGED }),
-        (KernelKind::BwdFusedAtomic, DType::Bf16, 128, early, Case { z: 2, h: 4, h_kv: 2, n_q: 300, n_kv: 520, programs: 11, ..RAGGED }),
-        (KernelKind::BwdFused, DType::F16, 128, prefetch, Case { z: 2, h: 4, h_kv: 1, n_q: 700, n_kv: 130, programs: 3, ..RAGGED }),
-        (KernelKind::BwdFusedAtomic, DType::F16, 64, prefetch, Case { z: 2, h: 4, h_kv: 1, n_q: 700, n_kv: 130, programs: 3, ..RAGGED }),
-        (KernelKind::BwdFused, DType::Bf16, 64, early, Case { z: 3, h: 2, h_kv: 2, n_q: 200, n_kv: 260, softcap: Some(5.0), programs: 4, ..RAGGED }),
+        (KernelKind::BwdFused, DType::Bf16, 64, 2, prefetch, Case { z: 2, h: 4, h_kv: 2, n_q: 300, n_kv: 520, programs: 11, ..RAGGED }),
+        (KernelKind::BwdFusedAtomic, DType::F16, 128, 2, early, Case { z: 2, h: 4, h_kv: 1, n_q: 700, n_kv: 130, programs: 3, ..RAGGED }),
+        (KernelKind::BwdFused, DType::Bf16, 128, 3, early, Case { z: 3, h: 2, h_kv: 2, n_q: 200, n_kv: 260, softcap: Some(5.0), programs: 4, ..RAGGED }),
     ];
-    for (i, (kind, dtype, d, o, c)) in runs.into_iter().enumerate() {
+    for (i, (kind, dtype, d, stages, o, c)) in runs.into_iter().enumerate() {
         let base = spec_for(kind, dtype, d, &c);
-        let spec = KernelSpec::with_features(*base.params(), o, base.features()).unwrap();
+        let params = flashgen::spec::SpecParams { num_stages: stages, ..*base.params() };
+        let spec = KernelSpec::with_features(params, o, base.features()).unwrap();
         assert!(spec.schedule().early_next_tile && spec.schedule().staged_epilogue, "{}", spec.name());
         let (programs, _, _) = spec.grid(&c.grid(), c.programs);
         assert!(programs < c.n_kv.div_ceil(128) as u32 * (c.z * c.h_kv) as u32, "{}: a tile a program for {c:?}", spec.name());
         let chains = if kind == KernelKind::BwdFused { 2 } else { 1 };
         check_backward(&tools, &[spec], c, &mut normal_inputs(dtype, 1500 + i as u64), chains);
     }
-    // (HEAD_DIM 128's tile on a ring of three stages: dK and dV staged in the slots of the tile's last two
-    // steps, the next tile's two first blocks loaded after the read-back into the third and the first)
-    let c = Case { z: 2, h: 4, h_kv: 2, n_q: 300, n_kv: 520, programs: 11, ..RAGGED };
-    let base = spec_for(KernelKind::BwdFused, DType::F16, 128, &c);
-    let spec = KernelSpec::with_features(flashgen::spec::SpecParams { num_stages: 3, ..*base.params() }, early, base.features()).unwrap();
-    assert!(spec.schedule().early_next_tile && spec.params().num_stages == 3, "{}", spec.name());
-    check_backward(&tools, &[spec], c, &mut normal_inputs(DType::F16, 1510), 2);
 }
 
 /// The wgmma backward pair (bwd_dkdv_wgmma, then bwd_dq_wgmma: cp.async rings, wgmma), where the plan runs
