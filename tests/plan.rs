@@ -320,6 +320,14 @@ fn persistent_tiles_run_where_the_table_puts_them_and_nowhere_their_tiles_differ
         }
         assert!(!dkdv(problem(d, false, 16384)).schedule().persistent_tiles);
         assert!(!dkdv(problem(d, true, 1024)).schedule().persistent_tiles);
+        // (a persistent tile that also asks for the switches only a persistent grid takes: packed, all dropped)
+        let tiled = dkdv(problem(d, false, 1024));
+        let o = ScheduleOverrides { dq_sum_rounds: Some(true), prefetch_next_tile: Some(true), early_next_tile: Some(true), ..*tiled.schedule_overrides() };
+        let asked = KernelSpec::with_features(*tiled.params(), o, tiled.features()).unwrap();
+        assert!(asked.schedule().early_next_tile && asked.schedule().prefetch_next_tile && asked.schedule().dq_sum_rounds, "{}", asked.name());
+        let packed = flashgen::plan::with_features(&asked, flashgen::Features { varlen: true, ..asked.features() }).unwrap();
+        let s = packed.schedule();
+        assert!(!s.persistent_tiles && !s.early_next_tile && !s.prefetch_next_tile && !s.dq_sum_rounds, "{}", packed.name());
     }
 }
 

@@ -187,11 +187,15 @@ fn chosen(kind: KernelKind, arch: Arch, problem: &Problem, tuned: &dyn Tuned) ->
 }
 
 /// `spec` computing `features`. A table row's persistent tiles need every tile to take the same steps:
-/// with packed sequences or a window the tile runs one program per tile instead.
+/// with packed sequences or a window the tile runs one program per tile instead, without the switches
+/// that only a persistent grid's programs take (`dq_sum_rounds`, `prefetch_next_tile`, `early_next_tile`).
 pub fn with_features(spec: &KernelSpec, features: Features) -> Result<KernelSpec, SpecError> {
     let mut overrides = *spec.schedule_overrides();
     if spec.schedule().persistent_tiles && features.vary_tile_steps() {
         overrides.persistent_tiles = None;
+        overrides.dq_sum_rounds = None;
+        overrides.prefetch_next_tile = None;
+        overrides.early_next_tile = None;
     }
     KernelSpec::with_features(*spec.params(), overrides, features)
 }
