@@ -307,11 +307,14 @@ fn backward_defaults_fit_every_target() {
                     let short = flashgen_tests::plan_at(arch, dtype, d, causal, min - 1).backward;
                     assert!(short.dq.is_some() && !short.dkdv.kind().fuses_dq(), "{}", short.dkdv.name());
                     // from there the long-sequence kernels (non-causal on sm_90a: the same tile, its programs
-                    // running tile after tile to 4096 tokens, `Schedule::persistent_tiles`)
+                    // running tile after tile to 4096 tokens, `Schedule::persistent_tiles`, each loading its
+                    // next tile early on a ring of three Q/dO stages)
                     let at_min = flashgen_tests::plan_at(arch, dtype, d, causal, min).backward;
                     let persistent = fused && !causal;
-                    assert_eq!(at_min.dkdv.schedule().persistent_tiles, persistent, "{}", at_min.dkdv.name());
-                    assert_eq!((*at_min.dkdv.params(), at_min.preprocess, at_min.dq), (*b.dkdv.params(), b.preprocess, b.dq));
+                    let s = at_min.dkdv.schedule();
+                    assert_eq!((s.persistent_tiles, s.early_next_tile), (persistent, persistent), "{}", at_min.dkdv.name());
+                    let stages = if persistent { 3 } else { b.dkdv.num_stages() };
+                    assert_eq!((*at_min.dkdv.params(), at_min.preprocess, at_min.dq), (SpecParams { num_stages: stages, ..*b.dkdv.params() }, b.preprocess, b.dq));
                     let mut kernels = vec![b.dkdv];
                     if let Some(dq) = b.dq {
                         assert_eq!((dq.causal(), b.dkdv.kind().role(), dq.kind().role()), (causal, KernelKind::BwdDkdv, KernelKind::BwdDq));
@@ -544,7 +547,9 @@ fn fused_backward_is_a_dkdv_kernel_with_dq() {
         let b = flashgen_tests::plan_at(Arch::Sm90a, DType::Bf16, 128, causal, n).backward;
         assert_eq!(b.dkdv.kind(), want, "causal={causal} N={n}");
         assert_eq!(b.dkdv.dq_sum_entry(), Some(format!("{}_dq_sum", b.dkdv.name())));
-        assert_eq!(SpecParams { kind: k, ..*b.dkdv.params() }, *flashgen_tests::family(flashgen::KernelKind::BwdFused, Arch::Sm90a, DType::Bf16, 128, causal).dkdv.params());
+        // (the tiles; the family's, at 1024 tokens, run on three stages non-causal: the persistent grid's ring)
+        let family = *flashgen_tests::family(flashgen::KernelKind::BwdFused, Arch::Sm90a, DType::Bf16, 128, causal).dkdv.params();
+        assert_eq!(SpecParams { kind: k, num_stages: 0, ..*b.dkdv.params() }, SpecParams { num_stages: 0, ..family });
     }
     assert_eq!(KernelKind::BwdDkdv.wgmma_kind(), Some(KernelKind::BwdDkdvWgmma), "the plain wgmma kind stays the role's");
     for d in [64, 128] {
@@ -556,7 +561,8 @@ fn fused_backward_is_a_dkdv_kernel_with_dq() {
             for f in [a.dkdv, b.dkdv] {
                 assert_eq!(f.dq_sum_entry(), Some(format!("{}_dq_sum", f.name())));
             }
-            assert_eq!(SpecParams { kind: k, ..*a.dkdv.params() }, *b.dkdv.params(), "the same tiles, atomics aside");
+            // (bwd_fused's persistent grid, non-causal at 1024 tokens, on a ring of three stages)
+            assert_eq!(SpecParams { kind: k, num_stages: 0, ..*a.dkdv.params() }, SpecParams { num_stages: 0, ..*b.dkdv.params() }, "the same tiles, atomics aside");
             assert_eq!(b.kernels(), vec![b.preprocess, b.dkdv]);
             // 128 keys on two MMA warpgroups of 64 (then the dQ writer warpgroup), each a 64×64 piece of dQ's
             // block: at 128 64 of its columns of a 64-row block, at 64 64 of the rows of a 128-row block
@@ -565,11 +571,12 @@ fn fused_backward_is_a_dkdv_kernel_with_dq() {
             assert_eq!((b.dkdv.num_warps(), b.dkdv.mma_warps(), b.dkdv.threads()), (12, 8, 384));
             assert_eq!((b.dkdv.rows_per_warp(), b.dkdv.consumer_warpgroups()), (16, 2));
             // the resident K and V, the ring, the dSᵀ tile (a 128-byte row per key and 64 queries), the
-            // staging buffers (a 64×64 f32 piece per MMA warpgroup each; two at the defaults) and the ring's
-            // mbarriers; all within the SM's 227 KB
+            // staging buffers (a 64×64 f32 piece per MMA warpgroup each; two at the defaults, one beside the
+            // persistent grid's ring of three) and the ring's mbarriers; all within the SM's 227 KB
             let (res, ns) = (b.dkdv.resident_rows(), b.dkdv.num_stages());
-            assert_eq!(b.dkdv.staging_buffers(), 2, "{}", b.dkdv.name());
-            assert_eq!(b.dkdv.shared_memory_bytes(), 2 * res * d * 2 + ns * b.dkdv.slot_bytes() + 1024 + res * strm * 2 + 2 * 2 * 16384 + 8 * ns);
+            let buffers = if ns == 3 { 1 } else { 2 };
+            assert_eq!(b.dkdv.staging_buffers(), buffers, "{}", b.dkdv.name());
+            assert_eq!(b.dkdv.shared_memory_bytes(), 2 * res * d * 2 + ns * b.dkdv.slot_bytes() + 1024 + res * strm * 2 + buffers * 2 * 16384 + 8 * ns);
             assert!(b.dkdv.shared_memory_bytes() <= 227 * 1024, "{}", b.dkdv.name());
             assert!(b.dkdv.register_estimate() <= b.dkdv.registers().consumer);
         }

@@ -68,8 +68,10 @@ const fn row(kind: KernelKind, applies: Applies, tiles: Tiles, result: &'static 
 
 use KernelKind::*;
 
-/// The fused backward's programs running tile after tile (`Schedule::persistent_tiles`).
-const PERSISTENT_TILES: ScheduleOverrides = ScheduleOverrides { persistent_tiles: Some(true), ..ScheduleOverrides::NONE };
+/// The fused backward's programs running tile after tile (`Schedule::persistent_tiles`), each loading its next
+/// tile's K/V under its staged dK/dV (`Schedule::early_next_tile`), on a ring of three Q/dO stages (room made
+/// by one dQ staging buffer).
+const PERSISTENT_RING3: ScheduleOverrides = ScheduleOverrides { persistent_tiles: Some(true), early_next_tile: Some(true), ..ScheduleOverrides::NONE };
 
 /// Each kind's default tiles; the first row that applies wins. Why each one (the numbers are in
 /// docs/DECISIONS.md under the result id):
@@ -92,7 +94,8 @@ const PERSISTENT_TILES: ScheduleOverrides = ScheduleOverrides { persistent_tiles
 ///   with 64-key blocks at 192: the backward 1.05-1.11× (192/128) and 1.08-1.14× (256) the 64×32 tile on
 ///   one warpgroup (packed-window, H100).
 /// - the fused backward: query blocks of 64 rows, one MMA warpgroup per 64 key rows and dQ columns, two
-///   stages (the writer's double-buffered staging leaves no room for a third at HEAD_DIM 128); at HEAD_DIM
+///   stages (the writer's double-buffered staging leaves no room for a third at HEAD_DIM 128; the persistent
+///   grid's three, below, stage dQ in one buffer); at HEAD_DIM
 ///   64 FA3's 128×128 tile: two MMA warpgroups of 64 keys on 128-row query blocks, each 64 rows of dQ (one
 ///   warpgroup of 64 keys and 64 queries left the tensor cores idle: 0.53-0.92× the pair, bwd64-sweep).
 ///   Non-causal to 4096 tokens its programs run tile after tile (`Schedule::persistent_tiles`, ptiles;
@@ -135,9 +138,11 @@ pub static TILES: &[TileRow] = &[
     row(BwdDqWgmma, on(HOPPER, &[192], None, ANY), t(128, 64, 8, 2), "packed-window"),
     row(BwdDqWgmma, on(HOPPER, &[256], None, ANY), t(128, 32, 8, 2), "packed-window"),
     // (programs that run tile after tile: 1.04-1.13× at HEAD_DIM 64, 1.00-1.03× at 128 to 4096 tokens, 0.97-0.99×
-    // at 16384 (ptiles, H100); GQA 64/8 1.00× at 4096, 0.86× at 16384)
-    TileRow { schedule: PERSISTENT_TILES, ..row(BwdFused, on(HOPPER, &[64], Some(false), 0..=4096), t(128, 128, 12, 2), "ptiles") },
-    TileRow { schedule: PERSISTENT_TILES, ..row(BwdFused, on(HOPPER, &[128], Some(false), 0..=4096), t(64, 128, 12, 2), "ptiles") },
+    // at 16384 (ptiles, H100); GQA 64/8 1.00× at 4096, 0.86× at 16384; on three stages with the next tile
+    // early, over those: +4.0% / +1.5% at HEAD_DIM 64 N 1024 / 4096, +3.8% / +1.8% at 128; at 16384 -0.5% (64),
+    // and +2.0% at 128 but 0.89× on GQA 64/8 (ring3-ab, H100))
+    TileRow { schedule: PERSISTENT_RING3, ..row(BwdFused, on(HOPPER, &[64], Some(false), 0..=4096), t(128, 128, 12, 3), "ring3-ab") },
+    TileRow { schedule: PERSISTENT_RING3, ..row(BwdFused, on(HOPPER, &[128], Some(false), 0..=4096), t(64, 128, 12, 3), "ring3-ab") },
     row(BwdFused, on(HOPPER, D64, None, ANY), t(128, 128, 12, 2), "fused64-v1"),
     row(BwdFused, on(HOPPER, D128, None, ANY), t(64, 128, 12, 2), "fused-tma-v2"),
     row(BwdFusedAtomic, on(HOPPER, D64, None, ANY), t(128, 128, 12, 2), "fused64-v1"),
