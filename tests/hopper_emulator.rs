@@ -737,9 +737,12 @@ fn persistent_fused_backward_early_next_tile_on_the_emulator() {
     let Some(tools) = simt::tools_or_skip() else { return };
     let early = ScheduleOverrides { persistent_tiles: Some(true), early_next_tile: Some(true), ..ScheduleOverrides::NONE };
     let prefetch = ScheduleOverrides { prefetch_next_tile: Some(true), ..early };
-    // (kind, dtype, HEAD_DIM, ring stages, schedule, case)
+    // (kind, dtype, HEAD_DIM, ring stages, schedule, case; bwd_fused's default non-causal to 4096 tokens is
+    // the early grid on three stages: at HEAD_DIM 64 the next tile's first two Q/dO blocks go to the two
+    // slots besides the staging one, on two stages to the one)
     let runs = [
-        (KernelKind::BwdFused, DType::Bf16, 64, 2, prefetch, Case { z: 2, h: 4, h_kv: 2, n_q: 300, n_kv: 520, programs: 11, ..RAGGED }),
+        (KernelKind::BwdFused, DType::Bf16, 64, 3, prefetch, Case { z: 2, h: 4, h_kv: 2, n_q: 300, n_kv: 520, programs: 11, ..RAGGED }),
+        (KernelKind::BwdFused, DType::F16, 64, 2, early, Case { z: 1, h: 2, h_kv: 2, n_q: 200, n_kv: 390, programs: 5, ..RAGGED }),
         (KernelKind::BwdFusedAtomic, DType::F16, 128, 2, early, Case { z: 2, h: 4, h_kv: 1, n_q: 700, n_kv: 130, programs: 3, ..RAGGED }),
         (KernelKind::BwdFused, DType::Bf16, 128, 3, early, Case { z: 3, h: 2, h_kv: 2, n_q: 200, n_kv: 260, softcap: Some(5.0), programs: 4, ..RAGGED }),
     ];

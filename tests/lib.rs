@@ -21,21 +21,7 @@ pub fn find_nvdisasm() -> Option<PathBuf> {
 
 /// The SASS of `ptx` assembled for `arch`: ptxas to a cubin, then `nvdisasm -c`.
 pub fn sass(ptxas: &std::path::Path, nvdisasm: &std::path::Path, ptx: &str, arch: &str) -> Result<String, String> {
-    let dir = std::env::temp_dir().join(format!("flashgen-sass-{}-{}", std::process::id(), rand_suffix()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let (src, cubin) = (dir.join("k.ptx"), dir.join("k.cubin"));
-    std::fs::write(&src, ptx).map_err(|e| e.to_string())?;
-    let asm = Command::new(ptxas).arg(format!("-arch={arch}")).arg(&src).arg("-o").arg(&cubin).output().map_err(|e| format!("running {}: {e}", ptxas.display()))?;
-    let dis = asm.status.success().then(|| Command::new(nvdisasm).arg("-c").arg(&cubin).output());
-    let _ = std::fs::remove_dir_all(&dir);
-    if !asm.status.success() {
-        return Err(format!("ptxas failed: {}", String::from_utf8_lossy(&asm.stderr)));
-    }
-    let out = dis.ok_or("no cubin")?.map_err(|e| format!("running {}: {e}", nvdisasm.display()))?;
-    if !out.status.success() {
-        return Err(format!("nvdisasm failed: {}", String::from_utf8_lossy(&out.stderr)));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    assemble(ptxas, ptx, arch, Some(nvdisasm)).map(|a| a.sass.unwrap_or_default())
 }
 
 /// In CI a missing tool is a failure, never a skip.
@@ -63,19 +49,43 @@ pub fn ptxas(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<PtxasRepo
 /// Assemble `ptx` for `arch` and parse `ptxas -v` for every entry: (name, report); the warnings are the
 /// module's, in every report.
 pub fn ptxas_entries(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<Vec<(String, PtxasReport)>, String> {
+    assemble(ptxas, ptx, arch, None).map(|a| a.entries)
+}
+
+/// One assembly of a module: `ptxas -v`'s report of each entry, and the SASS where it was asked for.
+pub struct Assembled {
+    pub entries: Vec<(String, PtxasReport)>,
+    pub sass: Option<String>,
+}
+
+/// Assemble `ptx` for `arch` once (`ptxas -v` to a cubin) and, given `nvdisasm`, disassemble that cubin
+/// (`nvdisasm -c`): a test that wants both the report and the SASS runs ptxas once, not twice.
+pub fn assemble(ptxas: &std::path::Path, ptx: &str, arch: &str, nvdisasm: Option<&std::path::Path>) -> Result<Assembled, String> {
     let dir = std::env::temp_dir().join(format!("flashgen-ptxas-{}-{}", std::process::id(), rand_suffix()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let src = dir.join("k.ptx");
+    let (src, cubin) = (dir.join("k.ptx"), dir.join("k.cubin"));
     std::fs::write(&src, ptx).map_err(|e| e.to_string())?;
-    let out = Command::new(ptxas)
-        .args([&format!("-arch={arch}"), "-v", src.to_str().unwrap_or("k.ptx"), "-o", dir.join("k.cubin").to_str().unwrap_or("k.cubin")])
-        .output()
-        .map_err(|e| format!("running {}: {e}", ptxas.display()))?;
+    let out = Command::new(ptxas).arg(format!("-arch={arch}")).arg("-v").arg(&src).arg("-o").arg(&cubin).output().map_err(|e| format!("running {}: {e}", ptxas.display()));
+    let dis = match (&out, nvdisasm) {
+        (Ok(o), Some(nvdisasm)) if o.status.success() => Some(Command::new(nvdisasm).arg("-c").arg(&cubin).output().map_err(|e| format!("running {}: {e}", nvdisasm.display()))),
+        _ => None,
+    };
     let _ = std::fs::remove_dir_all(&dir);
+    let out = out?;
     let text = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         return Err(format!("ptxas failed for {arch}:\n{text}"));
     }
+    let sass = match dis {
+        Some(d) => {
+            let d = d?;
+            if !d.status.success() {
+                return Err(format!("nvdisasm failed: {}", String::from_utf8_lossy(&d.stderr)));
+            }
+            Some(String::from_utf8_lossy(&d.stdout).into_owned())
+        }
+        None => None,
+    };
     // ptxas's warnings, and its "Potential Performance Loss" notes (printed as info): a serialized wgmma
     // (C7509/C7515), an ignored setmaxnreg (C7504)
     let warnings: Vec<String> = text.lines().filter(|l| l.contains("warning") || l.contains("Performance Loss")).map(str::to_string).collect();
@@ -95,7 +105,7 @@ pub fn ptxas_entries(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<V
         };
         entries.push((name, report));
     }
-    Ok(entries)
+    Ok(Assembled { entries, sass })
 }
 
 fn rand_suffix() -> u64 {

@@ -2,7 +2,7 @@
 //! target with no spills and no stack frame. Registers and shared memory are reported per spec.
 
 use flashgen::{compile, Arch, CompileOptions, DType, Features, KernelKind, KernelSpec, SpecParams};
-use flashgen_tests::{find_nvdisasm, find_ptxas, in_ci, ptxas, ptxas_entries, sass};
+use flashgen_tests::{find_nvdisasm, find_ptxas, in_ci, ptxas, sass};
 
 fn ptxas_or_skip() -> Option<std::path::PathBuf> {
     let p = find_ptxas();
@@ -22,13 +22,15 @@ fn nvdisasm_or_skip() -> Option<std::path::PathBuf> {
     p
 }
 
-/// Compile and assemble one spec; assert no spills, no stack, no ptxas warnings. Returns the PTX.
-fn assemble_clean(tool: &std::path::Path, spec: &KernelSpec) -> String {
+/// Compile and assemble one spec; assert no spills, no stack, no ptxas warnings. Returns the PTX, and with
+/// `dis` (nvdisasm) the SASS of the same assembly.
+fn assemble_clean(tool: &std::path::Path, spec: &KernelSpec, dis: Option<&std::path::Path>) -> (String, Option<String>) {
     let a = compile(spec, CompileOptions::default()).unwrap();
     let (major, minor) = spec.arch().ptx_version();
     assert!(a.ptx.contains(&format!(".version {major}.{minor}\n")), "{}: PTX must declare ISA {major}.{minor}", spec.name());
     assert!(a.ptx.contains(&format!(".target {}", spec.arch().name())));
-    let entries = ptxas_entries(tool, &a.ptx, spec.arch().name()).unwrap();
+    let assembled = flashgen_tests::assemble(tool, &a.ptx, spec.arch().name(), dis).unwrap();
+    let entries = assembled.entries;
     let entry = |name: &str| entries.iter().find(|(n, _)| n == name).map(|(_, r)| r).unwrap_or_else(|| panic!("{}: no entry {name} in the module", spec.name()));
     // the ordered fused backward's dQ sum pass, the module's second entry: no spills either
     if let Some(sum) = spec.dq_sum_entry() {
@@ -61,7 +63,7 @@ fn assemble_clean(tool: &std::path::Path, spec: &KernelSpec) -> String {
         r.registers,
         spec.threads()
     );
-    a.ptx
+    (a.ptx, assembled.sass)
 }
 
 /// The variants of `specs` with each feature the rules admit (`KernelSpec::with_features`): packed
@@ -128,11 +130,21 @@ fn plain_or_featured(specs: Vec<KernelSpec>, features: bool) -> Vec<KernelSpec> 
 
 /// `assemble_clean` over `specs` on two threads, then `also` on each spec's PTX.
 fn assemble_all_clean(tool: &std::path::Path, specs: &[KernelSpec], also: impl Fn(&KernelSpec, &str) + Sync) {
+    assemble_all_clean_with_sass(tool, None, specs, |spec, ptx, _| also(spec, ptx));
+}
+
+/// The same, `also` taking each spec's SASS too where `dis` (nvdisasm) is given.
+fn assemble_all_clean_with_sass(tool: &std::path::Path, dis: Option<&std::path::Path>, specs: &[KernelSpec], also: impl Fn(&KernelSpec, &str, Option<&str>) + Sync) {
     let (a, b) = specs.split_at(specs.len() / 2);
     std::thread::scope(|s| {
         for half in [a, b] {
             let also = &also;
-            s.spawn(move || half.iter().for_each(|spec| also(spec, &assemble_clean(tool, spec))));
+            s.spawn(move || {
+                half.iter().for_each(|spec| {
+                    let (ptx, sass) = assemble_clean(tool, spec, dis);
+                    also(spec, &ptx, sass.as_deref())
+                })
+            });
         }
     });
 }
@@ -141,7 +153,7 @@ fn assemble_all_clean(tool: &std::path::Path, specs: &[KernelSpec], also: impl F
 fn default_set_assembles_without_spills() {
     let Some(tool) = ptxas_or_skip() else { return };
     for spec in flashgen::plan::default_set() {
-        assemble_clean(&tool, &spec);
+        assemble_clean(&tool, &spec, None);
     }
 }
 
@@ -432,14 +444,13 @@ fn warp_specialized_forward(features: bool) {
     assert!(specs.len() >= 30, "{} fwd_ws shapes", specs.len());
     let dis = find_nvdisasm();
     assert!(dis.is_some() || !in_ci(), "nvdisasm not found: CI must install it");
-    assemble_all_clean(&tool, &plain_or_featured(specs, features), |spec, ptx| {
+    assemble_all_clean_with_sass(&tool, dis.as_deref(), &plain_or_featured(specs, features), |spec, ptx, text| {
         let launch = spec.registers().launch;
         assert!(ptx.contains(&format!(".maxnreg {launch}")), "{}: .maxnreg {launch}", spec.name());
         // the epilogue's 1/l_i: approximate (computed under the last P·V) where `early_row_norm`, IEEE otherwise
         let early = spec.early_row_norm();
         assert_eq!((ptx.contains("rcp.approx.ftz.f32"), ptx.contains("rcp.rn.f32")), (early, !early), "{}: the epilogue's reciprocal", spec.name());
-        let Some(dis) = &dis else { return };
-        let text = sass(&tool, dis, ptx, "sm_90a").unwrap();
+        let Some(text) = text else { return };
         let count = |needle: &str| text.lines().filter(|l| l.contains(needle)).count() as u32;
         // (S = Q·Kᵀ over the real head dim: HEAD_DIM 32 and 96 in 2 and 6 k16 steps of their tiles' 4 and 8)
         let (k16_s, k16_pv) = (spec.head_dim() / 16, spec.block_n() / 16);
