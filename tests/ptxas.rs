@@ -644,7 +644,9 @@ fn early_dv_kernels_assemble_without_spills() {
 fn staged_epilogue_kernels_assemble_without_spills() {
     let Some(tool) = ptxas_or_skip() else { return };
     let with = |spec: &KernelSpec, staged: bool, persistent: Option<bool>| -> Option<KernelSpec> {
-        let o = flashgen::ScheduleOverrides { staged_epilogue: Some(staged), persistent_tiles: persistent.or(spec.schedule_overrides().persistent_tiles), ..*spec.schedule_overrides() };
+        // (the next tile's early loads stage dK/dV in the ring: they go with the staged epilogue)
+        let early = spec.schedule_overrides().early_next_tile.filter(|_| staged);
+        let o = flashgen::ScheduleOverrides { staged_epilogue: Some(staged), persistent_tiles: persistent.or(spec.schedule_overrides().persistent_tiles), early_next_tile: early, ..*spec.schedule_overrides() };
         KernelSpec::with_features(*spec.params(), o, spec.features()).ok()
     };
     let fused: Vec<KernelSpec> = flashgen::plan::default_set().into_iter().filter(|s| s.kind().fuses_dq()).collect();
