@@ -540,6 +540,10 @@ fn fused_backward_on_the_emulator() {
             let kinds: &[KernelKind] = if c.causal { &[KernelKind::BwdFused, KernelKind::BwdFusedUp] } else { &[KernelKind::BwdFused, KernelKind::BwdFusedAtomic] };
             // (a kind its rules refuse for the case, bwd_fused on causal packed sequences at HEAD_DIM 64's
             // 128-row blocks, is not what the plan runs)
+            // (the padded head dims on the kind the plan runs for the case; the other kind at 64 and 128:
+            // the dQ pieces of real columns are the kinds' shared code; CI time)
+            let planned = if c.causal { &kinds[1..] } else { &kinds[..1] };
+            let kinds = if d % 64 == 0 { kinds } else { planned };
             for spec in kinds.iter().filter_map(|&kind| admitted(kind, dtype, d, &c).ok()) {
                 let chains = if spec.kind() == KernelKind::BwdFused { 2 } else { 1 };
                 check_backward(&tools, &[spec], c, &mut normal_inputs(dtype, 500 + i as u64), chains);

@@ -232,6 +232,11 @@ fn admitted_tile_space(features: bool) {
     }
     println!("{admitted} admitted, {rejected} rejected tile shapes");
     assert!(admitted >= 150, "the admitted space should be a real one: {admitted}");
+    // (the features on bf16, on both targets: fp16 changes the conversions, not the features' code, and
+    // its plain sweep runs above; CI time)
+    if features {
+        specs.retain(|s| s.dtype() == DType::Bf16);
+    }
     assemble_all_clean(&tool, &plain_or_featured(specs, features), |_, _| {});
 }
 
