@@ -30,7 +30,7 @@ pub fn in_ci() -> bool {
 }
 
 /// What ptxas reports for one kernel.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PtxasReport {
     pub warnings: Vec<String>,
     pub registers: u32,
@@ -42,8 +42,7 @@ pub struct PtxasReport {
 /// Assemble `ptx` for `arch` (e.g. "sm_90a") and parse `ptxas -v` for the module's kernel (the entry every
 /// other one's name extends, as the ordered fused backward's `<name>_dq_sum` does).
 pub fn ptxas(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<PtxasReport, String> {
-    let entries = ptxas_entries(ptxas, ptx, arch)?;
-    entries.into_iter().min_by_key(|(name, _)| name.len()).map(|(_, r)| r).ok_or("ptxas compiled no entry".into())
+    assemble(ptxas, ptx, arch, None)?.kernel().cloned().ok_or("ptxas compiled no entry".into())
 }
 
 /// Assemble `ptx` for `arch` and parse `ptxas -v` for every entry: (name, report); the warnings are the
@@ -56,6 +55,13 @@ pub fn ptxas_entries(ptxas: &std::path::Path, ptx: &str, arch: &str) -> Result<V
 pub struct Assembled {
     pub entries: Vec<(String, PtxasReport)>,
     pub sass: Option<String>,
+}
+
+impl Assembled {
+    /// The module's kernel: the entry every other one's name extends (`<name>_dq_sum`).
+    pub fn kernel(&self) -> Option<&PtxasReport> {
+        self.entries.iter().min_by_key(|(name, _)| name.len()).map(|(_, r)| r)
+    }
 }
 
 /// Assemble `ptx` for `arch` once (`ptxas -v` to a cubin) and, given `nvdisasm`, disassemble that cubin
